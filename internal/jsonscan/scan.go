@@ -1,0 +1,460 @@
+// Package jsonscan is a small, allocation-free JSON scanner for the large
+// files memscope reads (per-rank traces of hundreds of MB, snapshot JSON).
+// Readers drive it by schema, so values they do not need are skipped without
+// being built. It accepts the NaN, Infinity and -Infinity literals that
+// Python's json.dump writes.
+package jsonscan
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Scanner reads JSON from a byte slice.
+type Scanner struct {
+	data    []byte
+	pos     int
+	scratch []byte
+}
+
+// New returns a scanner over data.
+func New(data []byte) *Scanner { return &Scanner{data: data} }
+
+// Pos is the current byte offset.
+func (s *Scanner) Pos() int { return s.pos }
+
+// Error is a syntax or type error at a byte offset, with line and column.
+type Error struct {
+	Offset, Line, Col int
+	Msg               string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("line %d column %d (byte %d): %s", e.Line, e.Col, e.Offset, e.Msg)
+}
+
+// Errorf returns an *Error at the current position.
+func (s *Scanner) Errorf(format string, args ...any) error {
+	return s.ErrorAt(s.pos, format, args...)
+}
+
+// ErrorAt returns an *Error at offset off.
+func (s *Scanner) ErrorAt(off int, format string, args ...any) error {
+	if off > len(s.data) {
+		off = len(s.data)
+	}
+	line, col := 1, 1
+	for _, c := range s.data[:off] {
+		if c == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return &Error{Offset: off, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Peek skips whitespace and returns the next byte, or 0 at the end.
+func (s *Scanner) Peek() byte {
+	for s.pos < len(s.data) {
+		switch c := s.data[s.pos]; c {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// EOF reports whether only whitespace remains.
+func (s *Scanner) EOF() bool { return s.Peek() == 0 && s.pos >= len(s.data) }
+
+func (s *Scanner) unexpected(want string) error {
+	if s.pos >= len(s.data) {
+		return s.Errorf("unexpected end of data, expected %s (file truncated or still being written?)", want)
+	}
+	return s.Errorf("unexpected %q, expected %s", s.data[s.pos], want)
+}
+
+// Expect consumes byte c after whitespace.
+func (s *Scanner) Expect(c byte) error {
+	if s.Peek() != c {
+		return s.unexpected(strconv.QuoteRune(rune(c)))
+	}
+	s.pos++
+	return nil
+}
+
+// More is used inside an object or array after its opening byte: it reports
+// whether another element follows, consuming the separating comma, or
+// consumes the closing byte and returns false.
+func (s *Scanner) More(close byte, first bool) (bool, error) {
+	c := s.Peek()
+	if c == close {
+		s.pos++
+		return false, nil
+	}
+	if first {
+		return true, nil
+	}
+	if c != ',' {
+		return false, s.unexpected(fmt.Sprintf("',' or %q", close))
+	}
+	s.pos++
+	return true, nil
+}
+
+// String reads a string and returns its unescaped bytes. The result aliases
+// the input or an internal buffer: copy it to keep it.
+func (s *Scanner) String() ([]byte, error) {
+	if s.Peek() != '"' {
+		return nil, s.unexpected("a string")
+	}
+	start := s.pos + 1
+	i := start
+	for i < len(s.data) {
+		c := s.data[i]
+		if c == '"' {
+			s.pos = i + 1
+			return s.data[start:i], nil
+		}
+		if c == '\\' {
+			return s.slowString(start)
+		}
+		if c < 0x20 {
+			return nil, s.ErrorAt(i, "control character in string")
+		}
+		i++
+	}
+	return nil, s.ErrorAt(len(s.data), "unterminated string (file truncated?)")
+}
+
+func (s *Scanner) slowString(start int) ([]byte, error) {
+	out := s.scratch[:0]
+	i := start
+	for i < len(s.data) {
+		c := s.data[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			s.scratch = out
+			return out, nil
+		case c == '\\':
+			if i+1 >= len(s.data) {
+				return nil, s.ErrorAt(i, "unterminated escape")
+			}
+			e := s.data[i+1]
+			i += 2
+			switch e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, n, ok := s.hex4(i)
+				if !ok {
+					return nil, s.ErrorAt(i, "bad \\u escape")
+				}
+				i = n
+				if utf16IsSurrogate(r) {
+					if r2, n2, ok := s.hex4(i + 2); ok && i+1 < len(s.data) && s.data[i] == '\\' && s.data[i+1] == 'u' {
+						if d := decodeSurrogates(r, r2); d != utf8.RuneError {
+							r = d
+							i = n2
+						}
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				return nil, s.ErrorAt(i-2, "bad escape \\%c", e)
+			}
+		case c < 0x20:
+			return nil, s.ErrorAt(i, "control character in string")
+		default:
+			out = append(out, c)
+			i++
+		}
+	}
+	return nil, s.ErrorAt(len(s.data), "unterminated string (file truncated?)")
+}
+
+func (s *Scanner) hex4(i int) (rune, int, bool) {
+	if i+4 > len(s.data) {
+		return 0, i, false
+	}
+	var r rune
+	for _, c := range s.data[i : i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, i, false
+		}
+	}
+	return r, i + 4, true
+}
+
+func utf16IsSurrogate(r rune) bool { return r >= 0xd800 && r < 0xe000 }
+
+func decodeSurrogates(r1, r2 rune) rune {
+	if r1 >= 0xd800 && r1 < 0xdc00 && r2 >= 0xdc00 && r2 < 0xe000 {
+		return (r1-0xd800)<<10 | (r2 - 0xdc00) + 0x10000
+	}
+	return utf8.RuneError
+}
+
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// Number reads a number. isInt is true when the literal has no fraction or
+// exponent and fits an int64; then i holds it exactly. NaN, Infinity and
+// -Infinity are accepted.
+func (s *Scanner) Number() (f float64, i int64, isInt bool, err error) {
+	c := s.Peek()
+	start := s.pos
+	d := s.data
+	p := start
+	neg := false
+	if c == '-' {
+		neg = true
+		p++
+	}
+	if p < len(d) && (d[p] == 'N' || d[p] == 'I') {
+		return s.special(start, neg)
+	}
+	// Fast path: up to 19 significant digits with an optional fraction.
+	var mant uint64
+	digits := 0
+	intStart := p
+	for p < len(d) && d[p] >= '0' && d[p] <= '9' {
+		if digits < 19 {
+			mant = mant*10 + uint64(d[p]-'0')
+		}
+		digits++
+		p++
+	}
+	if p == intStart {
+		return 0, 0, false, s.unexpected("a number")
+	}
+	frac := 0
+	if p < len(d) && d[p] == '.' {
+		p++
+		fs := p
+		for p < len(d) && d[p] >= '0' && d[p] <= '9' {
+			if digits < 19 {
+				mant = mant*10 + uint64(d[p]-'0')
+				frac++
+			}
+			digits++
+			p++
+		}
+		if p == fs {
+			return 0, 0, false, s.ErrorAt(p, "digit expected after decimal point")
+		}
+		if p < len(d) && (d[p] == 'e' || d[p] == 'E') {
+			return s.slowNumber(start)
+		}
+		s.pos = p
+		if digits <= 19 && mant < 1<<53 && frac < len(pow10) {
+			f = float64(mant) / pow10[frac]
+			if neg {
+				f = -f
+			}
+			return f, 0, false, nil
+		}
+		return s.slowNumber(start)
+	}
+	if p < len(d) && (d[p] == 'e' || d[p] == 'E') {
+		return s.slowNumber(start)
+	}
+	s.pos = p
+	if digits <= 18 {
+		i = int64(mant)
+		if neg {
+			i = -i
+		}
+		return float64(i), i, true, nil
+	}
+	return s.slowNumber(start)
+}
+
+func (s *Scanner) slowNumber(start int) (float64, int64, bool, error) {
+	p := start
+	d := s.data
+	if p < len(d) && d[p] == '-' {
+		p++
+	}
+	isInt := true
+	for p < len(d) {
+		c := d[p]
+		if c >= '0' && c <= '9' || c == '-' || c == '+' {
+			p++
+			continue
+		}
+		if c == '.' || c == 'e' || c == 'E' {
+			isInt = false
+			p++
+			continue
+		}
+		break
+	}
+	lit := unsafe.String(unsafe.SliceData(d[start:p]), p-start)
+	s.pos = p
+	if isInt {
+		if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			return float64(i), i, true, nil
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !isRangeErr(err) {
+		return 0, 0, false, s.ErrorAt(start, "bad number %q", lit)
+	}
+	return f, 0, false, nil
+}
+
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+func (s *Scanner) special(start int, neg bool) (float64, int64, bool, error) {
+	p := start
+	if neg {
+		p++
+	}
+	rest := s.data[p:]
+	switch {
+	case hasPrefix(rest, "NaN") && !neg:
+		s.pos = p + 3
+		return math.NaN(), 0, false, nil
+	case hasPrefix(rest, "Infinity"):
+		s.pos = p + 8
+		if neg {
+			return math.Inf(-1), 0, false, nil
+		}
+		return math.Inf(1), 0, false, nil
+	}
+	return 0, 0, false, s.unexpected("a number")
+}
+
+func hasPrefix(b []byte, p string) bool {
+	return len(b) >= len(p) && string(b[:len(p)]) == p
+}
+
+// Literal kinds returned by Literal.
+const (
+	Null = iota
+	True
+	False
+)
+
+// Literal reads true, false or null.
+func (s *Scanner) Literal() (int, error) {
+	s.Peek()
+	rest := s.data[s.pos:]
+	switch {
+	case hasPrefix(rest, "null"):
+		s.pos += 4
+		return Null, nil
+	case hasPrefix(rest, "true"):
+		s.pos += 4
+		return True, nil
+	case hasPrefix(rest, "false"):
+		s.pos += 5
+		return False, nil
+	}
+	return 0, s.unexpected("a value")
+}
+
+// Skip skips one value of any kind, iteratively (deep nesting cannot
+// overflow the goroutine stack).
+func (s *Scanner) Skip() error {
+	var open []byte // brackets of the containers being skipped
+	for {
+		closed := true // whether a complete value was just read
+		switch c := s.Peek(); c {
+		case '{', '[':
+			s.pos++
+			end := byte('}')
+			if c == '[' {
+				end = ']'
+			}
+			if s.Peek() == end {
+				s.pos++
+				break
+			}
+			open = append(open, c)
+			closed = false
+			if c == '{' {
+				if err := s.key(); err != nil {
+					return err
+				}
+			}
+		case '"':
+			if _, err := s.String(); err != nil {
+				return err
+			}
+		case 't', 'f', 'n':
+			if _, err := s.Literal(); err != nil {
+				return err
+			}
+		case 0:
+			return s.unexpected("a value")
+		default:
+			if _, _, _, err := s.Number(); err != nil {
+				return err
+			}
+		}
+		if !closed {
+			continue
+		}
+		// A value is complete: close containers or move to the next element.
+		for len(open) > 0 {
+			top := open[len(open)-1]
+			c := s.Peek()
+			if (c == '}' && top == '{') || (c == ']' && top == '[') {
+				s.pos++
+				open = open[:len(open)-1]
+				continue
+			}
+			if c != ',' {
+				return s.unexpected("',' or a closing bracket")
+			}
+			s.pos++
+			if top == '{' {
+				if err := s.key(); err != nil {
+					return err
+				}
+			}
+			break
+		}
+		if len(open) == 0 {
+			return nil
+		}
+	}
+}
+
+func (s *Scanner) key() error {
+	if _, err := s.String(); err != nil {
+		return err
+	}
+	return s.Expect(':')
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Reference for `memscope report --json`, computed from pickle.load.
+
+Stdlib only. Implements the definitions in the README independently of the
+Go code (same category rules, same location rule, same frame fallback), so
+the Go tests can compare every figure against it.
+
+  reference_report.py [--top N] SNAPSHOT... > expected.json
+
+Only for trusted files: pickle.load runs whatever the file says.
+"""
+import argparse
+import gzip
+import json
+import pickle
+import sys
+
+RULES = [
+    ("Expert/MoE", ["moe", "expert", "router", "token_dispatcher", "grouped_gemm", "deepep", "deep_ep"]),
+    ("Attention", ["attention", "attn", "flash", "sdpa", "scaled_dot_product", "rotary", "kv_cache"]),
+    ("Linear/MatMul", ["linear", "matmul", "addmm", "gemm", "bmm", "einsum", "baddbmm"]),
+    ("Optimizer State", ["optim", "adam", "sgd", "lamb", "lion", "zero_grad", "_multi_tensor", "_fused_adam",
+                         "distrib_optimizer"]),
+    ("Communication", ["nccl", "all_gather", "allgather", "reduce_scatter", "all_to_all", "alltoall", "all_reduce",
+                       "allreduce", "distributed_c10d", "c10d", "broadcast", "deepep", "_functional_collectives"]),
+    ("FSDP", ["fsdp", "flat_param", "fully_shard", "_fsdp_"]),
+    ("Gradient", ["backward", "autograd", "grad_acc", "accumulate_grad", "_grad", "grad_buffer"]),
+    ("Activation", ["forward", "activation", "gelu", "relu", "silu", "swiglu", "dropout", "layer_norm", "layernorm",
+                    "rmsnorm", "softmax", "checkpoint", "embedding"]),
+]
+ORDER = {name: i for i, (name, _) in enumerate(RULES)}
+ORDER["Unknown"] = len(RULES)
+
+NOISE_NAMES = ["unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start", "__libc_start_main",
+               "PyEval_", "PyObject_", "PyFunction_"]
+NOISE_FILES = ["core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
+               "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h"]
+
+
+def noise(f):
+    return any(n in f["name"] for n in NOISE_NAMES) or any(n in f["filename"] for n in NOISE_FILES)
+
+
+def line_of(f):
+    line = f["line"]
+    return line if 0 <= line < 2**63 else -1
+
+
+def fmt_frame(f):
+    line = line_of(f)
+    if line > 0:
+        return "%s:%d %s" % (f["filename"], line, f["name"])
+    return "%s %s" % (f["filename"], f["name"])
+
+
+def location(frames):
+    first = None
+    for f in frames:
+        if noise(f):
+            continue
+        if first is None:
+            first = f
+        if f["filename"].endswith(".py"):
+            return fmt_frame(f)
+    return fmt_frame(first) if first is not None else ""
+
+
+def category(frames):
+    if not frames:
+        return "Unknown"
+    texts = []
+    for python_only in (True, False):
+        for f in frames:
+            if noise(f) or (python_only and not f["filename"].endswith(".py")):
+                continue
+            texts += [f["filename"].lower(), f["name"].lower()]
+        if texts:
+            break
+    for name, kws in RULES:
+        for kw in kws:
+            if any(kw in t for t in texts):
+                return name
+    return "Unknown"
+
+
+def load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return pickle.loads(data)
+
+
+def report(path, top_n):
+    snap = load(path)
+    if isinstance(snap, list):
+        snap = {"segments": snap}
+    segments = snap.get("segments", [])
+    traces = snap.get("device_traces", snap.get("traces", [])) or []
+    devices = sorted({s.get("device", 0) for s in segments} | {i for i, t in enumerate(traces) if t})
+    out = []
+    for dev in devices:
+        trace = traces[dev] if dev < len(traces) else []
+        last_alloc = {}
+        for e in trace:
+            if e["action"] == "alloc" and e.get("frames"):
+                last_alloc[e["addr"]] = e["frames"]
+        d = dict(device="cuda:%d" % dev, reserved_bytes=0, allocated_bytes=0, active_bytes=0, requested_bytes=0,
+                 inactive_bytes=0, rounding_waste_bytes=0, segments=0, blocks=0, active_blocks=0)
+        cats = {}
+        allocs = []
+        for s in segments:
+            if s.get("device", 0) != dev:
+                continue
+            d["segments"] += 1
+            d["reserved_bytes"] += s["total_size"]
+            addr = s["address"]
+            for b in s["blocks"]:
+                d["blocks"] += 1
+                state, size = b["state"], b["size"]
+                # torch ~2.0 blocks have no address/requested_size/frames:
+                # they follow from the segment base and history[0].
+                hist = (b.get("history") or [{}])[0]
+                b = dict(b)
+                b.setdefault("address", addr)
+                b.setdefault("requested_size", hist.get("real_size", size))
+                if "frames" not in b:
+                    b["frames"] = hist.get("frames", [])
+                addr = b["address"] + size
+                if state == "inactive":
+                    d["inactive_bytes"] += size
+                    continue
+                if state not in ("active_allocated", "active_pending_free", "active_awaiting_free"):
+                    continue
+                d["active_blocks"] += 1
+                d["active_bytes"] += size
+                if state == "active_allocated":
+                    d["allocated_bytes"] += size
+                    d["requested_bytes"] += b["requested_size"]
+                    d["rounding_waste_bytes"] += size - b["requested_size"]
+                frames = b.get("frames") or last_alloc.get(b["address"], [])
+                cat = category(frames)
+                c = cats.setdefault(cat, [0, 0])
+                c[0] += size
+                c[1] += 1
+                if state == "active_allocated":
+                    allocs.append((size, b["requested_size"], b["address"], state, cat, location(frames)))
+        reserved = d["reserved_bytes"]
+        d["efficiency_pct"] = round(100.0 * d["allocated_bytes"] / reserved, 2) if reserved else 0.0
+        d["trace_entries"] = len(trace)
+        d["oom_events"] = sum(1 for e in trace if e["action"] == "oom")
+        d["categories"] = [dict(name=n, bytes=v[0], blocks=v[1])
+                           for n, v in sorted(cats.items(), key=lambda kv: (-kv[1][0], ORDER.get(kv[0], 99)))]
+        allocs.sort(key=lambda a: (-a[0], a[2]))
+        d["top"] = [dict(size=a[0], requested_size=a[1], address=a[2], state=a[3], category=a[4], location=a[5])
+                    for a in allocs[:top_n]]
+        out.append(d)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("paths", nargs="+")
+    a = ap.parse_args()
+    files = [{"path": p, "kind": "torch-snapshot", "devices": report(p, a.top)} for p in a.paths]
+    json.dump({"files": files}, sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

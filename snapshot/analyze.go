@@ -1,0 +1,359 @@
+package snapshot
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+)
+
+// Allocation is an active block seen from the analysis: what a user means by
+// "an allocation".
+type Allocation struct {
+	Address       uint64
+	Size          int64
+	RequestedSize int64
+	State         BlockState
+	Category      string
+	Frames        Stack
+	// FramesFromTrace is set when the block had no frames of its own and
+	// Frames came from its last alloc event in the trace.
+	FramesFromTrace bool
+	Stream          uint64
+	SegmentType     string
+	SegmentAddress  uint64
+	PrivatePool     bool
+}
+
+// Location is the allocation's call site (see Location).
+func (a *Allocation) Location() string { return Location(a.Frames) }
+
+// Bucket is one power-of-two bucket of a size histogram: sizes in [Lo, 2*Lo).
+type Bucket struct {
+	Lo    int64
+	Count int
+	Bytes int64
+}
+
+// Histogram is a power-of-two size histogram, ascending, empty buckets
+// omitted.
+type Histogram []Bucket
+
+func (h *Histogram) add(size int64) {
+	lo := int64(0)
+	if size > 0 {
+		lo = int64(1) << (63 - bits.LeadingZeros64(uint64(size)))
+	}
+	i, found := slices.BinarySearchFunc(*h, lo, func(b Bucket, lo int64) int { return cmp.Compare(b.Lo, lo) })
+	if !found {
+		*h = slices.Insert(*h, i, Bucket{Lo: lo})
+	}
+	(*h)[i].Count++
+	(*h)[i].Bytes += size
+}
+
+// CategoryTotal is the memory of one category.
+type CategoryTotal struct {
+	Name   string
+	Bytes  int64
+	Blocks int
+}
+
+// PoolStats is the memory of one allocator pool.
+type PoolStats struct {
+	Name      string // "large", "small" or "private"
+	Segments  int
+	Reserved  int64
+	Allocated int64
+}
+
+// OOMEvent is an out-of-memory event from the trace.
+type OOMEvent struct {
+	Index      int
+	Size       int64
+	DeviceFree int64
+	TimeUS     int64
+	Frames     Stack
+}
+
+// Fragmentation describes how the cached free memory is spread.
+type Fragmentation struct {
+	// FreeInUsedSegments is inactive memory in segments that also hold active
+	// blocks: empty_cache() cannot return it.
+	FreeInUsedSegments int64
+	// FreeInEmptySegments is inactive memory in wholly free segments:
+	// empty_cache() would return it.
+	FreeInEmptySegments int64
+	// SegmentsWithFree counts segments that hold at least one inactive block.
+	SegmentsWithFree int
+	// SmallFreeBlocks counts inactive blocks under 1 MiB in used segments.
+	SmallFreeBlocks int
+	// ExternalPct is 100 * (1 - largest free block / all free), the share of
+	// free memory unusable for one request as large as all of it.
+	ExternalPct float64
+}
+
+// DeviceStats is the analysis of one device of a snapshot.
+type DeviceStats struct {
+	Device            int
+	ReservedBytes     int64
+	AllocatedBytes    int64
+	ActiveBytes       int64
+	RequestedBytes    int64
+	InactiveBytes     int64
+	PendingFreeBytes  int64
+	RoundingWaste     int64
+	OtherStateBytes   int64
+	Segments          int
+	Blocks            int
+	ActiveBlocks      int
+	InactiveBlocks    int
+	LargestFreeBlock  int64
+	EfficiencyPct     float64
+	Rating            string
+	Pools             []PoolStats
+	ActiveHist        Histogram
+	InactiveHist      Histogram
+	Fragmentation     Fragmentation
+	TraceEntries      int
+	OOMs              []OOMEvent
+	TraceTruncated    bool
+	TruncationReason  string
+	FreesBeforeWindow int
+	Categories        []CategoryTotal
+	// Allocations are the active blocks, largest first.
+	Allocations     []Allocation
+	Recommendations []Recommendation
+}
+
+// Analysis is the analysis of a whole snapshot.
+type Analysis struct {
+	Snapshot *Snapshot
+	Devices  []DeviceStats
+}
+
+// Device returns the stats of device d, or nil.
+func (a *Analysis) Device(d int) *DeviceStats {
+	for i := range a.Devices {
+		if a.Devices[i].Device == d {
+			return &a.Devices[i]
+		}
+	}
+	return nil
+}
+
+// Rating names an efficiency: >98% excellent, 95-98% good, below poor.
+func Rating(effPct float64, reserved int64) string {
+	switch {
+	case reserved == 0:
+		return "n/a"
+	case effPct > 98:
+		return "excellent"
+	case effPct >= 95:
+		return "good"
+	}
+	return "poor"
+}
+
+// Analyze computes per-device statistics. cat may be nil for the default
+// rules.
+func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
+	if cat == nil {
+		cat = NewCategorizer(nil)
+	}
+	a := &Analysis{Snapshot: s}
+	for _, d := range s.Devices() {
+		a.Devices = append(a.Devices, analyzeDevice(s, d, cat))
+	}
+	return a
+}
+
+func analyzeDevice(s *Snapshot, dev int, cat *Categorizer) DeviceStats {
+	st := DeviceStats{Device: dev}
+	trace := s.Trace(dev)
+	var allocFrames map[uint64]Stack // lazily built: frames of the last alloc per address
+	pools := map[string]*PoolStats{}
+	var allFree int64
+	for si := range s.Segments {
+		seg := &s.Segments[si]
+		if seg.Device != dev {
+			continue
+		}
+		st.Segments++
+		st.ReservedBytes += seg.TotalSize
+		pool := seg.Type
+		if seg.Private() {
+			pool = "private"
+		}
+		if pool == "" {
+			pool = "large"
+		}
+		p := pools[pool]
+		if p == nil {
+			p = &PoolStats{Name: pool}
+			pools[pool] = p
+		}
+		p.Segments++
+		p.Reserved += seg.TotalSize
+		segActive := false
+		var segFree int64
+		segFreeBlocks, segSmallFree := 0, 0
+		for bi := range seg.Blocks {
+			b := &seg.Blocks[bi]
+			st.Blocks++
+			switch b.State {
+			case StateActiveAllocated:
+				st.AllocatedBytes += b.Size
+				st.RequestedBytes += b.RequestedSize
+				st.RoundingWaste += b.Size - b.RequestedSize
+				p.Allocated += b.Size
+			case StateActivePendingFree:
+				st.PendingFreeBytes += b.Size
+			case StateInactive:
+				st.InactiveBytes += b.Size
+				st.InactiveBlocks++
+				st.InactiveHist.add(b.Size)
+				segFree += b.Size
+				segFreeBlocks++
+				if b.Size < 1<<20 {
+					segSmallFree++
+				}
+				if b.Size > st.LargestFreeBlock {
+					st.LargestFreeBlock = b.Size
+				}
+				continue
+			default:
+				st.OtherStateBytes += b.Size
+				continue
+			}
+			segActive = true
+			st.ActiveBlocks++
+			st.ActiveHist.add(b.Size)
+			frames, fromTrace := b.Frames, false
+			if len(frames) == 0 && len(trace) > 0 {
+				if allocFrames == nil {
+					allocFrames = lastAllocFrames(trace)
+				}
+				frames, fromTrace = allocFrames[b.Address], true
+				if len(frames) == 0 {
+					fromTrace = false
+				}
+			}
+			st.Allocations = append(st.Allocations, Allocation{
+				Address: b.Address, Size: b.Size, RequestedSize: b.RequestedSize, State: b.State,
+				Category: cat.Category(frames), Frames: frames, FramesFromTrace: fromTrace,
+				Stream: seg.Stream, SegmentType: seg.Type, SegmentAddress: seg.Address, PrivatePool: seg.Private(),
+			})
+		}
+		if segFreeBlocks > 0 {
+			st.Fragmentation.SegmentsWithFree++
+		}
+		if segActive {
+			st.Fragmentation.FreeInUsedSegments += segFree
+			st.Fragmentation.SmallFreeBlocks += segSmallFree
+		} else {
+			st.Fragmentation.FreeInEmptySegments += segFree
+		}
+		allFree += segFree
+	}
+	st.ActiveBytes = st.AllocatedBytes + st.PendingFreeBytes
+	if st.ReservedBytes > 0 {
+		st.EfficiencyPct = 100 * float64(st.AllocatedBytes) / float64(st.ReservedBytes)
+	}
+	st.Rating = Rating(st.EfficiencyPct, st.ReservedBytes)
+	if allFree > 0 {
+		st.Fragmentation.ExternalPct = 100 * (1 - float64(st.LargestFreeBlock)/float64(allFree))
+	}
+	for _, name := range []string{"large", "small", "private"} {
+		if p := pools[name]; p != nil {
+			st.Pools = append(st.Pools, *p)
+			delete(pools, name)
+		}
+	}
+	for _, p := range pools {
+		st.Pools = append(st.Pools, *p)
+	}
+
+	// Largest first; ties by address so the order is stable across runs.
+	slices.SortFunc(st.Allocations, func(x, y Allocation) int {
+		if c := cmp.Compare(y.Size, x.Size); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Address, y.Address)
+	})
+	st.Categories = categoryTotals(st.Allocations, cat)
+
+	st.TraceEntries = len(trace)
+	analyzeTrace(s, trace, &st)
+	st.Recommendations = recommend(s, &st)
+	return st
+}
+
+func categoryTotals(allocs []Allocation, cat *Categorizer) []CategoryTotal {
+	idx := map[string]int{}
+	var out []CategoryTotal
+	for _, a := range allocs {
+		i, ok := idx[a.Category]
+		if !ok {
+			i = len(out)
+			idx[a.Category] = i
+			out = append(out, CategoryTotal{Name: a.Category})
+		}
+		out[i].Bytes += a.Size
+		out[i].Blocks++
+	}
+	order := map[string]int{}
+	for i, n := range cat.Names() {
+		order[n] = i
+	}
+	slices.SortFunc(out, func(x, y CategoryTotal) int {
+		if c := cmp.Compare(y.Bytes, x.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(order[x.Name], order[y.Name])
+	})
+	return out
+}
+
+// lastAllocFrames maps each address to the frames of its last alloc event.
+func lastAllocFrames(trace []TraceEntry) map[uint64]Stack {
+	m := map[uint64]Stack{}
+	for i := range trace {
+		if e := &trace[i]; e.Action == ActionAlloc && len(e.Frames) > 0 {
+			m[e.Addr] = e.Frames
+		}
+	}
+	return m
+}
+
+func analyzeTrace(s *Snapshot, trace []TraceEntry, st *DeviceStats) {
+	allocated := map[uint64]bool{}
+	for i := range trace {
+		e := &trace[i]
+		switch e.Action {
+		case ActionOOM:
+			st.OOMs = append(st.OOMs, OOMEvent{Index: i, Size: e.Size, DeviceFree: e.DeviceFree, TimeUS: e.TimeUS, Frames: e.Frames})
+		case ActionAlloc:
+			allocated[e.Addr] = true
+		case ActionFreeRequested, ActionFreeCompleted:
+			if !allocated[e.Addr] {
+				if e.Action == ActionFreeCompleted {
+					st.FreesBeforeWindow++
+				}
+			} else if e.Action == ActionFreeCompleted {
+				delete(allocated, e.Addr)
+			}
+		}
+	}
+	set := &s.Settings
+	switch {
+	case set.TraceOverflowedKnown && set.TraceOverflowed:
+		st.TraceTruncated = true
+		st.TruncationReason = "the allocator reports that the trace ring buffer overflowed"
+	case set.TraceMaxEntries > 0 && int64(len(trace)) >= set.TraceMaxEntries:
+		st.TraceTruncated = true
+		st.TruncationReason = "the trace holds exactly trace_alloc_max_entries entries: the ring buffer is full and older events were dropped"
+	case !set.TraceOverflowedKnown && st.FreesBeforeWindow > 0 && len(trace) > 0:
+		st.TraceTruncated = true
+		st.TruncationReason = "the trace frees memory it never saw allocated: recording started late or the ring buffer dropped older events"
+	}
+}

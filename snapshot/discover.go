@@ -1,0 +1,182 @@
+package snapshot
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kind is what a file holds, detected by content.
+type Kind string
+
+// File kinds this package reads.
+const (
+	KindTorch     Kind = "torch-snapshot"
+	KindEstimated Kind = "estimated-snapshot"
+	KindNone      Kind = ""
+)
+
+// Sniff detects a snapshot kind from the first bytes of a file (a few KiB
+// are enough). It does not validate the whole file.
+func Sniff(head []byte) Kind {
+	if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
+		return KindTorch // gzip: only snapshots are read compressed
+	}
+	if len(head) >= 2 && head[0] == opProto && head[1] >= 2 && head[1] <= 5 {
+		return KindTorch
+	}
+	t := bytes.TrimLeft(head, " \t\r\n\xef\xbb\xbf")
+	if len(t) == 0 {
+		return KindNone
+	}
+	switch t[0] {
+	case '<':
+		if bytes.Contains(head, []byte("add_local_files")) || bytes.Contains(head, []byte(`"base64"`)) {
+			return KindTorch
+		}
+	case '{':
+		if bytes.Contains(head, []byte(`"peak_memory_mb"`)) || bytes.Contains(head, []byte(`"size_bytes"`)) {
+			return KindEstimated
+		}
+		if bytes.Contains(head, []byte(`"segments"`)) || bytes.Contains(head, []byte(`"device_traces"`)) {
+			return KindTorch
+		}
+	case '[':
+		if bytes.Contains(head, []byte(`"total_size"`)) {
+			return KindTorch
+		}
+	}
+	return KindNone
+}
+
+// SniffFile reads the head of a file and sniffs it.
+func SniffFile(path string) (Kind, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return KindNone, err
+	}
+	defer f.Close()
+	buf := make([]byte, 16<<10)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return KindNone, err
+	}
+	return Sniff(buf[:n]), nil
+}
+
+// Label identifies where a snapshot sits in a run, from torchtitan's
+// layouts: memory_snapshot/iteration_N[_exit]/rankR_memory_snapshot.pickle
+// and profiling/memory_snapshot/step_N[_exit]/RRRRRR_step_N.pickle.
+type Label struct {
+	Rank int // -1 when unknown
+	Step int // -1 when unknown
+	// Exit is set for snapshots dumped on OOM (the _exit directories).
+	Exit bool
+}
+
+var (
+	reStepDir  = regexp.MustCompile(`^(?:iteration|step)_0*(\d+)(_exit)?$`)
+	reRankFile = regexp.MustCompile(`rank_?(\d+)`)
+	reNumStep  = regexp.MustCompile(`^0*(\d+)_step_\d+`)
+)
+
+// ParseLabel extracts rank and step from a path.
+func ParseLabel(path string) Label {
+	l := Label{Rank: -1, Step: -1}
+	base := filepath.Base(path)
+	if m := reRankFile.FindStringSubmatch(base); m != nil {
+		l.Rank, _ = strconv.Atoi(m[1])
+	} else if m := reNumStep.FindStringSubmatch(base); m != nil {
+		l.Rank, _ = strconv.Atoi(m[1])
+	}
+	if m := reStepDir.FindStringSubmatch(filepath.Base(filepath.Dir(path))); m != nil {
+		l.Step, _ = strconv.Atoi(m[1])
+		l.Exit = m[2] != ""
+	}
+	return l
+}
+
+// String renders the label, e.g. "rank 3 · step 10 (OOM exit)"; empty when
+// nothing is known.
+func (l Label) String() string {
+	var parts []string
+	if l.Rank >= 0 {
+		parts = append(parts, "rank "+strconv.Itoa(l.Rank))
+	}
+	if l.Step >= 0 {
+		parts = append(parts, "step "+strconv.Itoa(l.Step))
+	}
+	s := strings.Join(parts, " · ")
+	if l.Exit {
+		s += " (OOM exit)"
+	}
+	return strings.TrimSpace(s)
+}
+
+// Found is a snapshot file found in a directory.
+type Found struct {
+	Path  string
+	Kind  Kind
+	Label Label
+}
+
+// maxDiscoverDepth bounds the directory walk: torchtitan puts snapshots two
+// levels below the dump folder.
+const maxDiscoverDepth = 4
+
+// Discover finds snapshot files under dir (by content, for files whose name
+// suggests a snapshot or JSON), sorted by rank, step and path.
+func Discover(dir string) ([]Found, error) {
+	var out []Found
+	root := filepath.Clean(dir)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil // unreadable subdirectory: skip it, keep the rest
+		}
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(d.Name(), ".") || strings.Count(p[len(root):], string(filepath.Separator)) >= maxDiscoverDepth) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !candidateName(d.Name()) {
+			return nil
+		}
+		k, err := SniffFile(p)
+		if err != nil || k == KindNone {
+			return nil
+		}
+		out = append(out, Found{Path: p, Kind: k, Label: ParseLabel(p)})
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Label, out[j].Label
+		if a.Step != b.Step {
+			return a.Step < b.Step
+		}
+		if a.Rank != b.Rank {
+			return a.Rank < b.Rank
+		}
+		return out[i].Path < out[j].Path
+	})
+	return out, err
+}
+
+func candidateName(name string) bool {
+	n := strings.ToLower(name)
+	for _, ext := range []string{".pickle", ".pkl", ".pickle.gz", ".pkl.gz", ".snapshot", ".snap", ".json", ".json.gz", ".html"} {
+		if strings.HasSuffix(n, ext) {
+			return true
+		}
+	}
+	return false
+}

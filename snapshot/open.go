@@ -1,0 +1,138 @@
+package snapshot
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// maxGzipRatio bounds how much a gzip member may expand, so a small
+// "zip bomb" cannot exhaust memory. Snapshot pickles compress 5-20x.
+const maxGzipRatio = 200
+
+// Open reads an allocator snapshot from a file: a pickle (protocols 2-5), a
+// gzip-compressed pickle, the JSON form, or the HTML page written by
+// torch.cuda._memory_viz (base64 pickle inside). Errors name the file.
+func Open(ctx context.Context, path string) (*Snapshot, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Decode(ctx, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// ErrNotSnapshot is returned for data that is none of the snapshot forms.
+var ErrNotSnapshot = errors.New("not an allocator snapshot")
+
+// Decode decodes a snapshot from memory, detecting the form by content.
+func Decode(ctx context.Context, data []byte) (*Snapshot, error) {
+	format := ""
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		raw, err := gunzip(data)
+		if err != nil {
+			return nil, err
+		}
+		data = raw
+		format = "+gzip"
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n\xef\xbb\xbf")
+	switch {
+	case len(data) == 0:
+		return nil, fmt.Errorf("empty file: %w", ErrNotSnapshot)
+	case data[0] == opProto:
+		s, err := decodePickleSnapshot(data)
+		if err != nil {
+			return nil, err
+		}
+		s.Format += format
+		return s, nil
+	case len(trimmed) > 0 && trimmed[0] == '<':
+		payload, err := htmlPayload(trimmed)
+		if err != nil {
+			return nil, err
+		}
+		s, err := decodePickleSnapshot(payload)
+		if err != nil {
+			return nil, fmt.Errorf("embedded snapshot: %w", err)
+		}
+		s.Format = "html (" + s.Format + ")" + format
+		return s, nil
+	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
+		s, err := decodeJSONSnapshot(trimmed)
+		if err != nil {
+			return nil, err
+		}
+		s.Format += format
+		return s, nil
+	}
+	return nil, fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON or HTML): %w", data[0], ErrNotSnapshot)
+}
+
+func decodePickleSnapshot(data []byte) (*Snapshot, error) {
+	g, root, err := decodePickle(data)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newBinder(g, len(data)).bindRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	s.Format = fmt.Sprintf("pickle protocol %d", g.proto)
+	return s, nil
+}
+
+func gunzip(data []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	limit := int64(len(data))*maxGzipRatio + 1<<20
+	var out bytes.Buffer
+	n, err := io.Copy(&out, io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("gzip: %w (file truncated?)", err)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("gzip: expands more than %dx; refusing (a decompression bomb?)", maxGzipRatio)
+	}
+	return out.Bytes(), nil
+}
+
+// htmlPayload extracts the base64 pickle from a _memory_viz HTML page:
+// `const local_files = [{"name": "snapshot.pickle", "base64": "..."}]`.
+func htmlPayload(page []byte) ([]byte, error) {
+	key := []byte(`"base64"`)
+	i := bytes.Index(page, key)
+	if i < 0 {
+		return nil, fmt.Errorf("HTML without an embedded snapshot (no \"base64\" field; only pages written by torch.cuda._memory_viz are understood): %w", ErrNotSnapshot)
+	}
+	rest := page[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return nil, fmt.Errorf("HTML: unterminated base64 field")
+	}
+	rest = rest[j+1:]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return nil, fmt.Errorf("HTML: unterminated base64 field (file truncated?)")
+	}
+	enc := rest[:end]
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(enc)))
+	n, err := base64.StdEncoding.Decode(out, enc)
+	if err != nil {
+		return nil, fmt.Errorf("HTML: embedded base64: %w", err)
+	}
+	return out[:n], nil
+}

@@ -1,0 +1,344 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"memscope/internal/units"
+)
+
+// FileReport is one input of `memscope report`: an analysed allocator
+// snapshot, an analysed estimate, or the error that stopped it.
+type FileReport struct {
+	Path     string
+	Label    Label
+	Kind     Kind
+	Err      error
+	Analysis *Analysis
+	Estimate *EstimateAnalysis
+}
+
+// JSON shapes of `memscope report --json`, documented in the README.
+type jsonReport struct {
+	Files []jsonFile `json:"files"`
+}
+
+type jsonFile struct {
+	Path    string  `json:"path"`
+	Kind    Kind    `json:"kind"`
+	Error   *string `json:"error"`
+	Devices any     `json:"devices"`
+}
+
+type jsonDevice struct {
+	Device          string         `json:"device"`
+	Reserved        int64          `json:"reserved_bytes"`
+	Allocated       int64          `json:"allocated_bytes"`
+	Active          int64          `json:"active_bytes"`
+	Requested       int64          `json:"requested_bytes"`
+	Inactive        int64          `json:"inactive_bytes"`
+	RoundingWaste   int64          `json:"rounding_waste_bytes"`
+	Segments        int            `json:"segments"`
+	Blocks          int            `json:"blocks"`
+	ActiveBlocks    int            `json:"active_blocks"`
+	EfficiencyPct   float64        `json:"efficiency_pct"`
+	TraceEntries    int            `json:"trace_entries"`
+	OOMEvents       int            `json:"oom_events"`
+	Categories      []jsonCategory `json:"categories"`
+	Top             []jsonTop      `json:"top"`
+	Recommendations []string       `json:"recommendations"`
+	Peak            *jsonPeak      `json:"peak,omitempty"`
+}
+
+type jsonCategory struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	Blocks int    `json:"blocks"`
+}
+
+type jsonTop struct {
+	Size          int64  `json:"size"`
+	RequestedSize int64  `json:"requested_size"`
+	Address       uint64 `json:"address"`
+	State         string `json:"state"`
+	Category      string `json:"category"`
+	Location      string `json:"location"`
+}
+
+type jsonPeak struct {
+	AllocatedBytes int64          `json:"allocated_bytes"`
+	EventIndex     int            `json:"event_index"`
+	TimeUS         int64          `json:"time_us"`
+	Live           []jsonLiveItem `json:"live"`
+}
+
+type jsonLiveItem struct {
+	Size     int64  `json:"size"`
+	Category string `json:"category"`
+	Location string `json:"location"`
+}
+
+// ReportOptions shapes the report.
+type ReportOptions struct {
+	TopN int
+	// Peaks holds the replayed timeline peak per device, when computed.
+	Peaks func(a *Analysis, device int) *Peak
+}
+
+// WriteJSON writes the reports as the documented JSON.
+func WriteJSON(w io.Writer, reports []FileReport, opt ReportOptions) error {
+	out := jsonReport{Files: []jsonFile{}}
+	for _, r := range reports {
+		jf := jsonFile{Path: r.Path, Kind: r.Kind, Devices: []any{}}
+		if jf.Kind == KindNone {
+			jf.Kind = KindTorch
+		}
+		switch {
+		case r.Err != nil:
+			msg := r.Err.Error()
+			jf.Error = &msg
+		case r.Analysis != nil:
+			devs := []jsonDevice{}
+			for i := range r.Analysis.Devices {
+				devs = append(devs, deviceJSON(r.Analysis, &r.Analysis.Devices[i], opt))
+			}
+			jf.Devices = devs
+		case r.Estimate != nil:
+			jf.Devices = estimateJSON(r.Estimate, opt.TopN)
+		}
+		out.Files = append(out.Files, jf)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
+	j := jsonDevice{
+		Device: fmt.Sprintf("cuda:%d", d.Device), Reserved: d.ReservedBytes, Allocated: d.AllocatedBytes,
+		Active: d.ActiveBytes, Requested: d.RequestedBytes, Inactive: d.InactiveBytes,
+		RoundingWaste: d.RoundingWaste, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
+		EfficiencyPct: round2(d.EfficiencyPct), TraceEntries: d.TraceEntries, OOMEvents: len(d.OOMs),
+		Categories: []jsonCategory{}, Top: []jsonTop{}, Recommendations: []string{},
+	}
+	for _, c := range d.Categories {
+		j.Categories = append(j.Categories, jsonCategory{Name: c.Name, Bytes: c.Bytes, Blocks: c.Blocks})
+	}
+	n := 0
+	for i := range d.Allocations {
+		al := &d.Allocations[i]
+		if al.State != StateActiveAllocated {
+			continue
+		}
+		if n == opt.TopN {
+			break
+		}
+		n++
+		j.Top = append(j.Top, jsonTop{Size: al.Size, RequestedSize: al.RequestedSize, Address: al.Address,
+			State: al.State.String(), Category: al.Category, Location: al.Location()})
+	}
+	for _, r := range d.Recommendations {
+		j.Recommendations = append(j.Recommendations, r.Text)
+	}
+	if opt.Peaks != nil {
+		if p := opt.Peaks(a, d.Device); p != nil {
+			jp := &jsonPeak{AllocatedBytes: p.Allocated, EventIndex: p.EventIndex, TimeUS: p.TimeUS, Live: []jsonLiveItem{}}
+			for i, l := range p.Live {
+				if i == opt.TopN {
+					break
+				}
+				jp.Live = append(jp.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: Location(l.Frames)})
+			}
+			j.Peak = jp
+		}
+	}
+	return j
+}
+
+func round2(f float64) float64 { return math.Round(f*100) / 100 }
+
+// WriteText writes the human-readable report.
+func WriteText(w io.Writer, reports []FileReport, opt ReportOptions) error {
+	tw := &textWriter{w: w}
+	for i, r := range reports {
+		if i > 0 {
+			tw.line("")
+		}
+		title := r.Path
+		if l := r.Label.String(); l != "" {
+			title = l + "  " + r.Path
+		}
+		tw.line("━━ %s", title)
+		switch {
+		case r.Err != nil:
+			tw.line("error: %v", r.Err)
+		case r.Analysis != nil:
+			writeSnapshotText(tw, r.Analysis, opt)
+		case r.Estimate != nil:
+			writeEstimateText(tw, r.Estimate, opt)
+		}
+	}
+	return tw.err
+}
+
+type textWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *textWriter) line(format string, args ...any) {
+	if t.err != nil {
+		return
+	}
+	_, t.err = fmt.Fprintf(t.w, format+"\n", args...)
+}
+
+func bar(frac float64, width int) string {
+	if frac < 0 || math.IsNaN(frac) {
+		frac = 0
+	}
+	if frac > 1 {
+		frac = 1
+	}
+	full := int(math.Round(frac * float64(width)))
+	return strings.Repeat("█", full) + strings.Repeat("░", width-full)
+}
+
+func writeSnapshotText(tw *textWriter, a *Analysis, opt ReportOptions) {
+	s := a.Snapshot
+	tw.line("format: %s", s.Format)
+	for _, w := range s.Warnings {
+		tw.line("note: %s", w)
+	}
+	if len(a.Devices) == 0 {
+		tw.line("no segments and no trace entries: nothing was allocated while recording")
+	}
+	for i := range a.Devices {
+		d := &a.Devices[i]
+		tw.line("")
+		tw.line("cuda:%d  reserved %s  allocated %s  efficiency %s (%s)", d.Device,
+			units.Bytes(d.ReservedBytes), units.Bytes(d.AllocatedBytes), units.Pct(d.EfficiencyPct), d.Rating)
+		tw.line("  active %s (pending free %s)  requested %s  rounding waste %s  inactive (cached free) %s",
+			units.Bytes(d.ActiveBytes), units.Bytes(d.PendingFreeBytes), units.Bytes(d.RequestedBytes),
+			units.Bytes(d.RoundingWaste), units.Bytes(d.InactiveBytes))
+		var pools []string
+		for _, p := range d.Pools {
+			pools = append(pools, fmt.Sprintf("%s %d: %s", p.Name, p.Segments, units.Bytes(p.Reserved)))
+		}
+		tw.line("  segments %d (%s)  blocks %d (%d active, %d inactive)", d.Segments, strings.Join(pools, ", "),
+			d.Blocks, d.ActiveBlocks, d.InactiveBlocks)
+		tw.line("  trace %d entries, %d OOM events", d.TraceEntries, len(d.OOMs))
+
+		if len(d.Categories) > 0 {
+			tw.line("")
+			tw.line("  Categories (active blocks)")
+			for _, c := range d.Categories {
+				frac := 0.0
+				if d.ActiveBytes > 0 {
+					frac = float64(c.Bytes) / float64(d.ActiveBytes)
+				}
+				tw.line("    %-16s %10s %6s %s %5d blocks", c.Name, units.Bytes(c.Bytes), units.Pct(100*frac), bar(frac, 20), c.Blocks)
+			}
+		}
+		n := opt.TopN
+		if n > 0 && len(d.Allocations) > 0 {
+			tw.line("")
+			tw.line("  Top %d allocations", min(n, len(d.Allocations)))
+			tw.line("    %10s %10s  %-16s %-16s %s", "SIZE", "REQUESTED", "STATE", "CATEGORY", "LOCATION")
+			shown := 0
+			for j := range d.Allocations {
+				al := &d.Allocations[j]
+				if al.State != StateActiveAllocated {
+					continue
+				}
+				if shown == n {
+					break
+				}
+				shown++
+				loc := al.Location()
+				if loc == "" {
+					loc = "(no frames recorded)"
+				} else if al.FramesFromTrace {
+					loc += " (from trace)"
+				}
+				tw.line("    %10s %10s  %-16s %-16s %s", units.Bytes(al.Size), units.Bytes(al.RequestedSize),
+					al.State, al.Category, loc)
+			}
+		}
+		if opt.Peaks != nil {
+			if p := opt.Peaks(a, d.Device); p != nil {
+				writePeakText(tw, p, opt.TopN)
+			}
+		}
+		tw.line("")
+		tw.line("  Fragmentation")
+		fr := d.Fragmentation
+		tw.line("    largest free block %s of %s free (external fragmentation %s)", units.Bytes(d.LargestFreeBlock),
+			units.Bytes(d.InactiveBytes), units.Pct(fr.ExternalPct))
+		tw.line("    free in segments with live blocks %s (%d blocks under 1 MiB); free in empty segments %s",
+			units.Bytes(fr.FreeInUsedSegments), fr.SmallFreeBlocks, units.Bytes(fr.FreeInEmptySegments))
+		if len(d.ActiveHist) > 0 || len(d.InactiveHist) > 0 {
+			tw.line("    block sizes     active        inactive")
+			for _, lo := range histKeys(d.ActiveHist, d.InactiveHist) {
+				tw.line("    ≥%-10s %6s %9s  %6s %9s", units.Bytes(lo), countAt(d.ActiveHist, lo), bytesAt(d.ActiveHist, lo),
+					countAt(d.InactiveHist, lo), bytesAt(d.InactiveHist, lo))
+			}
+		}
+		tw.line("")
+		if len(d.Recommendations) == 0 {
+			tw.line("  Recommendations: none; the allocator state looks healthy")
+		} else {
+			tw.line("  Recommendations")
+			for _, r := range d.Recommendations {
+				mark := "-"
+				switch r.Severity {
+				case Critical:
+					mark = "!!"
+				case Warning:
+					mark = "!"
+				}
+				tw.line("    %-2s %s", mark, r.Text)
+			}
+		}
+	}
+}
+
+func histKeys(hs ...Histogram) []int64 {
+	seen := map[int64]bool{}
+	var keys []int64
+	for _, h := range hs {
+		for _, b := range h {
+			if !seen[b.Lo] {
+				seen[b.Lo] = true
+				keys = append(keys, b.Lo)
+			}
+		}
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+func countAt(h Histogram, lo int64) string {
+	for _, b := range h {
+		if b.Lo == lo {
+			return fmt.Sprint(b.Count)
+		}
+	}
+	return "·"
+}
+
+func bytesAt(h Histogram, lo int64) string {
+	for _, b := range h {
+		if b.Lo == lo {
+			return units.Bytes(b.Bytes)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,108 @@
+package snapshot
+
+import (
+	"cmp"
+	"slices"
+)
+
+// TreeNode is a node of an allocation tree: a category, a call site, a
+// stack frame, or (as a leaf) one allocation.
+type TreeNode struct {
+	Label string
+	// Frame is set on call-stack nodes.
+	Frame  *Frame
+	Bytes  int64
+	Blocks int
+	// Alloc is set on leaves.
+	Alloc    *Allocation
+	Children []*TreeNode
+	index    map[string]*TreeNode
+}
+
+func (n *TreeNode) child(label string) *TreeNode {
+	if n.index == nil {
+		n.index = map[string]*TreeNode{}
+	}
+	c := n.index[label]
+	if c == nil {
+		c = &TreeNode{Label: label}
+		n.index[label] = c
+		n.Children = append(n.Children, c)
+	}
+	return c
+}
+
+func (n *TreeNode) finish() {
+	n.index = nil
+	slices.SortStableFunc(n.Children, func(a, b *TreeNode) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Label, b.Label)
+	})
+	for _, c := range n.Children {
+		c.finish()
+	}
+}
+
+func leaf(a *Allocation) *TreeNode {
+	return &TreeNode{Label: a.State.String(), Bytes: a.Size, Blocks: 1, Alloc: a}
+}
+
+// NoFrames labels allocations without a recorded stack.
+const NoFrames = "(no frames recorded)"
+
+// CategoryTree groups allocations by category, then call site (Location),
+// then the allocations themselves, largest first at every level.
+func CategoryTree(allocs []Allocation) *TreeNode {
+	root := &TreeNode{Label: "all"}
+	for i := range allocs {
+		a := &allocs[i]
+		loc := a.Location()
+		if loc == "" {
+			loc = NoFrames
+		}
+		path := []*TreeNode{root, root.child(a.Category)}
+		path = append(path, path[1].child(loc))
+		for _, n := range path {
+			n.Bytes += a.Size
+			n.Blocks++
+		}
+		path[2].Children = append(path[2].Children, leaf(a))
+	}
+	root.finish()
+	return root
+}
+
+// StackTree is the call-stack tree of the allocations: outermost frame at
+// the top, innermost at the bottom, noise frames hidden, each node with the
+// bytes and blocks allocated beneath it, allocations as leaves.
+func StackTree(allocs []Allocation) *TreeNode {
+	root := &TreeNode{Label: "all"}
+	for i := range allocs {
+		a := &allocs[i]
+		root.Bytes += a.Size
+		root.Blocks++
+		n := root
+		shown := 0
+		for j := len(a.Frames) - 1; j >= 0; j-- {
+			f := &a.Frames[j]
+			if IsNoise(*f) {
+				continue
+			}
+			shown++
+			n = n.child(f.String())
+			n.Frame = f
+			n.Bytes += a.Size
+			n.Blocks++
+		}
+		if shown == 0 {
+			n = n.child(NoFrames)
+			n.Bytes += a.Size
+			n.Blocks++
+		}
+		n.Children = append(n.Children, leaf(a))
+	}
+	root.finish()
+	return root
+}
