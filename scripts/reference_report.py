@@ -33,6 +33,9 @@ ORDER["Unknown"] = len(RULES)
 
 NOISE_NAMES = ["unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start", "__libc_start_main",
                "PyEval_", "PyObject_", "PyFunction_"]
+# Allocator and dispatcher plumbing: never the answer to "who allocated this".
+PLUMBING = ["CachingAllocator", "c10::cuda::", "at::detail::empty", "at::empty", "empty_strided", "empty_cuda",
+            "wrap_kernel_functor", "at::_ops::", "at::native::empty"]
 NOISE_FILES = ["core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
                "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h"]
 
@@ -56,7 +59,7 @@ def fmt_frame(f):
 def location(frames):
     first = None
     for f in frames:
-        if noise(f):
+        if noise(f) or any(p in f["name"] for p in PLUMBING):
             continue
         if first is None:
             first = f
@@ -83,6 +86,70 @@ def category(frames):
     return "Unknown"
 
 
+def peak(segments, dev, trace, top_n):
+    """Replay the trace as a simulation (independently of the Go interval
+    code): allocations made before the window are those freed without an
+    alloc, and active blocks never allocated in the trace."""
+    n = len(trace)
+    live = {}           # addr -> (size, frames) allocated in the window
+    pre = []            # (end_index, size, frames) allocated before the window
+    pre_freeing = set()
+    deltas = [0] * n
+    for i, e in enumerate(trace):
+        a, addr = e["action"], e.get("addr")
+        if a == "alloc":
+            if addr in live and live[addr][2] is None:
+                deltas[i] -= live[addr][0]
+            live[addr] = [e["size"], e.get("frames", []), None]
+            deltas[i] += e["size"]
+        elif a == "free_requested":
+            if addr in live:
+                if live[addr][2] is None:
+                    live[addr][2] = i
+                    deltas[i] -= live[addr][0]
+            elif addr not in pre_freeing:
+                pre_freeing.add(addr)
+                pre.append((i, e["size"], addr, e.get("frames", [])))
+                deltas[i] -= e["size"]
+        elif a == "free_completed":
+            if addr in live:
+                if live[addr][2] is None:
+                    deltas[i] -= live[addr][0]
+                del live[addr]
+            elif addr in pre_freeing:
+                pre_freeing.discard(addr)
+            else:
+                pre.append((i, e["size"], addr, e.get("frames", [])))
+                deltas[i] -= e["size"]
+    alive_at_end = {addr for addr, v in live.items() if v[2] is None}
+    for s in segments:
+        if s.get("device", 0) != dev:
+            continue
+        for b in s["blocks"]:
+            if b["state"] == "active_allocated" and b["address"] not in alive_at_end:
+                pre.append((n, b["size"], b["address"], b.get("frames", [])))
+    base = sum(p[1] for p in pre)
+    best, at, level = base, -1, base
+    for i, d in enumerate(deltas):
+        level += d
+        if level > best:
+            best, at = level, i
+    # What was live after event `at`: replay again up to it.
+    items = [(size, addr, fr) for end, size, addr, fr in pre if end > at]
+    live = {}
+    for i, e in enumerate(trace[: at + 1]):
+        a, addr = e["action"], e.get("addr")
+        if a == "alloc":
+            live[addr] = (e["size"], addr, e.get("frames", []))
+        elif a in ("free_requested", "free_completed"):
+            live.pop(addr, None)
+    items += list(live.values())
+    items.sort(key=lambda x: (-x[0], x[1]))
+    time_us = trace[max(at, 0)].get("time_us", 0)
+    return dict(allocated_bytes=best, event_index=at, time_us=time_us,
+                live=[dict(size=sz, category=category(fr), location=location(fr)) for sz, _, fr in items[:top_n]])
+
+
 def load(path):
     with open(path, "rb") as f:
         data = f.read()
@@ -96,6 +163,19 @@ def report(path, top_n):
     if isinstance(snap, list):
         snap = {"segments": snap}
     segments = snap.get("segments", [])
+    for s in segments:
+        # torch ~2.0 blocks have no address/requested_size/frames: they
+        # follow from the segment base and history[0].
+        addr = s["address"]
+        for i, b in enumerate(s["blocks"]):
+            hist = (b.get("history") or [{}])[0]
+            b = dict(b)
+            b.setdefault("address", addr)
+            b.setdefault("requested_size", hist.get("real_size", b["size"]))
+            if "frames" not in b:
+                b["frames"] = hist.get("frames", [])
+            s["blocks"][i] = b
+            addr = b["address"] + b["size"]
     traces = snap.get("device_traces", snap.get("traces", [])) or []
     devices = sorted({s.get("device", 0) for s in segments} | {i for i, t in enumerate(traces) if t})
     out = []
@@ -114,19 +194,9 @@ def report(path, top_n):
                 continue
             d["segments"] += 1
             d["reserved_bytes"] += s["total_size"]
-            addr = s["address"]
             for b in s["blocks"]:
                 d["blocks"] += 1
                 state, size = b["state"], b["size"]
-                # torch ~2.0 blocks have no address/requested_size/frames:
-                # they follow from the segment base and history[0].
-                hist = (b.get("history") or [{}])[0]
-                b = dict(b)
-                b.setdefault("address", addr)
-                b.setdefault("requested_size", hist.get("real_size", size))
-                if "frames" not in b:
-                    b["frames"] = hist.get("frames", [])
-                addr = b["address"] + size
                 if state == "inactive":
                     d["inactive_bytes"] += size
                     continue
@@ -154,6 +224,8 @@ def report(path, top_n):
         allocs.sort(key=lambda a: (-a[0], a[2]))
         d["top"] = [dict(size=a[0], requested_size=a[1], address=a[2], state=a[3], category=a[4], location=a[5])
                     for a in allocs[:top_n]]
+        if trace:
+            d["peak"] = peak(segments, dev, trace, top_n)
         out.append(d)
     return out
 

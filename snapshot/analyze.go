@@ -127,9 +127,28 @@ type DeviceStats struct {
 
 // Analysis is the analysis of a whole snapshot.
 type Analysis struct {
-	Snapshot *Snapshot
-	Devices  []DeviceStats
+	Snapshot  *Snapshot
+	Devices   []DeviceStats
+	cat       *Categorizer
+	timelines map[int]*Timeline
 }
+
+// Timeline returns the replayed trace of device d (nil without a trace),
+// computed on first use. Not safe for concurrent use.
+func (a *Analysis) Timeline(d int) *Timeline {
+	if t, ok := a.timelines[d]; ok {
+		return t
+	}
+	if a.timelines == nil {
+		a.timelines = map[int]*Timeline{}
+	}
+	t := Replay(a.Snapshot, d, a.cat)
+	a.timelines[d] = t
+	return t
+}
+
+// Categorizer is the categorizer the analysis used.
+func (a *Analysis) Categorizer() *Categorizer { return a.cat }
 
 // Device returns the stats of device d, or nil.
 func (a *Analysis) Device(d int) *DeviceStats {
@@ -160,7 +179,7 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 	if cat == nil {
 		cat = NewCategorizer(nil)
 	}
-	a := &Analysis{Snapshot: s}
+	a := &Analysis{Snapshot: s, cat: cat}
 	for _, d := range s.Devices() {
 		a.Devices = append(a.Devices, analyzeDevice(s, d, cat))
 	}

@@ -208,9 +208,9 @@ func IsNoise(f Frame) bool {
 }
 
 // Location is where an allocation was made, as "file:line function": the
-// first shown Python frame (innermost), else the first shown frame. The
-// innermost C++ frames (allocator, dispatcher) are the same for every
-// allocation and say nothing about who asked for the memory.
+// first shown Python frame (innermost), else the first shown frame that is
+// not allocator or dispatcher plumbing. Those innermost C++ frames are the
+// same for every allocation and say nothing about who asked for the memory.
 func Location(st Stack) string {
 	f, ok := LocationFrame(st)
 	if !ok {
@@ -219,11 +219,25 @@ func Location(st Stack) string {
 	return f.String()
 }
 
+// plumbing names allocator and dispatcher frames that sit under every
+// allocation and never answer "who allocated this".
+var plumbing = []string{"CachingAllocator", "c10::cuda::", "at::detail::empty", "at::empty", "empty_strided",
+	"empty_cuda", "wrap_kernel_functor", "at::_ops::", "at::native::empty"}
+
+func isPlumbing(f Frame) bool {
+	for _, p := range plumbing {
+		if strings.Contains(f.Name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // LocationFrame is the frame Location formats.
 func LocationFrame(st Stack) (Frame, bool) {
 	first := -1
 	for i, f := range st {
-		if IsNoise(f) {
+		if IsNoise(f) || isPlumbing(f) {
 			continue
 		}
 		if first < 0 {

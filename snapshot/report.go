@@ -84,8 +84,6 @@ type jsonLiveItem struct {
 // ReportOptions shapes the report.
 type ReportOptions struct {
 	TopN int
-	// Peaks holds the replayed timeline peak per device, when computed.
-	Peaks func(a *Analysis, device int) *Peak
 }
 
 // WriteJSON writes the reports as the documented JSON.
@@ -143,8 +141,8 @@ func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
 	for _, r := range d.Recommendations {
 		j.Recommendations = append(j.Recommendations, r.Text)
 	}
-	if opt.Peaks != nil {
-		if p := opt.Peaks(a, d.Device); p != nil {
+	if tl := a.Timeline(d.Device); tl != nil {
+		if p := &tl.Peak; true {
 			jp := &jsonPeak{AllocatedBytes: p.Allocated, EventIndex: p.EventIndex, TimeUS: p.TimeUS, Live: []jsonLiveItem{}}
 			for i, l := range p.Live {
 				if i == opt.TopN {
@@ -268,10 +266,8 @@ func writeSnapshotText(tw *textWriter, a *Analysis, opt ReportOptions) {
 					al.State, al.Category, loc)
 			}
 		}
-		if opt.Peaks != nil {
-			if p := opt.Peaks(a, d.Device); p != nil {
-				writePeakText(tw, p, opt.TopN)
-			}
+		if tl := a.Timeline(d.Device); tl != nil {
+			writePeakText(tw, tl, opt.TopN)
 		}
 		tw.line("")
 		tw.line("  Fragmentation")
@@ -341,4 +337,28 @@ func bytesAt(h Histogram, lo int64) string {
 		}
 	}
 	return ""
+}
+
+func writePeakText(tw *textWriter, tl *Timeline, n int) {
+	p := &tl.Peak
+	tw.line("")
+	when := fmt.Sprintf("after trace entry %d", p.EventIndex)
+	if p.EventIndex < 0 {
+		when = "before the first trace entry"
+	}
+	tw.line("  Live at peak: %s allocated %s (%s)", units.Bytes(p.Allocated), when, tl.Note)
+	for _, c := range tl.LiveByCategory(p.Live) {
+		tw.line("    %-16s %10s %5d allocations", c.Name, units.Bytes(c.Bytes), c.Blocks)
+	}
+	for i, l := range p.Live {
+		if i == n {
+			tw.line("    … %d more", len(p.Live)-n)
+			break
+		}
+		loc := Location(l.Frames)
+		if loc == "" {
+			loc = NoFrames
+		}
+		tw.line("    %10s  %-16s %s", units.Bytes(l.Size), l.Category, loc)
+	}
 }

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestReportMatchesPythonReference compares every figure of `report --json`
+// with the committed output of scripts/reference_report.py (pickle.load).
+func TestReportMatchesPythonReference(t *testing.T) {
+	refBytes, err := os.ReadFile("testdata/reference/report_snapshots.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Files []map[string]any `json:"files"`
+	}
+	if err := json.Unmarshal(refBytes, &ref); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range ref.Files {
+		paths = append(paths, f["path"].(string))
+	}
+	out, stderr, code := runCLI(t, append([]string{"report", "--json", "--top", "10"}, paths...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Files []map[string]any `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Files) != len(ref.Files) {
+		t.Fatalf("%d files, want %d", len(got.Files), len(ref.Files))
+	}
+	for i, rf := range ref.Files {
+		gf := got.Files[i]
+		if gf["path"] != rf["path"] || gf["error"] != nil || gf["kind"] != "torch-snapshot" {
+			t.Errorf("file %d: path %v error %v kind %v", i, gf["path"], gf["error"], gf["kind"])
+			continue
+		}
+		rdevs := rf["devices"].([]any)
+		gdevs := gf["devices"].([]any)
+		if len(rdevs) != len(gdevs) {
+			t.Errorf("%s: %d devices, want %d", rf["path"], len(gdevs), len(rdevs))
+			continue
+		}
+		for j := range rdevs {
+			rd, gd := rdevs[j].(map[string]any), gdevs[j].(map[string]any)
+			for k, v := range rd {
+				if !reflect.DeepEqual(gd[k], v) {
+					t.Errorf("%s %s %s:\n got %v\nwant %v", rf["path"], rd["device"], k, gd[k], v)
+				}
+			}
+		}
+	}
+}
+
+// TestReportJSONSchema pins the documented field names.
+func TestReportJSONSchema(t *testing.T) {
+	out, _, code := runCLI(t, "report", "--json", "testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	file := got["files"].([]any)[0].(map[string]any)
+	dev := file["devices"].([]any)[0].(map[string]any)
+	top := dev["top"].([]any)[0].(map[string]any)
+	cat := dev["categories"].([]any)[0].(map[string]any)
+	want := map[string][]string{
+		"file": {"devices", "error", "kind", "path"},
+		"device": {"active_blocks", "active_bytes", "allocated_bytes", "blocks", "categories", "device",
+			"efficiency_pct", "inactive_bytes", "oom_events", "peak", "recommendations", "requested_bytes", "reserved_bytes",
+			"rounding_waste_bytes", "segments", "top", "trace_entries"},
+		"top":      {"address", "category", "location", "requested_size", "size", "state"},
+		"category": {"blocks", "bytes", "name"},
+	}
+	for name, obj := range map[string]map[string]any{"file": file, "device": dev, "top": top, "category": cat} {
+		var keys []string
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if !reflect.DeepEqual(keys, want[name]) {
+			t.Errorf("%s keys %v, want %v", name, keys, want[name])
+		}
+	}
+}
+
+func TestReportExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.pickle")
+	if err := os.WriteFile(bad, []byte("\x80\x04garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := "testdata/snapshots/silmont2000_assignment2-systems__mem_snapshot.pickle"
+	out, _, code := runCLI(t, "report", "--json", good, bad)
+	if code != 1 {
+		t.Errorf("one bad file: exit %d, want 1", code)
+	}
+	var got struct {
+		Files []struct {
+			Path    string  `json:"path"`
+			Error   *string `json:"error"`
+			Devices []any   `json:"devices"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Files) != 2 || got.Files[0].Error != nil || len(got.Files[0].Devices) == 0 {
+		t.Errorf("good file not reported intact: %+v", got.Files)
+	}
+	if got.Files[1].Error == nil || !strings.Contains(*got.Files[1].Error, bad) {
+		t.Errorf("bad file error should name the file: %+v", got.Files[1].Error)
+	}
+	if _, _, code := runCLI(t, "report"); code != 2 {
+		t.Errorf("no PATH: exit %d, want 2", code)
+	}
+	if _, _, code := runCLI(t, "report", "--bogus", good); code != 2 {
+		t.Errorf("unknown flag: exit %d, want 2", code)
+	}
+	if _, _, code := runCLI(t, "report", good); code != 0 {
+		t.Errorf("good file: exit %d, want 0", code)
+	}
+}
+
+func TestReportDirectoryLabelsRanks(t *testing.T) {
+	// torchtitan layouts: iteration_N/rankR_memory_snapshot.pickle and
+	// step_N/RRRRRR_step_N.pickle.
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/snapshots/silmont2000_assignment2-systems__mem_snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"memory_snapshot/iteration_10/rank1_memory_snapshot.pickle",
+		"memory_snapshot/iteration_10/rank0_memory_snapshot.pickle",
+		"profiling/memory_snapshot/step_000000000010_exit/000003_step_10.pickle",
+		"notes/readme.txt"} {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, stderr, code := runCLI(t, "report", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"rank 0 · step 10", "rank 1 · step 10", "rank 3 · step 10 (OOM exit)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks label %q", want)
+		}
+	}
+	if strings.Contains(out, "readme.txt") {
+		t.Error("non-snapshot file reported")
+	}
+	if i, j := strings.Index(out, "rank 0 · step 10"), strings.Index(out, "rank 1 · step 10"); i > j {
+		t.Error("ranks not in order")
+	}
+	empty := t.TempDir()
+	out, _, code = runCLI(t, "report", empty)
+	if code != 1 || !strings.Contains(out, "no snapshots found") {
+		t.Errorf("empty dir: exit %d, output %q", code, out)
+	}
+}

@@ -1,0 +1,103 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Benchmarks on generated snapshots. The files are made once by
+// scripts/gen_snapshot.py (stdlib Python) into $MEMSCOPE_BENCH_DIR (default:
+// the system temp dir) and reused. Each size also runs Python's
+// pickle.load on the same file as the baseline, in the same command:
+//
+//	go test ./snapshot -run '^$' -bench Snapshot -benchtime 5x
+//
+// The ratio of the two ns/op figures is the speed claim; peak RSS is
+// measured on the binary by scripts/bench_snapshot.sh.
+
+var benchFiles = []struct {
+	name string
+	args []string
+}{
+	{"80MB-unshared-frames", []string{"--entries", "100000", "--frames", "unshared", "--depth", "46"}},
+	{"1M-entries", []string{"--entries", "1000000", "--frames", "shared", "--depth", "40"}},
+}
+
+func benchFile(b *testing.B, name string, args []string) string {
+	b.Helper()
+	dir := os.Getenv("MEMSCOPE_BENCH_DIR")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "memscope-bench")
+	}
+	path := filepath.Join(dir, name+".pickle")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		b.Skip("python3 is needed to generate the benchmark snapshot")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command("python3", append([]string{"../scripts/gen_snapshot.py"}, append(args, path+".tmp")...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("generating %s: %v", name, err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+func BenchmarkSnapshot(b *testing.B) {
+	for _, f := range benchFiles {
+		path := benchFile(b, f.name, f.args)
+		st, _ := os.Stat(path)
+		b.Run(f.name+"/memscope-report-json", func(b *testing.B) {
+			b.SetBytes(st.Size())
+			for i := 0; i < b.N; i++ {
+				s, err := Open(context.Background(), path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a := Analyze(s, nil)
+				if err := WriteJSON(io.Discard, []FileReport{{Path: path, Kind: KindTorch, Analysis: a}}, ReportOptions{TopN: 10}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(f.name+"/python-pickle.load", func(b *testing.B) {
+			if _, err := exec.LookPath("python3"); err != nil {
+				b.Skip("python3 not found")
+			}
+			b.SetBytes(st.Size())
+			for i := 0; i < b.N; i++ {
+				out, err := exec.Command("python3", "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", path).CombinedOutput()
+				if err != nil {
+					b.Fatalf("python: %v: %s", err, out)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkReplay1M(b *testing.B) {
+	path := benchFile(b, benchFiles[1].name, benchFiles[1].args)
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tl := Replay(s, 0, nil)
+		if tl == nil || len(tl.Allocated) < 1000000 {
+			b.Fatal(fmt.Sprint("short replay: ", tl))
+		}
+	}
+}
