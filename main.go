@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"memscope/snapshot"
+	"memscope/trace"
 )
 
 const usage = `memscope: GPU memory of large-model training, in the terminal.
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		return 0
 	case "report":
 		failed, err = cmdReport(ctx, args[1:], stdout, stderr)
+	case "compare":
+		failed, err = cmdCompare(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "memscope: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -258,4 +261,58 @@ func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Ca
 		}
 		r.Analysis = snapshot.Analyze(s, cat)
 	}
+}
+
+// cmdCompare implements `memscope compare`.
+func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
+	fs := newFlagSet("compare", "memscope compare [--json] [--iteration N] [--sort rank|error] REAL SIM | DIR", stderr)
+	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
+	iteration := fs.Int("iteration", -1, "iteration to compare (default: each side's last)")
+	sortBy := fs.String("sort", "rank", "row order: rank, or error (largest |peak error| first)")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return false, err
+	}
+	if *sortBy != "rank" && *sortBy != "error" {
+		fmt.Fprintf(stderr, "memscope compare: --sort must be rank or error, not %q\n", *sortBy)
+		return false, errUsage
+	}
+	var realPath, simPath, note string
+	switch len(paths) {
+	case 1:
+		if realPath, simPath, note, err = trace.SplitRuns(paths[0]); err != nil {
+			return false, err
+		}
+	case 2:
+		realPath, simPath = paths[0], paths[1]
+	default:
+		fmt.Fprintln(stderr, "memscope compare: give REAL and SIM, or one directory holding both runs")
+		fs.Usage()
+		return false, errUsage
+	}
+	real, err := trace.LoadPath(ctx, realPath)
+	if err != nil {
+		return false, fmt.Errorf("real run: %w", err)
+	}
+	sim, err := trace.LoadPath(ctx, simPath)
+	if err != nil {
+		return false, fmt.Errorf("simulated run: %w", err)
+	}
+	c := trace.Compare(real, sim, *iteration)
+	if note != "" {
+		c.Notes = append(c.Notes, note)
+	}
+	if *sortBy == "error" {
+		c.SortByError()
+	}
+	if *asJSON {
+		for _, n := range c.Notes {
+			fmt.Fprintf(stderr, "memscope: note: %s\n", n)
+		}
+		err = c.WriteJSON(stdout)
+	} else {
+		fmt.Fprintf(stdout, "real: %s\nsim:  %s\n\n", realPath, simPath)
+		err = c.WriteText(stdout)
+	}
+	return len(c.Errors) > 0, err
 }

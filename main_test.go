@@ -185,3 +185,34 @@ func TestReportDirectoryLabelsRanks(t *testing.T) {
 		t.Errorf("empty dir: exit %d, output %q", code, out)
 	}
 }
+
+func TestCompareCLI(t *testing.T) {
+	out, stderr, code := runCLI(t, "compare", "testdata/traces/megatron_trace_memory")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"61579.28     61579.28    +0.00%", "62193.85     62193.85    +0.00%", "(simulation only)", "4 ranks, 2 paired"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "(simulation only)") != 2 {
+		t.Errorf("ranks 1 and 3 should be simulation-only:\n%s", out)
+	}
+	// --sort error puts the worst rank first.
+	out, _, _ = runCLI(t, "compare", "--sort", "error", "testdata/traces/generated")
+	lines := strings.Split(out, "\n")
+	if len(lines) < 6 || !strings.HasPrefix(strings.TrimSpace(lines[5]), "1 ") {
+		t.Errorf("--sort error: first row should be rank 1 (-3%%):\n%s", out)
+	}
+	if _, _, code := runCLI(t, "compare", "--sort", "size", "a", "b"); code != 2 {
+		t.Errorf("bad --sort: exit %d, want 2", code)
+	}
+	if _, _, code := runCLI(t, "compare", "a", "b", "c"); code != 2 {
+		t.Errorf("three paths: exit %d, want 2", code)
+	}
+	_, stderr, code = runCLI(t, "compare", t.TempDir(), "testdata/traces/megatron_trace_memory/sim")
+	if code != 1 || !strings.Contains(stderr, "no trace files") {
+		t.Errorf("empty real dir: exit %d, %s", code, stderr)
+	}
+}

@@ -435,16 +435,33 @@ func (d *decoder) pop(at int, op string) (val, error) {
 	return v, nil
 }
 
-// The memo holds one uint32 per entry: 0 for a hole, container id + 1 for a
-// container (the bulk of a snapshot's memo), or memoOther | index into
-// memoVals for anything else.
-const memoOther = 1 << 31
+// The memo holds one uint32 per entry: 0 for a hole; for a container, its
+// kind in bits 29-30 and id + 1 below (so a memo read needs no container
+// lookup); memoOther | index into memoVals for anything else.
+const (
+	memoOther     = 1 << 31
+	memoKindShift = 29
+	memoIDMask    = 1<<memoKindShift - 1
+)
+
+var memoKinds = [4]vkind{kList, kTuple, kDict, kSet}
 
 func (d *decoder) memoRef(v val) uint32 {
-	if v.k >= kList && v.k <= kSet && v.ref < memoOther-1 {
-		return v.ref + 1
+	if v.k >= kList && v.k <= kSet && v.ref < memoIDMask-1 {
+		return uint32(v.k-kList)<<memoKindShift | (v.ref + 1)
 	}
 	return memoOther | d.memoVals.push(v)
+}
+
+// memoVal decodes a memo entry; ok is false for a hole.
+func (d *decoder) memoVal(r uint32) (val, bool) {
+	switch {
+	case r >= memoOther:
+		return *d.memoVals.at(r &^ memoOther), true
+	case r&memoIDMask == 0:
+		return val{}, false
+	}
+	return val{k: memoKinds[r>>memoKindShift], ref: r&memoIDMask - 1}, true
 }
 
 func (d *decoder) setMemo(idx uint32, v val) {
@@ -474,12 +491,8 @@ func (d *decoder) setMemo(idx uint32, v val) {
 
 func (d *decoder) getMemo(idx uint32, at int) (val, error) {
 	if int(idx) < d.memo.len() {
-		r := *d.memo.at(idx)
-		switch {
-		case r >= memoOther:
-			return *d.memoVals.at(r &^ memoOther), nil
-		case r > 0:
-			return val{k: d.g.conts.at(r - 1).vk, ref: r - 1}, nil
+		if v, ok := d.memoVal(*d.memo.at(idx)); ok {
+			return v, nil
 		}
 	}
 	if v, ok := d.memoSparse[idx]; ok {
@@ -520,6 +533,23 @@ func (d *decoder) run() (val, error) {
 			pos++
 			if v.k == kUnset {
 				return val{}, d.errf(at, "memo key %d is read before it is written", data[pos-1])
+			}
+			stack = append(stack, v)
+		case opLongBinGet:
+			if pos+4 > len(data) {
+				return val{}, d.errf(at, "LONG_BINGET needs 4 bytes but the data ends")
+			}
+			idx := binary.LittleEndian.Uint32(data[pos:])
+			pos += 4
+			if int(idx) < d.memo.len() {
+				if v, ok := d.memoVal(*d.memo.at(idx)); ok {
+					stack = append(stack, v)
+					break
+				}
+			}
+			v, err := d.getMemo(idx, at)
+			if err != nil {
+				return val{}, err
 			}
 			stack = append(stack, v)
 		case opMemoize:

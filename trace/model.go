@@ -1,0 +1,124 @@
+// Package trace reads per-rank memory traces of real and simulated training
+// runs (Megatron memory_trace_rank*.json, torchtitan's structured memory
+// export, Megatron and torchtitan logs), pairs the ranks of two runs and
+// compares them.
+package trace
+
+import (
+	"math"
+	"slices"
+)
+
+// Kind is the kind of a trace source.
+type Kind string
+
+// Source kinds.
+const (
+	KindMegatron       Kind = "megatron-trace"
+	KindTorchtitanJSON Kind = "torchtitan-memory-export"
+	KindMegatronLog    Kind = "megatron-log"
+	KindTorchtitanLog  Kind = "torchtitan-log"
+)
+
+// Unset marks an optional figure the file does not give (Megatron writes -1).
+const Unset = -1.0
+
+// XUnit says what an iteration's X values are.
+type XUnit uint8
+
+// X units.
+const (
+	// Seconds: samples within one iteration, timed from the tracker start.
+	Seconds XUnit = iota
+	// Steps: one sample per training step or iteration (logs, exports).
+	Steps
+)
+
+// Iteration is one iteration of a rank's trace, or, for step-based sources,
+// the whole series over steps. Memory figures are in MiB, as the files
+// write them ("MB" there means MiB).
+type Iteration struct {
+	// Key is the iteration key as written; Num its number.
+	Key string
+	Num int
+	X   XUnit
+	// T, Allocated and Reserved are the samples. T is seconds (X == Seconds)
+	// or step numbers (X == Steps).
+	T, Allocated, Reserved []float64
+	// PeakAllocated, Static and Theoretical are Unset when absent.
+	PeakAllocated float64
+	Static        float64
+	Theoretical   float64
+	// Source is the "source" field of recorded traces ("nvml").
+	Source string
+}
+
+// Peak is peak_allocated_MB when the file gives it (>= 0), else the largest
+// allocated sample; for sources that only know reserved memory (torchtitan
+// logs), the largest reserved sample. NaN for an empty iteration.
+func (it *Iteration) Peak() float64 {
+	if it.PeakAllocated >= 0 {
+		return it.PeakAllocated
+	}
+	if m := maxOf(it.Allocated); !math.IsNaN(m) {
+		return m
+	}
+	return maxOf(it.Reserved)
+}
+
+// Duration is the time between the first and last sample.
+func (it *Iteration) Duration() float64 {
+	if len(it.T) < 2 {
+		return 0
+	}
+	return it.T[len(it.T)-1] - it.T[0]
+}
+
+// Rank is everything one file says about one rank.
+type Rank struct {
+	Rank       int
+	Path       string
+	Kind       Kind
+	Iterations []Iteration // ascending by Num
+	// Warnings name what was skipped or not understood.
+	Warnings []string
+}
+
+// Last returns the iteration with the largest number, or nil.
+func (r *Rank) Last() *Iteration {
+	if len(r.Iterations) == 0 {
+		return nil
+	}
+	return &r.Iterations[len(r.Iterations)-1]
+}
+
+// Iteration returns iteration n, or nil.
+func (r *Rank) Iteration(n int) *Iteration {
+	i, ok := slices.BinarySearchFunc(r.Iterations, n, func(it Iteration, n int) int { return it.Num - n })
+	if !ok {
+		return nil
+	}
+	return &r.Iterations[i]
+}
+
+// Samples counts samples over all iterations.
+func (r *Rank) Samples() int {
+	n := 0
+	for i := range r.Iterations {
+		n += len(r.Iterations[i].T)
+	}
+	return n
+}
+
+func maxOf(v []float64) float64 {
+	m := math.NaN()
+	for _, x := range v {
+		if !math.IsNaN(x) && (math.IsNaN(m) || x > m) {
+			m = x
+		}
+	}
+	return m
+}
+
+// Max returns the largest non-NaN value, NaN when there is none.
+func Max(v []float64) float64 { return maxOf(v) }

@@ -1,0 +1,415 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const samples = "../testdata/traces/megatron_trace_memory"
+
+func loadPair(t *testing.T, real, sim string, iteration int) *Comparison {
+	t.Helper()
+	r, err := LoadPath(context.Background(), real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadPath(context.Background(), sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Compare(r, s, iteration)
+}
+
+// TestCompareMatchesReference checks every field of the JSON against the
+// committed output of scripts/reference_compare.py (json.load).
+func TestCompareMatchesReference(t *testing.T) {
+	cases := []struct {
+		ref, real, sim string
+		iteration      int
+	}{
+		{"compare_megatron.json", samples + "/real", samples + "/sim", -1},
+		{"compare_generated.json", "../testdata/traces/generated/memory_traces", "../testdata/traces/generated/memory_traces_scaling", -1},
+		{"compare_generated_it1.json", "../testdata/traces/generated/memory_traces", "../testdata/traces/generated/memory_traces_scaling", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.ref, func(t *testing.T) {
+			want := readJSON(t, "../testdata/reference/"+c.ref)
+			var buf bytes.Buffer
+			if err := loadPair(t, c.real, c.sim, c.iteration).WriteJSON(&buf); err != nil {
+				t.Fatal(err)
+			}
+			var got any
+			if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			// The reference was run from the repository root.
+			compareJSON(t, "", normPaths(got), normPaths(want))
+		})
+	}
+}
+
+func readJSON(t *testing.T, path string) any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func normPaths(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "path" {
+				x[k] = filepath.Base(e.(string))
+			} else {
+				x[k] = normPaths(e)
+			}
+		}
+	case []any:
+		for i := range x {
+			x[i] = normPaths(x[i])
+		}
+	}
+	return v
+}
+
+// compareJSON compares decoded JSON, numbers to 1e-9 relative.
+func compareJSON(t *testing.T, path string, got, want any) {
+	t.Helper()
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			t.Errorf("%s: got %T, want object", path, got)
+			return
+		}
+		if len(g) != len(w) {
+			t.Errorf("%s: keys %v, want %v", path, keysOf(g), keysOf(w))
+		}
+		for k := range w {
+			compareJSON(t, path+"."+k, g[k], w[k])
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			t.Errorf("%s: got %v, want %v", path, got, want)
+			return
+		}
+		for i := range w {
+			compareJSON(t, path+"["+itoa(i)+"]", g[i], w[i])
+		}
+	case float64:
+		g, ok := got.(float64)
+		if !ok || math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
+			t.Errorf("%s: got %v, want %v", path, got, want)
+		}
+	default:
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %v, want %v", path, got, want)
+		}
+	}
+}
+
+func keysOf(m map[string]any) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	return k
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestSamplesPairing(t *testing.T) {
+	c := loadPair(t, samples+"/real", samples+"/sim", -1)
+	if len(c.Ranks) != 4 || c.Summary.Paired != 2 {
+		t.Fatalf("ranks %d paired %d", len(c.Ranks), c.Summary.Paired)
+	}
+	for _, rc := range c.Ranks {
+		switch rc.Rank {
+		case 0, 2:
+			want := map[int]float64{0: 61579.28, 2: 62193.85}[rc.Rank]
+			if rc.Real == nil || rc.Sim == nil || rc.Real.Peak != want || rc.Sim.Peak != want || rc.PeakErrorPct != 0 {
+				t.Errorf("rank %d: %+v %+v", rc.Rank, rc.Real, rc.Sim)
+			}
+			if rc.Real.Iteration != 9 || rc.Sim.Iteration != 0 {
+				t.Errorf("rank %d: iterations %d/%d, want each side's last (9/0)", rc.Rank, rc.Real.Iteration, rc.Sim.Iteration)
+			}
+		case 1, 3:
+			if rc.Real != nil || rc.Sim == nil || !math.IsNaN(rc.PeakErrorPct) {
+				t.Errorf("rank %d should be simulation-only: %+v", rc.Rank, rc)
+			}
+		}
+	}
+}
+
+func TestMegatronFormats(t *testing.T) {
+	data := []byte(`{"0": {"samples": [{"timestamp_s": 1.0, "reserved_memory_MB": 10.0, "allocated_memory_MB": 5.0},
+	  {"timestamp_s": 1.5, "reserved_memory_MB": NaN, "allocated_memory_MB": Infinity}],
+	  "peak_allocated_MB": -1, "static_memory_MB": 3.5, "theoretical_memory_MB": -1, "source": "nvml", "extra": [1, {"a": 2}]},
+	 "warmup": {"samples": []},
+	 "2": {"samples": []},
+	 "1": {"samples": [{"timestamp_s": 2, "allocated_memory_MB": 7}], "peak_allocated_MB": 9.25}}`)
+	r, err := ParseMegatron("memory_trace_rank12_x.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rank != 12 || len(r.Iterations) != 3 {
+		t.Fatalf("rank %d iterations %d", r.Rank, len(r.Iterations))
+	}
+	if r.Iterations[0].Num != 0 || r.Iterations[1].Num != 1 || r.Iterations[2].Num != 2 {
+		t.Error("iterations not sorted by number")
+	}
+	it0 := r.Iterations[0]
+	if it0.Static != 3.5 || it0.Theoretical != Unset || it0.PeakAllocated != Unset || it0.Source != "nvml" {
+		t.Errorf("optional fields: %+v", it0)
+	}
+	if !math.IsNaN(it0.Reserved[1]) || !math.IsInf(it0.Allocated[1], 1) {
+		t.Errorf("NaN/Infinity literals: %v %v", it0.Reserved, it0.Allocated)
+	}
+	if got := r.Iterations[1].Peak(); got != 9.25 {
+		t.Errorf("peak_allocated_MB should win: %v", got)
+	}
+	if !math.IsNaN(r.Iterations[1].Reserved[0]) {
+		t.Error("a missing field should read as NaN")
+	}
+	if len(r.Iterations[2].T) != 0 {
+		t.Error("empty iteration")
+	}
+	w := strings.Join(r.Warnings, "|")
+	if !strings.Contains(w, `iteration key "warmup" is not a number`) || !strings.Contains(w, `"extra"`) {
+		t.Errorf("warnings: %v", r.Warnings)
+	}
+}
+
+func TestBadTraces(t *testing.T) {
+	cases := []struct {
+		name, data, want string
+	}{
+		{"truncated (still being written)", `{"0": {"samples": [{"timestamp_s": 1.0, "reserved_memory_MB": 10`, "unexpected end of data"},
+		{"samples not a list", `{"0": {"samples": "lots"}}`, `iteration "0": samples: line 1 column 19 (byte 18): expected an array`},
+		{"value not a number", `{"0": {"samples": [{"timestamp_s": "soon"}]}}`, "timestamp_s"},
+		{"iteration not an object", `{"0": [1, 2]}`, "expected an object for the iteration"},
+		{"garbage", `{"samples" oops`, "expected ':'"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseMegatron("memory_trace_rank0.json", []byte(c.data))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const oneIter = `{"0": {"samples": [{"timestamp_s": 0, "reserved_memory_MB": 10, "allocated_memory_MB": %s}, {"timestamp_s": 1, "reserved_memory_MB": 10, "allocated_memory_MB": %s}], "peak_allocated_MB": -1}}`
+
+func iter(a, b string) string { return strings.ReplaceAll(strings.Replace(strings.Replace(oneIter, "%s", a, 1), "%s", b, 1), "\n", "") }
+
+func TestSetErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"real/memory_trace_rank0_a.json": iter("0", "0"),             // zero real peak
+		"real/memory_trace_rank1_a.json": iter("5", "10"),            // fine
+		"real/memory_trace_rank1_b.json": iter("5", "10"),            // duplicate rank 1
+		"real/memory_trace_rank2_a.json": `{"0": {"samples": [{"ti`,  // truncated
+		"real/memory_trace_rank4_a.json": iter("1", "2"),             // real only
+		"sim/memory_trace_rank0_s.json":  iter("1", "1"),
+		"sim/memory_trace_rank1_s.json":  iter("4", "8"),
+		"sim/memory_trace_rank3_s.json":  iter("4", "8"),             // sim only
+		"empty/notes.txt":                "nothing to see",
+	})
+	c := loadPair(t, filepath.Join(dir, "real"), filepath.Join(dir, "sim"), -1)
+	errs := ""
+	for _, e := range c.Errors {
+		errs += e.Err.Error() + "\n"
+	}
+	if !strings.Contains(errs, "rank2_a.json: iteration \"0\"") || !strings.Contains(errs, "truncated") {
+		t.Errorf("truncated file not named: %s", errs)
+	}
+	if !strings.Contains(errs, "rank 1 is also in") || !strings.Contains(errs, "rank1_b.json") {
+		t.Errorf("duplicate rank not reported: %s", errs)
+	}
+	rows := map[int]RankComparison{}
+	for _, rc := range c.Ranks {
+		rows[rc.Rank] = rc
+	}
+	if rc := rows[0]; rc.Real == nil || rc.Sim == nil || !math.IsNaN(rc.PeakErrorPct) || !math.IsNaN(rc.CurveErrorPct) {
+		t.Errorf("zero real peak must give no error figure: %+v", rc)
+	}
+	if rc := rows[1]; math.Abs(rc.PeakErrorPct-(-20)) > 1e-9 {
+		t.Errorf("rank 1 peak error %v, want -20", rc.PeakErrorPct)
+	}
+	if rows[3].Real != nil || rows[3].Sim == nil || rows[4].Sim != nil || rows[4].Real == nil {
+		t.Error("one-sided ranks not listed")
+	}
+	if !reflect.DeepEqual(c.Summary.Underestimated, []int{1}) || c.Summary.WorstRank != 1 {
+		t.Errorf("summary %+v", c.Summary)
+	}
+	_, err := LoadDir(context.Background(), filepath.Join(dir, "empty"))
+	if err == nil || !strings.Contains(err.Error(), "no trace files") || !strings.Contains(err.Error(), "memory_trace*.json") {
+		t.Errorf("empty dir: %v", err)
+	}
+	// The parent holds two runs; the one named sim is the simulation.
+	real, sim, note, err := SplitRuns(dir)
+	if err != nil || filepath.Base(real) != "real" || filepath.Base(sim) != "sim" || note != "" {
+		t.Errorf("SplitRuns: %q %q %q %v", real, sim, note, err)
+	}
+}
+
+func TestSplitRunsMegatronNames(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"memory_traces_scaling/memory_trace_rank0.json": iter("1", "2"),
+		"memory_traces/memory_trace_rank0.json":         iter("1", "2"),
+	})
+	real, sim, _, err := SplitRuns(dir)
+	if err != nil || filepath.Base(real) != "memory_traces" || filepath.Base(sim) != "memory_traces_scaling" {
+		t.Errorf("got %q %q %v", real, sim, err)
+	}
+}
+
+func TestLogs(t *testing.T) {
+	megatron := "" +
+		"[2025-01-01 10:00:00] Theoretical memory footprints: weight and optimizer=40960.00 MB, activation=12000.50 MB, total=52960.50 MB\n" +
+		"[Rank 0] (after 10 iterations) memory (MB) | allocated: 9554.87 | max allocated: 12003.60 | reserved: 12232.0 | max reserved: 12232.0\n" +
+		"[Rank 1] (after 10 iterations) memory (MB) | allocated: 9554.87 | max allocated: 13003.60 | reserved: 14232.0 | max reserved: 14232.0\n" +
+		" iteration 20/ 100 | ... \n" +
+		"INFO:megatron: [Rank 0] (after 20 iterations) memory (MB) | allocated: 9554.870117 | max allocated: 12103.599609 | reserved: 12232.0 | max reserved: 12500.0 | total device memory used: 15000.0\n"
+	ranks, err := ParseLog("train.log", []byte(megatron))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ranks) != 2 || ranks[0].Rank != 0 || ranks[1].Rank != 1 {
+		t.Fatalf("ranks: %+v", ranks)
+	}
+	it := ranks[0].Iterations[0]
+	if !reflect.DeepEqual(it.T, []float64{10, 20}) || !reflect.DeepEqual(it.Allocated, []float64{12003.60, 12103.599609}) ||
+		!reflect.DeepEqual(it.Reserved, []float64{12232.0, 12500.0}) || it.Theoretical != 52960.50 || it.X != Steps {
+		t.Errorf("rank 0 series: %+v", it)
+	}
+
+	titan := "" +
+		"[rank0]:[titan] 2025-06-04 08:51:48,074 - root - INFO - \x1b[31mstep:  1  \x1b[32mloss: 12.2254  \x1b[33mmemory: 27.34GiB(28.78%)  \x1b[34mtps: 375\x1b[39m\n" +
+		"[rank1]:[titan] 2025-06-04 08:51:48,074 - root - INFO - step:  1  loss: 12.2254  memory: 30.00GiB(31.58%)  tps: 375\n" +
+		"[rank0]:[titan] 2025-06-04 08:52:48,074 - root - INFO - step:  2  loss: 11.0  memory: 28.00GiB(29.47%)  tps: 380\n"
+	ranks, err = ParseLog("titan.log", []byte(titan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ranks) != 2 {
+		t.Fatalf("ranks %d", len(ranks))
+	}
+	it = ranks[0].Iterations[0]
+	if !reflect.DeepEqual(it.T, []float64{1, 2}) || math.Abs(it.Reserved[0]-27.34*1024) > 1e-9 || it.Peak() != 28*1024 {
+		t.Errorf("torchtitan series: %+v", it)
+	}
+	if Sniff([]byte(titan)) != KindTorchtitanLog || Sniff([]byte(megatron)) != KindMegatronLog {
+		t.Error("log kinds not sniffed")
+	}
+	if _, err := ParseLog("x.log", []byte("just a log\n")); err == nil || !strings.Contains(err.Error(), "no memory lines") {
+		t.Errorf("log without memory lines: %v", err)
+	}
+}
+
+func TestTorchtitanExport(t *testing.T) {
+	rec := `{"step": %d, "timestamp": 1717000000.5, "device_mem_stats": {"max_active_gib": %g, "max_active_pct": 30.1,
+	  "max_reserved_gib": %g, "max_reserved_pct": 33.0, "num_alloc_retries": %d, "num_ooms": 0, "new_stat": 1}, "metadata": {"loss": 2.5}}`
+	mk := func(step int, a, r float64, retries int) string {
+		s := strings.Replace(rec, "%d", itoa(step), 1)
+		s = strings.Replace(s, "%g", jsonNum(a), 1)
+		s = strings.Replace(s, "%g", jsonNum(r), 1)
+		return strings.Replace(s, "%d", itoa(retries), 1)
+	}
+	for _, body := range []string{
+		"[" + mk(2, 20.5, 24, 0) + "," + mk(1, 10, 12, 3) + "]",
+		`{"history": [` + mk(2, 20.5, 24, 0) + "," + mk(1, 10, 12, 3) + `], "version": 1}`,
+	} {
+		r, err := ParseTorchtitanExport("rank3_memory.json", []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := r.Iterations[0]
+		if r.Rank != 3 || !reflect.DeepEqual(it.T, []float64{1, 2}) || it.Allocated[1] != 20.5*1024 || it.Reserved[0] != 12*1024 {
+			t.Errorf("series: rank %d %+v", r.Rank, it)
+		}
+		w := strings.Join(r.Warnings, "|")
+		if !strings.Contains(w, "3 allocation retries") || !strings.Contains(w, `"device_mem_stats.new_stat"`) {
+			t.Errorf("warnings: %v", r.Warnings)
+		}
+	}
+	if _, err := ParseTorchtitanExport("x.json", []byte(`{"a": 1}`)); err == nil {
+		t.Error("an object without records should fail")
+	}
+}
+
+func jsonNum(f float64) string { b, _ := json.Marshal(f); return string(b) }
+
+func TestMinMaxKeepsPeaks(t *testing.T) {
+	ys := make([]float64, 100000)
+	for i := range ys {
+		ys[i] = float64(i % 100)
+	}
+	ys[54321] = 1e6
+	ys[77777] = -5
+	idx := MinMax(ys, 30)
+	if len(idx) > 60 {
+		t.Fatalf("%d points for 30 buckets", len(idx))
+	}
+	var hasPeak, hasLow bool
+	for i, j := range idx {
+		if i > 0 && j <= idx[i-1] {
+			t.Fatal("indices not ascending")
+		}
+		hasPeak = hasPeak || j == 54321
+		hasLow = hasLow || j == 77777
+	}
+	if !hasPeak || !hasLow {
+		t.Error("the global peak or trough was dropped")
+	}
+	mins, maxs := Columns(ys, 60)
+	peak := math.Inf(-1)
+	for c := range maxs {
+		peak = math.Max(peak, maxs[c])
+		if mins[c] > maxs[c] {
+			t.Fatal("min above max")
+		}
+	}
+	if peak != 1e6 {
+		t.Errorf("columns lost the peak: %v", peak)
+	}
+	// Fewer samples than columns: every column still has a value.
+	mins, _ = Columns([]float64{1, 2, 3}, 10)
+	for c, v := range mins {
+		if math.IsNaN(v) {
+			t.Errorf("column %d empty", c)
+		}
+	}
+}
