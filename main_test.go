@@ -216,3 +216,32 @@ func TestCompareCLI(t *testing.T) {
 		t.Errorf("empty real dir: exit %d, %s", code, stderr)
 	}
 }
+
+// TestEstimateReportMatchesReference compares `report --json` on peak
+// snapshots with scripts/reference_estimate.py's committed output.
+func TestEstimateReportMatchesReference(t *testing.T) {
+	refBytes, err := os.ReadFile("testdata/reference/report_estimates.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref map[string]any
+	if err := json.Unmarshal(refBytes, &ref); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range ref["files"].([]any) {
+		paths = append(paths, f.(map[string]any)["path"].(string))
+	}
+	out, stderr, code := runCLI(t, append([]string{"report", "--json"}, paths...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, ref) {
+		gb, _ := json.MarshalIndent(got, "", " ")
+		t.Errorf("report differs from the reference:\n%.3000s", gb)
+	}
+}

@@ -22,6 +22,9 @@ type Allocation struct {
 	SegmentType     string
 	SegmentAddress  uint64
 	PrivatePool     bool
+	// Shape, Module, Phase and ReleaseFrames are set for estimated tensors.
+	Shape, Module, Phase string
+	ReleaseFrames        Stack
 }
 
 // Location is the allocation's call site (see Location).

@@ -20,6 +20,8 @@ type Frame struct {
 	// Line is the source line; 0 for C++ frames. Values PyTorch wrote that do
 	// not fit an int64 (2^64-1 appears in real files) are stored as -1.
 	Line int64
+	// Source is the line of code, when the stack came with it (estimates).
+	Source string
 }
 
 // String formats the frame as "file:line function".

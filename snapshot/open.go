@@ -19,11 +19,17 @@ const maxGzipRatio = 200
 // gzip-compressed pickle, the JSON form, or the HTML page written by
 // torch.cuda._memory_viz (base64 pickle inside). Errors name the file.
 func Open(ctx context.Context, path string) (*Snapshot, error) {
+	return OpenProgress(ctx, path, nil)
+}
+
+// OpenProgress is Open with progress reports (0..1) while decoding; ctx
+// cancels a long decode.
+func OpenProgress(ctx context.Context, path string, progress func(float64)) (*Snapshot, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Decode(ctx, data)
+	s, err := decode(ctx, data, progress)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -35,6 +41,10 @@ var ErrNotSnapshot = errors.New("not an allocator snapshot")
 
 // Decode decodes a snapshot from memory, detecting the form by content.
 func Decode(ctx context.Context, data []byte) (*Snapshot, error) {
+	return decode(ctx, data, nil)
+}
+
+func decode(ctx context.Context, data []byte, progress func(float64)) (*Snapshot, error) {
 	format := ""
 	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
 		raw, err := gunzip(data)
@@ -52,7 +62,7 @@ func Decode(ctx context.Context, data []byte) (*Snapshot, error) {
 	case len(data) == 0:
 		return nil, fmt.Errorf("empty file: %w", ErrNotSnapshot)
 	case data[0] == opProto:
-		s, err := decodePickleSnapshot(data)
+		s, err := decodePickleSnapshot(ctx, data, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +73,7 @@ func Decode(ctx context.Context, data []byte) (*Snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := decodePickleSnapshot(payload)
+		s, err := decodePickleSnapshot(ctx, payload, progress)
 		if err != nil {
 			return nil, fmt.Errorf("embedded snapshot: %w", err)
 		}
@@ -80,8 +90,8 @@ func Decode(ctx context.Context, data []byte) (*Snapshot, error) {
 	return nil, fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON or HTML): %w", data[0], ErrNotSnapshot)
 }
 
-func decodePickleSnapshot(data []byte) (*Snapshot, error) {
-	g, root, err := decodePickle(data)
+func decodePickleSnapshot(ctx context.Context, data []byte, progress func(float64)) (*Snapshot, error) {
+	g, root, err := decodePickleCtx(ctx, data, progress)
 	if err != nil {
 		return nil, err
 	}

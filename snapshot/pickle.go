@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -204,6 +205,11 @@ type decoder struct {
 	memoVals   chunked[val]
 	memoSparse map[uint32]val
 	scratch    []rawFrame
+	// progress, when set, is called with the fraction of the input decoded,
+	// every progressStep bytes; ctx is checked at the same points.
+	progress   func(float64)
+	ctx        context.Context
+	nextReport int
 	// small mirrors memo entries 0-255, which BINGET (one-byte index) reads:
 	// in a snapshot those are the dict keys and common strings, read tens of
 	// millions of times.
@@ -215,7 +221,16 @@ type decoder struct {
 // the top-level value. Bytes after STOP are ignored (the HTML form pads with
 // NULs; pickle.load ignores trailing data too).
 func decodePickle(data []byte) (*graph, val, error) {
+	return decodePickleCtx(context.Background(), data, nil)
+}
+
+// progressStep is how many input bytes pass between progress reports and
+// cancellation checks.
+const progressStep = 4 << 20
+
+func decodePickleCtx(ctx context.Context, data []byte, progress func(float64)) (*graph, val, error) {
 	d := newDecoder(data)
+	d.ctx, d.progress = ctx, progress
 	root, err := d.run()
 	if err != nil {
 		return nil, val{}, err
@@ -234,6 +249,19 @@ func newDecoder(data []byte) *decoder {
 		d.small[i].k = kUnset
 	}
 	return d
+}
+
+func (d *decoder) report(pos int) error {
+	d.nextReport = pos + progressStep
+	if d.ctx != nil {
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if d.progress != nil && len(d.data) > 0 {
+		d.progress(float64(pos) / float64(len(d.data)))
+	}
+	return nil
 }
 
 func (d *decoder) errf(off int, format string, args ...any) error {
@@ -518,6 +546,11 @@ func (d *decoder) run() (val, error) {
 	stack := d.stack
 	g := d.g
 	for {
+		if pos >= d.nextReport {
+			if err := d.report(pos); err != nil {
+				return val{}, err
+			}
+		}
 		if pos >= len(data) {
 			return val{}, d.errf(pos, "data ends before the STOP opcode (file truncated?)")
 		}

@@ -39,6 +39,21 @@ func (s *Set) Rank(n int) *Rank {
 
 var traceExts = []string{".json", ".log", ".txt", ".out", ".err"}
 
+// DirectFiles lists the trace files directly in dir, by content.
+func DirectFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if p := filepath.Join(dir, e.Name()); e.Type().IsRegular() && isTraceFile(p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 // FindFiles lists the trace files in dir and one level down, by content.
 func FindFiles(dir string) ([]string, error) {
 	var out []string

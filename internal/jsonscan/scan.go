@@ -6,6 +6,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -25,6 +26,9 @@ func New(data []byte) *Scanner { return &Scanner{data: data} }
 
 // Pos is the current byte offset.
 func (s *Scanner) Pos() int { return s.pos }
+
+// Bytes returns the input between two offsets (e.g. a value just skipped).
+func (s *Scanner) Bytes(start, end int) []byte { return s.data[start:end] }
 
 // Error is a syntax or type error at a byte offset, with line and column.
 type Error struct {
@@ -110,85 +114,109 @@ func (s *Scanner) More(close byte, first bool) (bool, error) {
 }
 
 // String reads a string and returns its unescaped bytes. The result aliases
-// the input or an internal buffer: copy it to keep it.
+// the input or an internal buffer: copy it to keep it. Raw control
+// characters inside strings are accepted (memscope reads, it does not
+// validate), which lets the common case run on bytes.IndexByte.
 func (s *Scanner) String() ([]byte, error) {
 	if s.Peek() != '"' {
 		return nil, s.unexpected("a string")
 	}
 	start := s.pos + 1
-	i := start
-	for i < len(s.data) {
-		c := s.data[i]
-		if c == '"' {
-			s.pos = i + 1
-			return s.data[start:i], nil
-		}
-		if c == '\\' {
-			return s.slowString(start)
-		}
-		if c < 0x20 {
-			return nil, s.ErrorAt(i, "control character in string")
-		}
-		i++
+	rest := s.data[start:]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return nil, s.ErrorAt(len(s.data), "unterminated string (file truncated?)")
 	}
-	return nil, s.ErrorAt(len(s.data), "unterminated string (file truncated?)")
+	if bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return s.slowString(start)
+	}
+	s.pos = start + end + 1
+	return rest[:end], nil
 }
 
 func (s *Scanner) slowString(start int) ([]byte, error) {
 	out := s.scratch[:0]
 	i := start
 	for i < len(s.data) {
-		c := s.data[i]
-		switch {
-		case c == '"':
+		// Copy the run up to the next quote or backslash in one go.
+		rest := s.data[i:]
+		q := bytes.IndexByte(rest, '"')
+		if q < 0 {
+			break
+		}
+		if b := bytes.IndexByte(rest[:q], '\\'); b >= 0 {
+			q = b
+		}
+		out = append(out, rest[:q]...)
+		i += q
+		if s.data[i] == '"' {
 			s.pos = i + 1
 			s.scratch = out
 			return out, nil
-		case c == '\\':
-			if i+1 >= len(s.data) {
-				return nil, s.ErrorAt(i, "unterminated escape")
+		}
+		if i+1 >= len(s.data) {
+			return nil, s.ErrorAt(i, "unterminated escape")
+		}
+		e := s.data[i+1]
+		i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, n, ok := s.hex4(i)
+			if !ok {
+				return nil, s.ErrorAt(i, "bad \\u escape")
 			}
-			e := s.data[i+1]
-			i += 2
-			switch e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, n, ok := s.hex4(i)
-				if !ok {
-					return nil, s.ErrorAt(i, "bad \\u escape")
-				}
-				i = n
-				if utf16IsSurrogate(r) {
-					if r2, n2, ok := s.hex4(i + 2); ok && i+1 < len(s.data) && s.data[i] == '\\' && s.data[i+1] == 'u' {
-						if d := decodeSurrogates(r, r2); d != utf8.RuneError {
-							r = d
-							i = n2
-						}
+			i = n
+			if utf16IsSurrogate(r) {
+				if r2, n2, ok := s.hex4(i + 2); ok && i+1 < len(s.data) && s.data[i] == '\\' && s.data[i+1] == 'u' {
+					if d := decodeSurrogates(r, r2); d != utf8.RuneError {
+						r = d
+						i = n2
 					}
 				}
-				out = utf8.AppendRune(out, r)
-			default:
-				return nil, s.ErrorAt(i-2, "bad escape \\%c", e)
 			}
-		case c < 0x20:
-			return nil, s.ErrorAt(i, "control character in string")
+			out = utf8.AppendRune(out, r)
 		default:
-			out = append(out, c)
-			i++
+			return nil, s.ErrorAt(i-2, "bad escape \\%c", e)
 		}
 	}
 	return nil, s.ErrorAt(len(s.data), "unterminated string (file truncated?)")
+}
+
+// skipString moves past a string without unescaping it.
+func (s *Scanner) skipString() error {
+	if s.Peek() != '"' {
+		return s.unexpected("a string")
+	}
+	start := s.pos + 1
+	i := start
+	for {
+		j := bytes.IndexByte(s.data[i:], '"')
+		if j < 0 {
+			return s.ErrorAt(len(s.data), "unterminated string (file truncated?)")
+		}
+		k := i + j
+		n := 0
+		for p := k - 1; p >= start && s.data[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			s.pos = k + 1
+			return nil
+		}
+		i = k + 1
+	}
 }
 
 func (s *Scanner) hex4(i int) (rune, int, bool) {
@@ -409,7 +437,7 @@ func (s *Scanner) Skip() error {
 				}
 			}
 		case '"':
-			if _, err := s.String(); err != nil {
+			if err := s.skipString(); err != nil {
 				return err
 			}
 		case 't', 'f', 'n':

@@ -1,0 +1,129 @@
+package jsonscan
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestNumbers(t *testing.T) {
+	cases := []struct {
+		in     string
+		f      float64
+		i      int64
+		isInt  bool
+		rest   string
+		errSub string
+	}{
+		{"0", 0, 0, true, "", ""},
+		{"-12", -12, -12, true, "", ""},
+		{"76202.1875,", 76202.1875, 0, false, ",", ""},
+		{"26187.251953125}", 26187.251953125, 0, false, "}", ""},
+		{"1e3", 1000, 0, false, "", ""},
+		{"-2.5E-2", -0.025, 0, false, "", ""},
+		{"12345678901234567890123", 12345678901234567890123, 0, false, "", ""},
+		{"0.1", 0.1, 0, false, "", ""},
+		{"123456789012345678", 123456789012345678, 123456789012345678, true, "", ""},
+		{"NaN", math.NaN(), 0, false, "", ""},
+		{"Infinity", math.Inf(1), 0, false, "", ""},
+		{"-Infinity", math.Inf(-1), 0, false, "", ""},
+		{"-", 0, 0, false, "", "expected a number"},
+		{"1.", 0, 0, false, "", "digit expected"},
+		{"x", 0, 0, false, "", "expected a number"},
+	}
+	for _, c := range cases {
+		s := New([]byte(c.in))
+		f, i, isInt, err := s.Number()
+		if c.errSub != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errSub) {
+				t.Errorf("%q: error %v, want %q", c.in, err, c.errSub)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		same := f == c.f || (math.IsNaN(f) && math.IsNaN(c.f))
+		if !same || isInt != c.isInt || (isInt && i != c.i) || string(s.data[s.pos:]) != c.rest {
+			t.Errorf("%q: got %v %v %v rest %q", c.in, f, i, isInt, s.data[s.pos:])
+		}
+		// The fast path must agree with Go's correctly rounded parser.
+		if !math.IsNaN(c.f) && !math.IsInf(c.f, 0) {
+			var want float64
+			_ = json.Unmarshal([]byte(strings.TrimRight(c.in, ",}")), &want)
+			if want != f {
+				t.Errorf("%q: %v differs from encoding/json %v", c.in, f, want)
+			}
+		}
+	}
+}
+
+func TestStrings(t *testing.T) {
+	cases := map[string]string{
+		`"plain"`:                   "plain",
+		`"a\"b\\c\/d\n\t"`:          "a\"b\\c/d\n\t",
+		`"\u00e9\u4e2d"`:            "é中",
+		`"\ud83d\ude00"`:            "😀",
+		`"  File \"x.py\", line 3"`: `  File "x.py", line 3`,
+	}
+	for in, want := range cases {
+		s := New([]byte(in))
+		got, err := s.String()
+		if err != nil || string(got) != want {
+			t.Errorf("%s: got %q %v, want %q", in, got, err, want)
+		}
+		s = New([]byte(in))
+		if err := s.Skip(); err != nil || s.pos != len(in) {
+			t.Errorf("Skip %s: pos %d err %v", in, s.pos, err)
+		}
+	}
+	for _, bad := range []string{`"abc`, `"ab\`, `"\q"`, `"\u12"`} {
+		if _, err := New([]byte(bad)).String(); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestSkipAndErrors(t *testing.T) {
+	in := `{"a": [1, 2.5, {"b": null, "c": [true, false, "x\"]"]}], "d": {}} tail`
+	s := New([]byte(in))
+	if err := s.Skip(); err != nil {
+		t.Fatal(err)
+	}
+	if rest := string(s.data[s.pos:]); rest != " tail" {
+		t.Errorf("rest %q", rest)
+	}
+	deep := strings.Repeat("[", 1000000) + strings.Repeat("]", 1000000)
+	if err := New([]byte(deep)).Skip(); err != nil {
+		t.Errorf("deep nesting: %v", err)
+	}
+	s = New([]byte("{\n  \"a\": "))
+	_ = s.Expect('{')
+	_, _ = s.String()
+	_ = s.Expect(':')
+	_, err := s.Literal()
+	e, ok := err.(*Error)
+	if !ok || e.Line != 2 || !strings.Contains(e.Msg, "truncated") {
+		t.Errorf("error position: %#v", err)
+	}
+}
+
+// FuzzSkip checks Skip against encoding/json: on valid JSON it must
+// consume exactly the value; on anything it must not panic.
+func FuzzSkip(f *testing.F) {
+	for _, s := range []string{`{"0": {"samples": [{"timestamp_s": 1.5}]}}`, `[1, "a\"b", null, true, {}]`, `"\u00e9"`, `-1.5e-3`, `{"a":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := New(data)
+		err := s.Skip()
+		if json.Valid(data) && err != nil && !strings.Contains(string(data), "\\u") {
+			t.Fatalf("valid JSON %q rejected: %v", data, err)
+		}
+		if err == nil && json.Valid(data) && strings.TrimSpace(string(data[s.pos:])) != "" {
+			t.Fatalf("valid JSON %q: stopped at %d", data, s.pos)
+		}
+	})
+}

@@ -1,0 +1,155 @@
+// Package model is memscope's shared workspace: every source the user
+// opened (allocator snapshots, estimates, trace runs and comparisons, live
+// GPUs), its load state and its data. Loading runs off the caller's
+// goroutine, a failing source never affects the others, and reloads keep
+// the last good data. The TUI and the command-line reports read it; it
+// imports no UI code.
+package model
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"memscope/snapshot"
+	"memscope/trace"
+)
+
+// Kind is what a source holds.
+type Kind string
+
+// Source kinds.
+const (
+	KindSnapshot     Kind = "snapshot"
+	KindEstimate     Kind = "estimate"
+	KindTraceRun     Kind = "traces"
+	KindTraceCompare Kind = "real vs sim"
+	KindLive         Kind = "live"
+	KindUnknown      Kind = "unknown"
+)
+
+// IsSnapshot reports whether the kind feeds the snapshot tabs.
+func (k Kind) IsSnapshot() bool { return k == KindSnapshot || k == KindEstimate }
+
+// IsTrace reports whether the kind feeds the Traces tab.
+func (k Kind) IsTrace() bool { return k == KindTraceRun || k == KindTraceCompare }
+
+// State is a source's load state.
+type State int
+
+// Load states.
+const (
+	Pending State = iota
+	Loading
+	Loaded
+	Failed
+)
+
+func (s State) String() string {
+	return [...]string{"pending", "loading", "loaded", "failed"}[s]
+}
+
+// Source is one input of the workspace. Sources are published as
+// immutable values: the workspace replaces a source with an updated copy,
+// so a *Source obtained from Sources never changes under the reader.
+type Source struct {
+	ID   int
+	Kind Kind
+	// Path is what the user opened (for a comparison: the parent directory,
+	// or "REAL ↔ SIM").
+	Path string
+	// Paths are the directories or files read: one, or real and sim.
+	Paths []string
+	Label string
+	State State
+	// Progress is 0..1 while loading.
+	Progress float64
+	// Err is the load error. With State Loaded it is the error of a failed
+	// reload: the data shown is the last good one.
+	Err      error
+	Warnings []string
+
+	Analysis *snapshot.Analysis
+	Estimate *snapshot.EstimateAnalysis
+	// Real is the run of a KindTraceRun, the real side of a comparison;
+	// Sim the simulated side.
+	Real, Sim  *trace.Set
+	Comparison *trace.Comparison
+
+	// Generation counts successful loads: views rebuild when it changes.
+	Generation int
+	LoadedAt   time.Time
+	// ChangedAt is when the files last changed on disk (watched sources).
+	ChangedAt time.Time
+	// Demo marks bundled sample data.
+	Demo bool
+}
+
+// Name is a short display name.
+func (s *Source) Name() string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return filepath.Base(s.Path)
+}
+
+// ErrorCount counts the problems of a source: its own error and the files
+// of a trace set that failed.
+func (s *Source) ErrorCount() int {
+	n := 0
+	if s.Err != nil {
+		n++
+	}
+	for _, set := range []*trace.Set{s.Real, s.Sim} {
+		if set != nil {
+			n += len(set.Errors)
+		}
+	}
+	return n
+}
+
+// Problems lists the errors of a source as text, one per line.
+func (s *Source) Problems() []string {
+	var out []string
+	if s.Err != nil {
+		out = append(out, s.Err.Error())
+	}
+	for _, set := range []*trace.Set{s.Real, s.Sim} {
+		if set == nil {
+			continue
+		}
+		for _, e := range set.Errors {
+			out = append(out, e.Err.Error())
+		}
+	}
+	return out
+}
+
+func (s *Source) String() string {
+	return fmt.Sprintf("#%d %s %s [%s]", s.ID, s.Kind, s.Path, s.State)
+}
+
+func labelFor(kind Kind, paths []string) string {
+	switch kind {
+	case KindTraceCompare:
+		if len(paths) == 2 {
+			return fmt.Sprintf("%s ↔ %s", shortDir(paths[0]), shortDir(paths[1]))
+		}
+	case KindSnapshot, KindEstimate:
+		if l := snapshot.ParseLabel(paths[0]).String(); l != "" {
+			return l + " · " + filepath.Base(paths[0])
+		}
+	}
+	return shortDir(paths[0])
+}
+
+// shortDir is the last two elements of a path.
+func shortDir(p string) string {
+	p = filepath.Clean(p)
+	parent := filepath.Base(filepath.Dir(p))
+	if parent == "." || parent == string(filepath.Separator) {
+		return filepath.Base(p)
+	}
+	return strings.Join([]string{parent, filepath.Base(p)}, string(filepath.Separator))
+}

@@ -1,0 +1,382 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"memscope/snapshot"
+	"memscope/trace"
+)
+
+// Workspace holds the sources. It is safe for concurrent use.
+type Workspace struct {
+	mu      sync.Mutex
+	sources []*Source
+	nextID  int
+	notify  chan struct{}
+	sem     chan struct{} // bounds concurrent loads
+	rules   []snapshot.Rule
+	ctx     context.Context
+	wg      sync.WaitGroup
+	// reloading marks sources with a load in flight, so bursts of file
+	// events do not queue duplicate loads.
+	reloading map[int]bool
+	again     map[int]bool
+}
+
+// New returns an empty workspace. Loads stop when ctx is cancelled. rules
+// are the category rules (nil: the defaults).
+func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
+	return &Workspace{
+		notify:    make(chan struct{}, 1),
+		sem:       make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		rules:     rules,
+		ctx:       ctx,
+		reloading: map[int]bool{},
+		again:     map[int]bool{},
+	}
+}
+
+// Changed delivers a value after any change to the sources (coalesced: one
+// pending value at most). Read Sources after receiving.
+func (w *Workspace) Changed() <-chan struct{} { return w.notify }
+
+func (w *Workspace) poke() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Sources returns the current sources in the order they were opened.
+func (w *Workspace) Sources() []*Source {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.sources)
+}
+
+// Source returns the source with the given ID, or nil.
+func (w *Workspace) Source(id int) *Source {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.sources {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Wait blocks until every load started so far has finished.
+func (w *Workspace) Wait() { w.wg.Wait() }
+
+// update replaces source id with f applied to a copy of it.
+func (w *Workspace) update(id int, f func(s *Source)) {
+	w.mu.Lock()
+	for i, s := range w.sources {
+		if s.ID == id {
+			c := *s
+			f(&c)
+			w.sources[i] = &c
+			break
+		}
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// Add registers a source and starts loading it; it returns the ID.
+func (w *Workspace) Add(kind Kind, path string, paths ...string) int {
+	if len(paths) == 0 {
+		paths = []string{path}
+	}
+	w.mu.Lock()
+	w.nextID++
+	s := &Source{ID: w.nextID, Kind: kind, Path: path, Paths: paths, Label: labelFor(kind, paths), State: Pending}
+	w.sources = append(w.sources, s)
+	w.mu.Unlock()
+	w.poke()
+	if kind != KindUnknown && kind != KindLive {
+		w.startLoad(s.ID)
+	}
+	return s.ID
+}
+
+// AddFailed registers a source that could not even be recognised.
+func (w *Workspace) AddFailed(path string, err error) int {
+	id := w.Add(KindUnknown, path)
+	w.update(id, func(s *Source) { s.State = Failed; s.Err = err })
+	return id
+}
+
+// MarkDemo labels every source as bundled demo data.
+func (w *Workspace) MarkDemo() {
+	w.mu.Lock()
+	for i, s := range w.sources {
+		c := *s
+		c.Demo = true
+		w.sources[i] = &c
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// Reload loads a source again (its files changed). The previous data stays
+// until the new load succeeds; a failed reload keeps it and sets Err.
+func (w *Workspace) Reload(id int) {
+	w.mu.Lock()
+	if w.reloading[id] {
+		w.again[id] = true
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.update(id, func(s *Source) { s.ChangedAt = time.Now() })
+	w.startLoad(id)
+}
+
+func (w *Workspace) startLoad(id int) {
+	w.mu.Lock()
+	w.reloading[id] = true
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for {
+			w.load(id)
+			w.mu.Lock()
+			if w.again[id] {
+				delete(w.again, id)
+				w.mu.Unlock()
+				continue
+			}
+			delete(w.reloading, id)
+			w.mu.Unlock()
+			return
+		}
+	}()
+}
+
+// load runs one load of a source, bounded by the semaphore, and publishes
+// the result. A panic in a loader becomes that source's error.
+func (w *Workspace) load(id int) {
+	select {
+	case w.sem <- struct{}{}:
+	case <-w.ctx.Done():
+		return
+	}
+	defer func() { <-w.sem }()
+	src := w.Source(id)
+	if src == nil {
+		return
+	}
+	first := src.Generation == 0
+	w.update(id, func(s *Source) {
+		if first {
+			s.State = Loading
+		}
+		s.Progress = 0
+	})
+	progress := func(f float64) {
+		w.update(id, func(s *Source) { s.Progress = f })
+	}
+	var res Source
+	err := func() (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("internal error while loading: %v", v)
+			}
+		}()
+		res, err = w.loadData(src, progress)
+		return err
+	}()
+	w.update(id, func(s *Source) {
+		s.Progress = 1
+		if err != nil {
+			s.Err = err
+			if s.Generation == 0 {
+				s.State = Failed
+			}
+			return
+		}
+		s.State = Loaded
+		s.Err = nil
+		s.Analysis, s.Estimate = res.Analysis, res.Estimate
+		s.Real, s.Sim, s.Comparison = res.Real, res.Sim, res.Comparison
+		s.Warnings = res.Warnings
+		s.Generation++
+		s.LoadedAt = time.Now()
+	})
+}
+
+func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error) {
+	var out Source
+	ctx := w.ctx
+	switch src.Kind {
+	case KindSnapshot:
+		s, err := snapshot.OpenProgress(ctx, src.Paths[0], progress)
+		if err != nil {
+			return out, err
+		}
+		out.Analysis = snapshot.Analyze(s, snapshot.NewCategorizer(w.rules))
+		out.Warnings = s.Warnings
+	case KindEstimate:
+		e, err := snapshot.OpenEstimate(ctx, src.Paths[0])
+		if err != nil {
+			return out, err
+		}
+		out.Estimate = snapshot.AnalyzeEstimate(e, snapshot.NewCategorizer(w.rules))
+	case KindTraceRun:
+		set, err := trace.LoadPath(ctx, src.Paths[0])
+		if err != nil {
+			return out, err
+		}
+		if len(set.Ranks) == 0 {
+			return out, fmt.Errorf("%s: no trace could be read (%d files failed)", src.Paths[0], len(set.Errors))
+		}
+		out.Real = set
+		out.Warnings = rankWarnings(set)
+	case KindTraceCompare:
+		real, err := trace.LoadPath(ctx, src.Paths[0])
+		if err != nil {
+			return out, fmt.Errorf("real run: %w", err)
+		}
+		progress(0.5)
+		sim, err := trace.LoadPath(ctx, src.Paths[1])
+		if err != nil {
+			return out, fmt.Errorf("simulated run: %w", err)
+		}
+		out.Real, out.Sim = real, sim
+		out.Comparison = trace.Compare(real, sim, -1)
+		out.Warnings = append(rankWarnings(real), rankWarnings(sim)...)
+	default:
+		return out, fmt.Errorf("nothing to load for a %s source", src.Kind)
+	}
+	return out, nil
+}
+
+func rankWarnings(s *trace.Set) []string {
+	var out []string
+	for _, r := range s.Ranks {
+		for _, w := range r.Warnings {
+			out = append(out, filepath.Base(r.Path)+": "+w)
+		}
+	}
+	return out
+}
+
+// maxOpenDepth bounds how deep Open looks into directories.
+const maxOpenDepth = 4
+
+// Open adds the sources found in paths: files by content (snapshot,
+// estimate, trace file), directories recursively (a directory holding a
+// real and a simulated run becomes one comparison; a directory holding
+// trace files one run; each snapshot one source). Paths that hold nothing
+// usable become failed sources saying what was looked for.
+func (w *Workspace) Open(paths ...string) {
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			w.AddFailed(p, err)
+			continue
+		}
+		if !st.IsDir() {
+			w.openFile(p, true)
+			continue
+		}
+		if n := w.openDir(p, 0); n == 0 {
+			w.AddFailed(p, errors.New("no traces or snapshots found (looked for Megatron memory_trace*.json, torchtitan exports, training logs, *.pickle[.gz] snapshots, memory_viz HTML and peak-snapshot JSON)"))
+		}
+	}
+}
+
+// openFile adds a file by content; explicit files that are nothing known
+// become failed sources, files met while walking a directory are skipped.
+func (w *Workspace) openFile(p string, explicit bool) int {
+	if k, err := snapshot.SniffFile(p); err == nil {
+		switch k {
+		case snapshot.KindTorch:
+			w.Add(KindSnapshot, p)
+			return 1
+		case snapshot.KindEstimated:
+			w.Add(KindEstimate, p)
+			return 1
+		}
+	}
+	if k, err := trace.SniffFile(p); err == nil && k != "" {
+		w.Add(KindTraceRun, p)
+		return 1
+	}
+	if explicit {
+		if strings.HasSuffix(strings.ToLower(p), ".pickle") || strings.HasSuffix(strings.ToLower(p), ".pkl") {
+			// A damaged snapshot is still a snapshot: load it to say why.
+			w.Add(KindSnapshot, p)
+			return 1
+		}
+		w.AddFailed(p, fmt.Errorf("%s: not a snapshot, estimate or memory trace", p))
+		return 1
+	}
+	return 0
+}
+
+func (w *Workspace) openDir(dir string, depth int) int {
+	if real, sim, _, err := trace.SplitRuns(dir); err == nil {
+		w.Add(KindTraceCompare, dir, real, sim)
+		return 1 + w.openSnapshotsOnly(dir)
+	}
+	n := 0
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		w.AddFailed(dir, err)
+		return 1
+	}
+	traces, _ := trace.DirectFiles(dir)
+	if len(traces) > 0 {
+		w.Add(KindTraceRun, dir)
+		n++
+	}
+	isTrace := map[string]bool{}
+	for _, t := range traces {
+		isTrace[t] = true
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+		case e.IsDir():
+			if depth+1 < maxOpenDepth {
+				n += w.openDir(p, depth+1)
+			}
+		case e.Type().IsRegular() && !isTrace[p]:
+			if k, err := snapshot.SniffFile(p); err == nil && k != snapshot.KindNone {
+				n += w.openFile(p, false)
+			}
+		}
+	}
+	return n
+}
+
+// openSnapshotsOnly adds the snapshots of a directory whose traces were
+// taken as a comparison.
+func (w *Workspace) openSnapshotsOnly(dir string) int {
+	found, err := snapshot.Discover(dir)
+	if err != nil {
+		return 0
+	}
+	for _, f := range found {
+		if f.Kind == snapshot.KindEstimated {
+			w.Add(KindEstimate, f.Path)
+		} else {
+			w.Add(KindSnapshot, f.Path)
+		}
+	}
+	return len(found)
+}

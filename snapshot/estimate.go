@@ -1,0 +1,431 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"memscope/internal/jsonscan"
+)
+
+// Tensor is one tensor of a PyTorch-Memory-Profiler peak snapshot.
+type Tensor struct {
+	Size   int64
+	Shape  string
+	Module string
+	Phase  string
+	// Create and Release are innermost frame first, like allocator stacks
+	// (the file has Python's format_stack order, outermost first).
+	Create, Release Stack
+}
+
+// EstimateDevice is one device key of a peak snapshot.
+type EstimateDevice struct {
+	Device  string
+	PeakMiB float64
+	Tensors []Tensor
+}
+
+// Estimate is a PyTorch-Memory-Profiler peak snapshot
+// (--save-peak-memory-snapshot): the tensors alive at the estimated peak.
+type Estimate struct {
+	Devices []EstimateDevice
+	// Warnings name what was odd but kept (sizes that disagree with
+	// size_mb, stacks that are not frame strings, non-object devices, ...).
+	Warnings []string
+}
+
+// OpenEstimate reads a peak-snapshot JSON file.
+func OpenEstimate(ctx context.Context, path string) (*Estimate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	e, err := DecodeEstimate(ctx, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return e, nil
+}
+
+// DecodeEstimate parses a peak snapshot: {"cuda:0": {"peak_memory_mb",
+// "tensors": [...]}, ...}. Devices are parsed in parallel; identical stack
+// traces are parsed once.
+func DecodeEstimate(ctx context.Context, data []byte) (*Estimate, error) {
+	sc := jsonscan.New(data)
+	if err := sc.Expect('{'); err != nil {
+		return nil, fmt.Errorf("peak snapshot: %w", err)
+	}
+	type span struct {
+		key        string
+		start, end int
+	}
+	var spans []span
+	est := &Estimate{}
+	for first := true; ; first = false {
+		more, err := sc.More('}', first)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+		kb, err := sc.String()
+		if err != nil {
+			return nil, err
+		}
+		key := string(kb)
+		if err := sc.Expect(':'); err != nil {
+			return nil, err
+		}
+		start := sc.Pos()
+		if sc.Peek() != '{' {
+			est.Warnings = append(est.Warnings, fmt.Sprintf("device %q is not an object: skipped", key))
+			if err := sc.Skip(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := sc.Skip(); err != nil {
+			return nil, fmt.Errorf("device %q: %w", key, err)
+		}
+		spans = append(spans, span{key, start, sc.Pos()})
+	}
+	if !sc.EOF() {
+		return nil, sc.Errorf("data after the end of the peak snapshot")
+	}
+	est.Devices = make([]EstimateDevice, len(spans))
+	warns := make([][]string, len(spans))
+	errs := make([]error, len(spans))
+	interner := &stackStrings{m: map[uint64][]stackEntry{}, seed: maphash.MakeSeed()}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, sp := range spans {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := ctx.Err(); err != nil {
+				errs[i] = err
+				return
+			}
+			d, w, err := parseEstimateDevice(sp.key, data[sp.start:sp.end], interner)
+			est.Devices[i], warns[i], errs[i] = d, w, err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("device %q: %w", spans[i].key, err)
+		}
+		est.Warnings = append(est.Warnings, warns[i]...)
+	}
+	slices.SortStableFunc(est.Devices, func(a, b EstimateDevice) int { return compareDeviceKeys(a.Device, b.Device) })
+	return est, nil
+}
+
+// compareDeviceKeys orders "cuda:2" before "cuda:10".
+func compareDeviceKeys(a, b string) int {
+	na, ea := deviceNum(a)
+	nb, eb := deviceNum(b)
+	if ea == nil && eb == nil && na != nb {
+		return na - nb
+	}
+	return strings.Compare(a, b)
+}
+
+func deviceNum(k string) (int, error) {
+	i := strings.LastIndexByte(k, ':')
+	return strconv.Atoi(k[i+1:])
+}
+
+func parseEstimateDevice(key string, data []byte, in *stackStrings) (EstimateDevice, []string, error) {
+	d := EstimateDevice{Device: key, PeakMiB: math.NaN()}
+	var warns []string
+	sc := jsonscan.New(data)
+	_ = sc.Expect('{')
+	sawTensors := false
+	for first := true; ; first = false {
+		more, err := sc.More('}', first)
+		if err != nil {
+			return d, nil, err
+		}
+		if !more {
+			break
+		}
+		kb, err := sc.String()
+		if err != nil {
+			return d, nil, err
+		}
+		k := string(kb)
+		if err := sc.Expect(':'); err != nil {
+			return d, nil, err
+		}
+		switch k {
+		case "peak_memory_mb":
+			f, _, _, err := sc.Number()
+			if err != nil {
+				return d, nil, fmt.Errorf("peak_memory_mb: %w", err)
+			}
+			d.PeakMiB = f
+		case "tensors":
+			sawTensors = true
+			if sc.Peek() != '[' {
+				return d, nil, sc.Errorf("tensors: expected a list")
+			}
+			_ = sc.Expect('[')
+			for f := true; ; f = false {
+				more, err := sc.More(']', f)
+				if err != nil {
+					return d, nil, err
+				}
+				if !more {
+					break
+				}
+				t, w, err := parseTensor(sc, in)
+				if err != nil {
+					return d, nil, fmt.Errorf("tensors[%d]: %w", len(d.Tensors), err)
+				}
+				if w != "" {
+					warns = append(warns, fmt.Sprintf("%s tensors[%d]: %s", key, len(d.Tensors), w))
+				}
+				d.Tensors = append(d.Tensors, t)
+			}
+		default:
+			if err := sc.Skip(); err != nil {
+				return d, nil, err
+			}
+		}
+	}
+	if math.IsNaN(d.PeakMiB) {
+		warns = append(warns, fmt.Sprintf("%s: no peak_memory_mb; the listed sum stands in for the peak", key))
+	}
+	if !sawTensors {
+		warns = append(warns, fmt.Sprintf("%s: no tensors list", key))
+	}
+	return d, capWarnings(warns), nil
+}
+
+// capWarnings keeps the first few warnings of a device and counts the rest.
+func capWarnings(w []string) []string {
+	const max = 20
+	if len(w) <= max {
+		return w
+	}
+	return append(w[:max:max], fmt.Sprintf("… and %d more warnings like these", len(w)-max))
+}
+
+func parseTensor(sc *jsonscan.Scanner, in *stackStrings) (Tensor, string, error) {
+	t := Tensor{Size: -1}
+	sizeMB := math.NaN()
+	var warn []string
+	if sc.Peek() != '{' {
+		return t, "", sc.Errorf("expected a tensor object")
+	}
+	_ = sc.Expect('{')
+	for first := true; ; first = false {
+		more, err := sc.More('}', first)
+		if err != nil {
+			return t, "", err
+		}
+		if !more {
+			break
+		}
+		kb, err := sc.String()
+		if err != nil {
+			return t, "", err
+		}
+		k := string(kb)
+		if err := sc.Expect(':'); err != nil {
+			return t, "", err
+		}
+		switch k {
+		case "size_bytes":
+			f, i, isInt, err := sc.Number()
+			if err != nil {
+				return t, "", fmt.Errorf("size_bytes: %w", err)
+			}
+			if !isInt {
+				i = int64(f)
+			}
+			t.Size = i
+		case "size_mb":
+			if sizeMB, _, _, err = sc.Number(); err != nil {
+				return t, "", fmt.Errorf("size_mb: %w", err)
+			}
+		case "shape", "module", "phase":
+			var s string
+			if sc.Peek() == '"' {
+				b, err := sc.String()
+				if err != nil {
+					return t, "", err
+				}
+				s = in.str(b)
+			} else if err := sc.Skip(); err != nil {
+				return t, "", err
+			}
+			switch k {
+			case "shape":
+				t.Shape = s
+			case "module":
+				t.Module = s
+			default:
+				t.Phase = s
+			}
+		case "create_stack_trace", "release_stack_trace":
+			st, bad, err := in.stack(sc)
+			if err != nil {
+				return t, "", fmt.Errorf("%s: %w", k, err)
+			}
+			if bad {
+				warn = append(warn, k+" holds entries that are not stack frame strings")
+			}
+			if k == "create_stack_trace" {
+				t.Create = st
+			} else {
+				t.Release = st
+			}
+		default:
+			if err := sc.Skip(); err != nil {
+				return t, "", err
+			}
+		}
+	}
+	switch {
+	case t.Size < 0 && !math.IsNaN(sizeMB) && sizeMB >= 0:
+		t.Size = int64(math.Round(sizeMB * (1 << 20)))
+		warn = append(warn, "no size_bytes; size_mb used")
+	case t.Size < 0:
+		return t, "", fmt.Errorf("no usable size (size_bytes missing or negative)")
+	case !math.IsNaN(sizeMB) && math.Abs(float64(t.Size)/(1<<20)-sizeMB) > 0.01+sizeMB*1e-6:
+		warn = append(warn, fmt.Sprintf("size_bytes %d disagrees with size_mb %g; size_bytes used", t.Size, sizeMB))
+	}
+	if t.Module == "" {
+		t.Module = "Unknown"
+	}
+	if t.Phase == "" {
+		t.Phase = "unknown"
+	}
+	return t, strings.Join(warn, "; "), nil
+}
+
+// stackStrings interns strings and parsed stacks across the devices of a
+// file: the same creation site repeats for thousands of tensors.
+type stackStrings struct {
+	mu   sync.Mutex
+	m    map[uint64][]stackEntry
+	strs map[string]string
+	seed maphash.Seed
+}
+
+type stackEntry struct {
+	raw   []byte
+	stack Stack
+	bad   bool
+}
+
+func (s *stackStrings) str(b []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.strs == nil {
+		s.strs = map[string]string{}
+	}
+	if v, ok := s.strs[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	s.strs[v] = v
+	return v
+}
+
+// stack reads a list of format_stack strings, returning the parsed stack
+// (innermost first) and whether some entries were not frames.
+func (s *stackStrings) stack(sc *jsonscan.Scanner) (Stack, bool, error) {
+	if sc.Peek() == 'n' {
+		_, err := sc.Literal()
+		return nil, false, err
+	}
+	if sc.Peek() != '[' {
+		if err := sc.Skip(); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil
+	}
+	start := sc.Pos()
+	if err := sc.Skip(); err != nil {
+		return nil, false, err
+	}
+	raw := sc.Bytes(start, sc.Pos())
+	if len(bytes.TrimSpace(raw)) <= 2 {
+		return nil, false, nil // []
+	}
+	h := maphash.Bytes(s.seed, raw)
+	s.mu.Lock()
+	for _, e := range s.m[h] {
+		if bytes.Equal(e.raw, raw) {
+			s.mu.Unlock()
+			return e.stack, e.bad, nil
+		}
+	}
+	s.mu.Unlock()
+	st, bad, err := parseStackList(raw)
+	if err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	s.m[h] = append(s.m[h], stackEntry{raw: slices.Clone(raw), stack: st, bad: bad})
+	s.mu.Unlock()
+	return st, bad, nil
+}
+
+var reFrame = regexp.MustCompile(`File "([^"]*)", line (\d+), in ([^\n]*)\n?(?:[ \t]+([^\n]*))?`)
+
+// parseStackList parses a JSON list of Python format_stack strings.
+func parseStackList(raw []byte) (Stack, bool, error) {
+	sc := jsonscan.New(raw)
+	_ = sc.Expect('[')
+	var frames Stack
+	bad := false
+	for first := true; ; first = false {
+		more, err := sc.More(']', first)
+		if err != nil {
+			return nil, false, err
+		}
+		if !more {
+			break
+		}
+		if sc.Peek() != '"' {
+			bad = true
+			if err := sc.Skip(); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		b, err := sc.String()
+		if err != nil {
+			return nil, false, err
+		}
+		ms := reFrame.FindAllSubmatch(b, -1)
+		if len(ms) == 0 {
+			bad = true
+			continue
+		}
+		for _, m := range ms {
+			line, _ := strconv.ParseInt(string(m[2]), 10, 64)
+			frames = append(frames, Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3])),
+				Source: strings.TrimSpace(string(m[4]))})
+		}
+	}
+	slices.Reverse(frames)
+	return frames, bad, nil
+}

@@ -1,0 +1,230 @@
+package snapshot
+
+import (
+	"cmp"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// PhaseTotal is the memory of one phase.
+type PhaseTotal struct {
+	Name    string
+	Bytes   int64
+	Tensors int
+}
+
+// ModuleTotal is the memory of a merged module pattern: every all-digit
+// part of the dotted path becomes "*", so layers.0.mlp and layers.1.mlp
+// total under layers.*.mlp; Instances counts the distinct paths merged.
+type ModuleTotal struct {
+	Pattern   string
+	Bytes     int64
+	Tensors   int
+	Instances int
+}
+
+// StackGroup is the tensors created at one identical stack.
+type StackGroup struct {
+	Frames  Stack
+	Bytes   int64
+	Tensors int
+}
+
+// EstimateDeviceStats is the analysis of one device of an estimate.
+type EstimateDeviceStats struct {
+	Device string
+	// PeakBytes is peak_memory_mb in bytes (the listed sum when absent).
+	PeakBytes   int64
+	ListedBytes int64
+	// UnlistedBytes is peak - listed, never negative: tensors under 1 MiB
+	// and the tensor that set the peak, which the writer does not list.
+	UnlistedBytes int64
+	// PeakBelowListed is set when the file's peak is smaller than the
+	// listed sum (reported, not hidden).
+	PeakBelowListed bool
+	Tensors         int
+	Phases          []PhaseTotal
+	Modules         []ModuleTotal
+	// ModuleTree is the full module hierarchy, root first, each node with
+	// the bytes of the tensors created under it.
+	ModuleTree  *TreeNode
+	StackGroups []StackGroup
+	Categories  []CategoryTotal
+	// Allocations are the tensors, largest first.
+	Allocations []Allocation
+}
+
+// EstimateAnalysis is the analysis of a whole estimate file.
+type EstimateAnalysis struct {
+	Estimate *Estimate
+	Devices  []EstimateDeviceStats
+}
+
+// Device returns the stats of a device key, or nil.
+func (a *EstimateAnalysis) Device(key string) *EstimateDeviceStats {
+	for i := range a.Devices {
+		if a.Devices[i].Device == key {
+			return &a.Devices[i]
+		}
+	}
+	return nil
+}
+
+var reDigits = regexp.MustCompile(`^\d+$`)
+
+// MergedPattern replaces every all-digit part of a dotted module path by "*".
+func MergedPattern(module string) string {
+	parts := strings.Split(module, ".")
+	for i, p := range parts {
+		if reDigits.MatchString(p) {
+			parts[i] = "*"
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// AnalyzeEstimate computes the per-device analysis. cat may be nil.
+func AnalyzeEstimate(e *Estimate, cat *Categorizer) *EstimateAnalysis {
+	if cat == nil {
+		cat = NewCategorizer(nil)
+	}
+	a := &EstimateAnalysis{Estimate: e}
+	for i := range e.Devices {
+		a.Devices = append(a.Devices, analyzeEstimateDevice(&e.Devices[i], cat))
+	}
+	return a
+}
+
+func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceStats {
+	st := EstimateDeviceStats{Device: d.Device, Tensors: len(d.Tensors), ModuleTree: &TreeNode{Label: "all"}}
+	phases := map[string]*PhaseTotal{}
+	type modAcc struct {
+		ModuleTotal
+		paths map[string]bool
+	}
+	mods := map[string]*modAcc{}
+	groups := map[*Frame]*StackGroup{}
+	var noStack StackGroup
+	for i := range d.Tensors {
+		t := &d.Tensors[i]
+		st.ListedBytes += t.Size
+		p := phases[t.Phase]
+		if p == nil {
+			p = &PhaseTotal{Name: t.Phase}
+			phases[t.Phase] = p
+		}
+		p.Bytes += t.Size
+		p.Tensors++
+		pat := MergedPattern(t.Module)
+		m := mods[pat]
+		if m == nil {
+			m = &modAcc{ModuleTotal: ModuleTotal{Pattern: pat}, paths: map[string]bool{}}
+			mods[pat] = m
+		}
+		m.Bytes += t.Size
+		m.Tensors++
+		m.paths[t.Module] = true
+		n := st.ModuleTree
+		n.Bytes += t.Size
+		n.Blocks++
+		for _, part := range strings.Split(t.Module, ".") {
+			n = n.child(part)
+			n.Bytes += t.Size
+			n.Blocks++
+		}
+		if len(t.Create) == 0 {
+			noStack.Bytes += t.Size
+			noStack.Tensors++
+		} else {
+			g := groups[&t.Create[0]]
+			if g == nil {
+				g = &StackGroup{Frames: t.Create}
+				groups[&t.Create[0]] = g
+			}
+			g.Bytes += t.Size
+			g.Tensors++
+		}
+		st.Allocations = append(st.Allocations, Allocation{Size: t.Size, RequestedSize: t.Size, State: StateActiveAllocated,
+			Category: cat.Category(t.Create), Frames: t.Create, Shape: t.Shape, Module: t.Module, Phase: t.Phase,
+			ReleaseFrames: t.Release})
+	}
+	st.ModuleTree.finish()
+	if math.IsNaN(d.PeakMiB) {
+		st.PeakBytes = st.ListedBytes
+	} else {
+		st.PeakBytes = int64(math.Round(d.PeakMiB * (1 << 20)))
+	}
+	if st.PeakBytes >= st.ListedBytes {
+		st.UnlistedBytes = st.PeakBytes - st.ListedBytes
+	} else {
+		st.PeakBelowListed = true
+	}
+	for _, p := range phases {
+		st.Phases = append(st.Phases, *p)
+	}
+	slices.SortFunc(st.Phases, func(a, b PhaseTotal) int { return comparePhases(a.Name, b.Name) })
+	for _, m := range mods {
+		m.Instances = len(m.paths)
+		st.Modules = append(st.Modules, m.ModuleTotal)
+	}
+	slices.SortFunc(st.Modules, func(a, b ModuleTotal) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Pattern, b.Pattern)
+	})
+	for _, g := range groups {
+		st.StackGroups = append(st.StackGroups, *g)
+	}
+	if noStack.Tensors > 0 {
+		st.StackGroups = append(st.StackGroups, noStack)
+	}
+	slices.SortFunc(st.StackGroups, func(a, b StackGroup) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(Location(a.Frames), Location(b.Frames))
+	})
+	slices.SortStableFunc(st.Allocations, func(x, y Allocation) int { return cmp.Compare(y.Size, x.Size) })
+	st.Categories = categoryTotals(st.Allocations, cat)
+	return st
+}
+
+var phaseOrder = []string{"initialization", "setup_model_and_optimizer", "forward_backward_iter_", "optimizer_step_iter_"}
+
+// comparePhases orders phases as a run goes: initialization, setup, then by
+// iteration number forward/backward before the optimizer step; unknown
+// names last, alphabetically.
+func comparePhases(a, b string) int {
+	ka, ia := phaseKey(a)
+	kb, ib := phaseKey(b)
+	if ka < 2 || kb < 2 {
+		if ka != kb {
+			return ka - kb
+		}
+	} else if ka < 4 && kb < 4 && ia != ib {
+		return ia - ib
+	}
+	if ka != kb {
+		return ka - kb
+	}
+	return strings.Compare(a, b)
+}
+
+func phaseKey(name string) (order, iter int) {
+	for i, p := range phaseOrder {
+		if i < 2 && name == p {
+			return i, 0
+		}
+		if i >= 2 && strings.HasPrefix(name, p) {
+			n, err := strconv.Atoi(name[len(p):])
+			if err == nil {
+				return i, n
+			}
+		}
+	}
+	return len(phaseOrder), 0
+}

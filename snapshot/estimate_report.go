@@ -1,0 +1,181 @@
+package snapshot
+
+import (
+	"fmt"
+
+	"memscope/internal/units"
+)
+
+type jsonEstDevice struct {
+	Device   string          `json:"device"`
+	Peak     int64           `json:"peak_bytes"`
+	Listed   int64           `json:"listed_bytes"`
+	Unlisted int64           `json:"unlisted_bytes"`
+	Tensors  int             `json:"tensors"`
+	Phases   []jsonPhase     `json:"phases"`
+	Modules  []jsonModule    `json:"modules"`
+	Top      []jsonEstTensor `json:"top"`
+}
+
+type jsonPhase struct {
+	Name    string `json:"name"`
+	Bytes   int64  `json:"bytes"`
+	Tensors int    `json:"tensors"`
+}
+
+type jsonModule struct {
+	Pattern   string `json:"pattern"`
+	Bytes     int64  `json:"bytes"`
+	Tensors   int    `json:"tensors"`
+	Instances int    `json:"instances"`
+}
+
+type jsonEstTensor struct {
+	Size     int64  `json:"size"`
+	Shape    string `json:"shape"`
+	Module   string `json:"module"`
+	Phase    string `json:"phase"`
+	Location string `json:"location"`
+}
+
+func estimateJSON(e *EstimateAnalysis, topN int) []jsonEstDevice {
+	out := []jsonEstDevice{}
+	for i := range e.Devices {
+		d := &e.Devices[i]
+		j := jsonEstDevice{Device: d.Device, Peak: d.PeakBytes, Listed: d.ListedBytes, Unlisted: d.UnlistedBytes,
+			Tensors: d.Tensors, Phases: []jsonPhase{}, Modules: []jsonModule{}, Top: []jsonEstTensor{}}
+		for _, p := range d.Phases {
+			j.Phases = append(j.Phases, jsonPhase{p.Name, p.Bytes, p.Tensors})
+		}
+		for _, m := range d.Modules {
+			j.Modules = append(j.Modules, jsonModule{m.Pattern, m.Bytes, m.Tensors, m.Instances})
+		}
+		for k := range d.Allocations {
+			if k == topN {
+				break
+			}
+			a := &d.Allocations[k]
+			j.Top = append(j.Top, jsonEstTensor{a.Size, a.Shape, a.Module, a.Phase, Location(a.Frames)})
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+func writeEstimateText(tw *textWriter, e *EstimateAnalysis, opt ReportOptions) {
+	tw.line("format: PyTorch-Memory-Profiler peak snapshot (an estimate)")
+	for _, w := range e.Estimate.Warnings {
+		tw.line("note: %s", w)
+	}
+	for i := range e.Devices {
+		d := &e.Devices[i]
+		tw.line("")
+		tw.line("%s  estimated peak %s  listed %s in %d tensors  unlisted %s", d.Device, units.Bytes(d.PeakBytes),
+			units.Bytes(d.ListedBytes), d.Tensors, units.Bytes(d.UnlistedBytes))
+		if d.PeakBelowListed {
+			tw.line("  warning: the peak (%s) is smaller than the listed tensors (%s); the file is inconsistent",
+				units.Bytes(d.PeakBytes), units.Bytes(d.ListedBytes))
+		}
+		frac := func(b int64) float64 {
+			if d.PeakBytes <= 0 {
+				return 0
+			}
+			return float64(b) / float64(max(d.PeakBytes, d.ListedBytes))
+		}
+		tw.line("")
+		tw.line("  Phases")
+		for _, p := range d.Phases {
+			tw.line("    %-30s %10s %6s %s %6d tensors", p.Name, units.Bytes(p.Bytes), units.Pct(100*frac(p.Bytes)), bar(frac(p.Bytes), 20), p.Tensors)
+		}
+		if d.UnlistedBytes > 0 {
+			tw.line("    %-30s %10s %6s %s  (tensors < 1 MiB and the one that set the peak)", "(unlisted)",
+				units.Bytes(d.UnlistedBytes), units.Pct(100*frac(d.UnlistedBytes)), bar(frac(d.UnlistedBytes), 20))
+		}
+		if len(d.Modules) > 0 {
+			tw.line("")
+			tw.line("  Top modules (merged: digits -> *)")
+			for k, m := range d.Modules {
+				if k == max(opt.TopN, 1) {
+					tw.line("    … %d more patterns", len(d.Modules)-k)
+					break
+				}
+				tw.line("    %10s %6s  %-50s %5d tensors in %d instance%s", units.Bytes(m.Bytes), units.Pct(100*frac(m.Bytes)),
+					m.Pattern, m.Tensors, m.Instances, map[bool]string{true: "", false: "s"}[m.Instances == 1])
+			}
+		}
+		if opt.TopN > 0 && len(d.Allocations) > 0 {
+			tw.line("")
+			tw.line("  Top %d tensors", min(opt.TopN, len(d.Allocations)))
+			tw.line("    %10s  %-26s %-28s %-40s %s", "SIZE", "SHAPE", "PHASE", "MODULE", "CREATED AT")
+			for k := range d.Allocations {
+				if k == opt.TopN {
+					break
+				}
+				a := &d.Allocations[k]
+				loc := Location(a.Frames)
+				if loc == "" {
+					loc = NoFrames
+				}
+				tw.line("    %10s  %-26s %-28s %-40s %s", units.Bytes(a.Size), a.Shape, a.Phase, a.Module, loc)
+			}
+		}
+		if len(d.Categories) > 0 {
+			tw.line("")
+			tw.line("  Categories (from creation stacks)")
+			for _, c := range d.Categories {
+				tw.line("    %-16s %10s %6d tensors", c.Name, units.Bytes(c.Bytes), c.Blocks)
+			}
+		}
+	}
+}
+
+// EstimatedVsMeasured is one category of an estimate set beside a measured
+// allocator snapshot.
+type EstimatedVsMeasured struct {
+	Category            string
+	Estimated, Measured int64
+}
+
+// CompareByCategory puts an estimate's device beside a snapshot's device,
+// category by category (estimated bytes from creation stacks, measured from
+// active blocks), largest difference first.
+func CompareByCategory(est *EstimateDeviceStats, meas *DeviceStats) []EstimatedVsMeasured {
+	idx := map[string]int{}
+	var out []EstimatedVsMeasured
+	get := func(name string) *EstimatedVsMeasured {
+		i, ok := idx[name]
+		if !ok {
+			i = len(out)
+			idx[name] = i
+			out = append(out, EstimatedVsMeasured{Category: name})
+		}
+		return &out[i]
+	}
+	for _, c := range est.Categories {
+		get(c.Name).Estimated += c.Bytes
+	}
+	for _, c := range meas.Categories {
+		get(c.Name).Measured += c.Bytes
+	}
+	if est.UnlistedBytes > 0 {
+		get("(unlisted in estimate)").Estimated += est.UnlistedBytes
+	}
+	sortByAbsDelta(out, func(e EstimatedVsMeasured) int64 { return e.Measured - e.Estimated })
+	return out
+}
+
+func sortByAbsDelta[T any](s []T, delta func(T) int64) {
+	abs := func(x int64) int64 {
+		if x < 0 {
+			return -x
+		}
+		return x
+	}
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && abs(delta(s[j])) > abs(delta(s[j-1])); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+var _ = fmt.Sprint
