@@ -231,19 +231,21 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 
 const oneIter = `{"0": {"samples": [{"timestamp_s": 0, "reserved_memory_MB": 10, "allocated_memory_MB": %s}, {"timestamp_s": 1, "reserved_memory_MB": 10, "allocated_memory_MB": %s}], "peak_allocated_MB": -1}}`
 
-func iter(a, b string) string { return strings.ReplaceAll(strings.Replace(strings.Replace(oneIter, "%s", a, 1), "%s", b, 1), "\n", "") }
+func iter(a, b string) string {
+	return strings.ReplaceAll(strings.Replace(strings.Replace(oneIter, "%s", a, 1), "%s", b, 1), "\n", "")
+}
 
 func TestSetErrors(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"real/memory_trace_rank0_a.json": iter("0", "0"),             // zero real peak
-		"real/memory_trace_rank1_a.json": iter("5", "10"),            // fine
-		"real/memory_trace_rank1_b.json": iter("5", "10"),            // duplicate rank 1
-		"real/memory_trace_rank2_a.json": `{"0": {"samples": [{"ti`,  // truncated
-		"real/memory_trace_rank4_a.json": iter("1", "2"),             // real only
+		"real/memory_trace_rank0_a.json": iter("0", "0"),            // zero real peak
+		"real/memory_trace_rank1_a.json": iter("5", "10"),           // fine
+		"real/memory_trace_rank1_b.json": iter("5", "10"),           // duplicate rank 1
+		"real/memory_trace_rank2_a.json": `{"0": {"samples": [{"ti`, // truncated
+		"real/memory_trace_rank4_a.json": iter("1", "2"),            // real only
 		"sim/memory_trace_rank0_s.json":  iter("1", "1"),
 		"sim/memory_trace_rank1_s.json":  iter("4", "8"),
-		"sim/memory_trace_rank3_s.json":  iter("4", "8"),             // sim only
+		"sim/memory_trace_rank3_s.json":  iter("4", "8"), // sim only
 		"empty/notes.txt":                "nothing to see",
 	})
 	c := loadPair(t, filepath.Join(dir, "real"), filepath.Join(dir, "sim"), -1)
