@@ -37,6 +37,10 @@ Usage:
                             record live GPU memory as per-rank traces
   memscope help             this text
 
+Explorer flags: --replay DIR (drive the Live tab from recorded traces),
+  --live / --no-live (sample GPUs through NVML; default: only without PATH),
+  --interval D (live sampling, default 1s, min 50ms), --categories FILE.
+
 Exit status: 0 when every input was read, 1 when any failed (the others are
 still reported), 2 for usage errors.
 `
@@ -75,9 +79,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		failed, err = cmdReport(ctx, args[1:], stdout, stderr)
 	case "compare":
 		failed, err = cmdCompare(ctx, args[1:], stdout, stderr)
+	case "diff":
+		failed, err = cmdDiff(ctx, args[1:], stdout, stderr)
+	case "record":
+		failed, err = cmdRecord(ctx, args[1:], stdout, stderr)
+	case "demo":
+		err = cmdDemo(ctx, args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "memscope: unknown command %q\n\n%s", cmd, usage)
-		return 2
+		if cmd != "" && !strings.HasPrefix(cmd, "-") {
+			if _, statErr := os.Stat(cmd); statErr != nil && !strings.ContainsAny(cmd, "/.") {
+				fmt.Fprintf(stderr, "memscope: unknown command or missing path %q\n\n%s", cmd, usage)
+				return 2
+			}
+		}
+		failed, err = cmdExplore(ctx, args, stdout, stderr)
 	}
 	switch {
 	case errors.Is(err, errUsage):
@@ -133,8 +148,6 @@ func plural(n int, word string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
-
-var _ = strings.TrimSpace
 
 // cmdReport implements `memscope report`.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {

@@ -100,7 +100,7 @@ def peak(segments, dev, trace, top_n):
         if a == "alloc":
             if addr in live and live[addr][2] is None:
                 deltas[i] -= live[addr][0]
-            live[addr] = [e["size"], e.get("frames", []), None]
+            live[addr] = [e["size"], e.get("frames", []), None, i]
             deltas[i] += e["size"]
         elif a == "free_requested":
             if addr in live:
@@ -126,8 +126,14 @@ def peak(segments, dev, trace, top_n):
         if s.get("device", 0) != dev:
             continue
         for b in s["blocks"]:
-            if b["state"] == "active_allocated" and b["address"] not in alive_at_end:
+            if b["state"] != "active_allocated":
+                continue
+            if b["address"] not in alive_at_end:
                 pre.append((n, b["size"], b["address"], b.get("frames", [])))
+            elif live[b["address"]][0] != b["size"]:
+                # the block's size wins for an allocation still alive
+                deltas[live[b["address"]][3]] += b["size"] - live[b["address"]][0]
+                live[b["address"]][0] = b["size"]
     base = sum(p[1] for p in pre)
     best, at, level = base, -1, base
     for i, d in enumerate(deltas):
@@ -135,12 +141,20 @@ def peak(segments, dev, trace, top_n):
         if level > best:
             best, at = level, i
     # What was live after event `at`: replay again up to it.
+    final_size = {addr: v[0] for addr, v in live.items() if v[2] is None}
+    last_alloc = {}
+    for i, e in enumerate(trace):
+        if e["action"] == "alloc":
+            last_alloc[e.get("addr")] = i
     items = [(size, addr, fr) for end, size, addr, fr in pre if end > at]
     live = {}
     for i, e in enumerate(trace[: at + 1]):
         a, addr = e["action"], e.get("addr")
         if a == "alloc":
-            live[addr] = (e["size"], addr, e.get("frames", []))
+            size = e["size"]
+            if addr in final_size and last_alloc.get(addr) == i:
+                size = final_size[addr]
+            live[addr] = (size, addr, e.get("frames", []))
         elif a in ("free_requested", "free_completed"):
             live.pop(addr, None)
     items += list(live.values())

@@ -24,7 +24,8 @@ type SideStats struct {
 	MaxReserved  float64
 	Static       float64 // Unset when absent
 	Theoretical  float64 // Unset when absent
-	it           *Iteration
+	// It is the compared iteration.
+	It *Iteration
 }
 
 // RankComparison is one row of a comparison. Real or Sim is nil when that
@@ -111,7 +112,7 @@ func Compare(real, sim *Set, iteration int) *Comparison {
 		rp, sp := rc.Real.Peak, rc.Sim.Peak
 		if rp > 0 && !math.IsNaN(sp) {
 			rc.PeakErrorPct = (sp - rp) / rp * 100
-			rc.CurveErrorPct = curveError(rc.Real.it, rc.Sim.it, rp)
+			rc.CurveErrorPct = curveError(rc.Real.It, rc.Sim.It, rp)
 		}
 	}
 	c.Summary = summarize(c.Ranks)
@@ -134,7 +135,7 @@ func sideStats(r *Rank, iteration int) (*SideStats, error) {
 	return &SideStats{
 		Path: r.Path, Iteration: it.Num, Samples: len(it.T), Duration: it.Duration(), Peak: it.Peak(),
 		MaxAllocated: maxOf(it.Allocated), MaxReserved: maxOf(it.Reserved),
-		Static: it.Static, Theoretical: it.Theoretical, it: it,
+		Static: it.Static, Theoretical: it.Theoretical, It: it,
 	}, nil
 }
 

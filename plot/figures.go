@@ -1,0 +1,406 @@
+package plot
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"memscope/internal/palette"
+	"memscope/internal/units"
+	"memscope/snapshot"
+	"memscope/trace"
+)
+
+// Options shape the trace pictures.
+type Options struct {
+	// ShowTheoretical adds the theoretical memory line (red), as the seed
+	// tool's --show-theoretical did.
+	ShowTheoretical bool
+}
+
+func relTime(it *trace.Iteration) []float64 {
+	xs := make([]float64, len(it.T))
+	if len(it.T) == 0 {
+		return xs
+	}
+	t0 := it.T[0]
+	for i, t := range it.T {
+		xs[i] = t - t0
+	}
+	return xs
+}
+
+// RankFigure draws one rank: real allocated memory solid, simulated dashed,
+// over time relative to each iteration's start; static memory as a green
+// line when known; theoretical memory as a red line when asked.
+func RankFigure(rc trace.RankComparison, opt Options) *Figure {
+	maxB := 0.0
+	for _, s := range []*trace.SideStats{rc.Real, rc.Sim} {
+		if s != nil && s.It != nil {
+			maxB = math.Max(maxB, trace.Max(s.It.Allocated)*units.MiB)
+		}
+	}
+	unit, div := ByteUnit(maxB)
+	conv := func(mib []float64) []float64 {
+		out := make([]float64, len(mib))
+		for i, v := range mib {
+			out[i] = v * units.MiB / div
+		}
+		return out
+	}
+	f := &Figure{Kind: Lines, XLabel: "time since the iteration started (s)", YLabel: "allocated memory (" + unit + ")", YUnit: unit}
+	f.Title = fmt.Sprintf("Rank %d: real vs simulated memory", rc.Rank)
+	if !math.IsNaN(rc.PeakErrorPct) {
+		f.Title += fmt.Sprintf(" (peak error %+.2f%%)", rc.PeakErrorPct)
+	}
+	if rc.Real != nil && rc.Real.It != nil {
+		f.Series = append(f.Series, Series{Name: fmt.Sprintf("real (iteration %d)", rc.Real.Iteration), X: relTime(rc.Real.It), Y: conv(rc.Real.It.Allocated), Color: palette.Real})
+	}
+	if rc.Sim != nil && rc.Sim.It != nil {
+		f.Series = append(f.Series, Series{Name: fmt.Sprintf("simulated (iteration %d)", rc.Sim.Iteration), X: relTime(rc.Sim.It), Y: conv(rc.Sim.It.Allocated), Color: palette.Sim, Dashed: true})
+	}
+	static, theo := trace.Unset, trace.Unset
+	for _, s := range []*trace.SideStats{rc.Real, rc.Sim} {
+		if s != nil {
+			if static < 0 {
+				static = s.Static
+			}
+			if theo < 0 {
+				theo = s.Theoretical
+			}
+		}
+	}
+	if static >= 0 {
+		f.HLines = append(f.HLines, Series{Name: fmt.Sprintf("static memory (%s)", units.BytesF(static*units.MiB)), Y: []float64{static * units.MiB / div}, Color: palette.Static})
+	}
+	if opt.ShowTheoretical && theo >= 0 {
+		f.HLines = append(f.HLines, Series{Name: fmt.Sprintf("theoretical memory (%s)", units.BytesF(theo*units.MiB)), Y: []float64{theo * units.MiB / div}, Color: palette.Theoretical, Dashed: true})
+	}
+	return f
+}
+
+// RankComparison saves RankFigure.
+func RankComparison(path string, rc trace.RankComparison, opt Options) error {
+	return Save(RankFigure(rc, opt), path)
+}
+
+// OverviewFigure draws peak real vs simulated memory per rank as bars.
+func OverviewFigure(c *trace.Comparison) *Figure {
+	maxB := 0.0
+	for _, rc := range c.Ranks {
+		for _, s := range []*trace.SideStats{rc.Real, rc.Sim} {
+			if s != nil {
+				maxB = math.Max(maxB, s.Peak*units.MiB)
+			}
+		}
+	}
+	unit, div := ByteUnit(maxB)
+	f := &Figure{Kind: Bars, Title: "Peak memory per rank: real vs simulated", XLabel: "rank", YLabel: "peak allocated (" + unit + ")", YUnit: unit}
+	real := Series{Name: "real", Color: palette.Real}
+	sim := Series{Name: "simulated", Color: palette.Sim}
+	for _, rc := range c.Ranks {
+		f.Labels = append(f.Labels, strconv.Itoa(rc.Rank))
+		rv, sv := math.NaN(), math.NaN()
+		if rc.Real != nil {
+			rv = rc.Real.Peak * units.MiB / div
+		}
+		if rc.Sim != nil {
+			sv = rc.Sim.Peak * units.MiB / div
+		}
+		real.Y = append(real.Y, rv)
+		sim.Y = append(sim.Y, sv)
+	}
+	f.Series = []Series{real, sim}
+	if n := len(c.Summary.Underestimated); n > 0 {
+		f.Note = fmt.Sprintf("%d ranks underestimated by the simulation", n)
+	}
+	return f
+}
+
+// ComparisonOverview saves OverviewFigure.
+func ComparisonOverview(path string, c *trace.Comparison) error { return Save(OverviewFigure(c), path) }
+
+// CompareDir writes memory_comparison_rank_{R}.EXT per paired rank and
+// memory_comparison_overview.EXT into dir.
+func CompareDir(dir, ext string, c *trace.Comparison, opt Options) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, rc := range c.Ranks {
+		if rc.Real == nil || rc.Sim == nil {
+			continue
+		}
+		p := filepath.Join(dir, fmt.Sprintf("memory_comparison_rank_%d%s", rc.Rank, ext))
+		if err := RankComparison(p, rc, opt); err != nil {
+			return out, err
+		}
+		out = append(out, p)
+	}
+	p := filepath.Join(dir, "memory_comparison_overview"+ext)
+	if err := ComparisonOverview(p, c); err != nil {
+		return out, err
+	}
+	return append(out, p), nil
+}
+
+// SnapshotFigures builds the pictures of one device of an allocator
+// snapshot: overview, top consumers, category breakdown, size
+// distribution, efficiency, and the timeline when there is one. Keys are
+// the file names (without extension).
+func SnapshotFigures(d *snapshot.DeviceStats, tl *snapshot.Timeline) map[string]*Figure {
+	figs := map[string]*Figure{}
+	dev := fmt.Sprintf("cuda:%d", d.Device)
+	unit, div := ByteUnit(float64(d.ReservedBytes))
+	b := func(v int64) float64 { return float64(v) / div }
+
+	// Overview: where the reserved memory went.
+	ov := &Figure{Kind: Bars, Title: "Memory overview, " + dev, YLabel: unit, YUnit: unit,
+		Labels: []string{"allocated", "cached free", "rounding waste", "pending free"}}
+	ov.Series = []Series{{Name: "", Y: []float64{b(d.AllocatedBytes - d.RoundingWaste), b(d.InactiveBytes), b(d.RoundingWaste), b(d.PendingFreeBytes)},
+		Colors: []string{palette.Allocated, palette.CachedFree, palette.Rounding, palette.PendingFree}}}
+	ov.Note = fmt.Sprintf("reserved %s, allocated %s (%.1f%%)", units.Bytes(d.ReservedBytes), units.Bytes(d.AllocatedBytes), d.EfficiencyPct)
+	figs["memory_overview"] = ov
+
+	// Categories.
+	cat := &Figure{Kind: HBars, Title: "Memory by category, " + dev, XLabel: unit, YUnit: unit}
+	var cv []float64
+	for i := len(d.Categories) - 1; i >= 0; i-- { // largest at the top
+		c := d.Categories[i]
+		cat.Labels = append(cat.Labels, c.Name)
+		cv = append(cv, b(c.Bytes))
+	}
+	cat.Series = []Series{{Y: cv, Colors: categoryColors(cat.Labels)}}
+	figs["category_breakdown"] = cat
+
+	// Top consumers.
+	top := &Figure{Kind: HBars, Title: "Top allocations, " + dev, XLabel: unit, YUnit: unit}
+	var tv []float64
+	var tc []string
+	n := min(30, len(d.Allocations))
+	for i := n - 1; i >= 0; i-- {
+		a := &d.Allocations[i]
+		loc := a.Location()
+		if loc == "" {
+			loc = snapshot.NoFrames
+		}
+		top.Labels = append(top.Labels, fmt.Sprintf("%s · %s", units.Bytes(a.Size), shorten(loc, 70)))
+		tv = append(tv, b(a.Size))
+		tc = append(tc, palette.Category(a.Category))
+	}
+	top.Series = []Series{{Y: tv, Colors: tc}}
+	figs["top_consumers"] = top
+
+	// Size distribution.
+	sd := &Figure{Kind: Bars, Title: "Block sizes, " + dev, XLabel: "block size (power-of-two buckets)", YLabel: "blocks"}
+	keys := map[int64]bool{}
+	for _, h := range []snapshot.Histogram{d.ActiveHist, d.InactiveHist} {
+		for _, bk := range h {
+			keys[bk.Lo] = true
+		}
+	}
+	var los []int64
+	for k := range keys {
+		los = append(los, k)
+	}
+	sortInt64(los)
+	act := Series{Name: "active", Color: palette.Allocated}
+	ina := Series{Name: "cached free", Color: palette.CachedFree}
+	for _, lo := range los {
+		sd.Labels = append(sd.Labels, "≥"+units.Bytes(lo))
+		act.Y = append(act.Y, float64(countOf(d.ActiveHist, lo)))
+		ina.Y = append(ina.Y, float64(countOf(d.InactiveHist, lo)))
+	}
+	sd.Series = []Series{act, ina}
+	figs["size_distribution"] = sd
+
+	// Efficiency.
+	ef := &Figure{Kind: Bars, Title: fmt.Sprintf("Memory efficiency, %s: %.1f%% (%s)", dev, d.EfficiencyPct, d.Rating), YLabel: unit, YUnit: unit,
+		Labels: []string{"reserved", "allocated", "wasted (reserved − allocated)"}}
+	ef.Series = []Series{{Y: []float64{b(d.ReservedBytes), b(d.AllocatedBytes), b(d.ReservedBytes - d.AllocatedBytes)},
+		Colors: []string{palette.Reserved, palette.Allocated, palette.Rounding}}}
+	figs["memory_efficiency"] = ef
+
+	if tl != nil {
+		figs["memory_timeline"] = TimelineFigure(tl)
+	}
+	return figs
+}
+
+func countOf(h snapshot.Histogram, lo int64) int {
+	for _, b := range h {
+		if b.Lo == lo {
+			return b.Count
+		}
+	}
+	return 0
+}
+
+func sortInt64(a []int64) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+// TimelineFigure draws allocated and reserved memory over the trace events
+// with the peak marked.
+func TimelineFigure(tl *snapshot.Timeline) *Figure {
+	maxB := 0.0
+	for i := range tl.Allocated {
+		maxB = math.Max(maxB, math.Max(float64(tl.Allocated[i]), float64(tl.Reserved[i])))
+	}
+	unit, div := ByteUnit(maxB)
+	f := &Figure{Kind: Lines, Title: fmt.Sprintf("Memory timeline, cuda:%d: peak %s at event %d", tl.Device, units.Bytes(tl.Peak.Allocated), tl.Peak.EventIndex),
+		XLabel: "trace event", YLabel: unit, YUnit: unit, Note: tl.Note}
+	// Decimate with peaks kept: a million events need not become a million
+	// path segments.
+	al := make([]float64, len(tl.Allocated))
+	re := make([]float64, len(tl.Reserved))
+	for i := range al {
+		al[i], re[i] = float64(tl.Allocated[i])/div, float64(tl.Reserved[i])/div
+	}
+	pick := func(ys []float64) ([]float64, []float64) {
+		idx := trace.MinMax(ys, 1500)
+		xs, out := make([]float64, len(idx)), make([]float64, len(idx))
+		for k, i := range idx {
+			xs[k], out[k] = float64(i), ys[i]
+		}
+		return xs, out
+	}
+	rx, ry := pick(re)
+	ax, ay := pick(al)
+	f.Series = []Series{{Name: "reserved", X: rx, Y: ry, Color: palette.Reserved}, {Name: "allocated", X: ax, Y: ay, Color: palette.Real}}
+	f.VLines = []Series{{Name: "peak", X: []float64{float64(max(0, tl.Peak.EventIndex))}, Color: palette.Peak, Dashed: true}}
+	return f
+}
+
+// Timeline saves TimelineFigure.
+func Timeline(path string, tl *snapshot.Timeline) error { return Save(TimelineFigure(tl), path) }
+
+// EstimateFigures builds the phase and merged-module pictures of one device
+// of an estimate.
+func EstimateFigures(e *snapshot.EstimateDeviceStats) map[string]*Figure {
+	unit, div := ByteUnit(float64(max(e.PeakBytes, e.ListedBytes)))
+	ph := &Figure{Kind: HBars, Title: "Estimated memory by phase, " + e.Device, XLabel: unit, YUnit: unit,
+		Note: fmt.Sprintf("peak %s; unlisted %s", units.Bytes(e.PeakBytes), units.Bytes(e.UnlistedBytes))}
+	var pv []float64
+	ph.Labels = append(ph.Labels, "(unlisted)")
+	pv = append(pv, float64(e.UnlistedBytes)/div)
+	for i := len(e.Phases) - 1; i >= 0; i-- {
+		ph.Labels = append(ph.Labels, e.Phases[i].Name)
+		pv = append(pv, float64(e.Phases[i].Bytes)/div)
+	}
+	ph.Series = []Series{{Y: pv, Color: palette.Real}}
+	mod := &Figure{Kind: HBars, Title: "Estimated memory by module (merged), " + e.Device, XLabel: unit, YUnit: unit}
+	var mv []float64
+	n := min(30, len(e.Modules))
+	for i := n - 1; i >= 0; i-- {
+		m := e.Modules[i]
+		mod.Labels = append(mod.Labels, fmt.Sprintf("%s ×%d", shorten(m.Pattern, 60), m.Instances))
+		mv = append(mv, float64(m.Bytes)/div)
+	}
+	mod.Series = []Series{{Y: mv, Color: palette.Sim}}
+	return map[string]*Figure{"estimate_phases": ph, "estimate_modules": mod}
+}
+
+// saveAll writes figures as prefix+name+ext, in a stable order.
+func saveAll(prefix, ext string, figs map[string]*Figure) ([]string, error) {
+	var names []string
+	for n := range figs {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	var out []string
+	for _, n := range names {
+		p := prefix + n + ext
+		if err := Save(figs[n], p); err != nil {
+			return out, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func sortStrings(a []string) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+// SnapshotPlots writes the snapshot pictures as base_NAME.png.
+func SnapshotPlots(base string, d *snapshot.DeviceStats, tl *snapshot.Timeline) ([]string, error) {
+	return saveAll(base+"_", ".png", SnapshotFigures(d, tl))
+}
+
+// EstimatePlots writes the estimate pictures as base_NAME.png.
+func EstimatePlots(base string, e *snapshot.EstimateDeviceStats) ([]string, error) {
+	return saveAll(base+"_", ".png", EstimateFigures(e))
+}
+
+// ReportDir writes the pictures of a report into dir: NAME.EXT for a single
+// device, NAME_cudaN.EXT when there are several.
+func ReportDir(dir, ext string, a *snapshot.Analysis, e *snapshot.EstimateAnalysis) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var out []string
+	if a != nil {
+		for i := range a.Devices {
+			d := &a.Devices[i]
+			prefix := filepath.Join(dir, "")
+			if len(a.Devices) > 1 {
+				figs := SnapshotFigures(d, a.Timeline(d.Device))
+				renamed := map[string]*Figure{}
+				for k, v := range figs {
+					renamed[fmt.Sprintf("%s_cuda%d", k, d.Device)] = v
+				}
+				ps, err := saveAll(prefix+string(filepath.Separator), ext, renamed)
+				out = append(out, ps...)
+				if err != nil {
+					return out, err
+				}
+				continue
+			}
+			ps, err := saveAll(prefix+string(filepath.Separator), ext, SnapshotFigures(d, a.Timeline(d.Device)))
+			out = append(out, ps...)
+			if err != nil {
+				return out, err
+			}
+		}
+	}
+	if e != nil {
+		for i := range e.Devices {
+			figs := EstimateFigures(&e.Devices[i])
+			if len(e.Devices) > 1 {
+				renamed := map[string]*Figure{}
+				for k, v := range figs {
+					renamed[k+"_"+sanitize(e.Devices[i].Device)] = v
+				}
+				figs = renamed
+			}
+			ps, err := saveAll(dir+string(filepath.Separator), ext, figs)
+			out = append(out, ps...)
+			if err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func sanitize(s string) string {
+	out := []rune{}
+	for _, r := range s {
+		if r == ':' || r == '/' || r == ' ' {
+			r = '_'
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}

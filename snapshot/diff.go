@@ -1,0 +1,225 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"memscope/internal/units"
+)
+
+// DiffRow is one line of a diff: bytes (or counts) in A, in B.
+type DiffRow struct {
+	Name string
+	A, B int64
+}
+
+// Delta is B - A.
+func (r DiffRow) Delta() int64 { return r.B - r.A }
+
+// Diff compares two snapshots (allocator snapshots, estimates, or one of
+// each): totals, categories and call sites, largest changes first.
+type Diff struct {
+	A, B       string
+	Totals     []DiffRow
+	Categories []DiffRow
+	Sites      []DiffRow
+}
+
+// Side is what a diff needs of one input.
+type Side struct {
+	Name   string
+	Totals []DiffRow // Name and A used
+	Allocs []Allocation
+}
+
+// SideOf summarises an analysed allocator snapshot (all devices).
+func SideOf(name string, a *Analysis) Side {
+	s := Side{Name: name}
+	var t [8]int64
+	for i := range a.Devices {
+		d := &a.Devices[i]
+		for k, v := range []int64{d.ReservedBytes, d.AllocatedBytes, d.ActiveBytes, d.RequestedBytes, d.InactiveBytes,
+			d.RoundingWaste, int64(d.Segments), int64(d.Blocks)} {
+			t[k] += v
+		}
+		s.Allocs = append(s.Allocs, d.Allocations...)
+	}
+	for k, n := range []string{"reserved_bytes", "allocated_bytes", "active_bytes", "requested_bytes", "inactive_bytes",
+		"rounding_waste_bytes", "segments", "blocks"} {
+		s.Totals = append(s.Totals, DiffRow{Name: n, A: t[k]})
+	}
+	return s
+}
+
+// SideOfEstimate summarises an analysed estimate (all devices).
+func SideOfEstimate(name string, e *EstimateAnalysis) Side {
+	s := Side{Name: name}
+	var peak, listed, unlisted, tensors int64
+	for i := range e.Devices {
+		d := &e.Devices[i]
+		peak += d.PeakBytes
+		listed += d.ListedBytes
+		unlisted += d.UnlistedBytes
+		tensors += int64(d.Tensors)
+		s.Allocs = append(s.Allocs, d.Allocations...)
+	}
+	s.Totals = []DiffRow{{Name: "peak_bytes", A: peak}, {Name: "listed_bytes", A: listed}, {Name: "unlisted_bytes", A: unlisted}, {Name: "tensors", A: tensors}}
+	return s
+}
+
+// Compare diffs two sides. Totals present on one side only read as 0 on
+// the other.
+func Compare(a, b Side) *Diff {
+	d := &Diff{A: a.Name, B: b.Name}
+	d.Totals = mergeRows(a.Totals, b.Totals, false)
+	d.Categories = mergeRows(groupBy(a.Allocs, func(x *Allocation) string { return x.Category }),
+		groupBy(b.Allocs, func(x *Allocation) string { return x.Category }), true)
+	locs := map[*Frame]string{} // one Location per distinct stack
+	site := func(x *Allocation) string {
+		if len(x.Frames) == 0 {
+			return NoFrames
+		}
+		l, ok := locs[&x.Frames[0]]
+		if !ok {
+			if l = x.Location(); l == "" {
+				l = NoFrames
+			}
+			locs[&x.Frames[0]] = l
+		}
+		return l
+	}
+	d.Sites = mergeRows(groupBy(a.Allocs, site), groupBy(b.Allocs, site), true)
+	return d
+}
+
+func groupBy(allocs []Allocation, key func(*Allocation) string) []DiffRow {
+	idx := map[string]int{}
+	var out []DiffRow
+	for i := range allocs {
+		k := key(&allocs[i])
+		j, ok := idx[k]
+		if !ok {
+			j = len(out)
+			idx[k] = j
+			out = append(out, DiffRow{Name: k})
+		}
+		out[j].A += allocs[i].Size
+	}
+	return out
+}
+
+// mergeRows joins rows by name (A from a, B from b); sorted by |delta| when
+// byDelta, else in a's order.
+func mergeRows(a, b []DiffRow, byDelta bool) []DiffRow {
+	idx := map[string]int{}
+	var out []DiffRow
+	for _, r := range a {
+		idx[r.Name] = len(out)
+		out = append(out, DiffRow{Name: r.Name, A: r.A})
+	}
+	for _, r := range b {
+		j, ok := idx[r.Name]
+		if !ok {
+			j = len(out)
+			idx[r.Name] = j
+			out = append(out, DiffRow{Name: r.Name})
+		}
+		out[j].B += r.A
+	}
+	if byDelta {
+		sortByAbsDelta(out, func(r DiffRow) int64 { return r.Delta() })
+		// Ties (often zero change) by size, then name, for a stable order.
+		stableTies(out)
+	}
+	return out
+}
+
+func stableTies(rows []DiffRow) {
+	abs := func(x int64) int64 {
+		if x < 0 {
+			return -x
+		}
+		return x
+	}
+	for i := 1; i < len(rows); i++ {
+		for j := i; j > 0; j-- {
+			x, y := rows[j-1], rows[j]
+			if abs(x.Delta()) != abs(y.Delta()) {
+				break
+			}
+			if max(y.A, y.B) > max(x.A, x.B) || (max(y.A, y.B) == max(x.A, x.B) && y.Name < x.Name) {
+				rows[j-1], rows[j] = y, x
+			}
+		}
+	}
+}
+
+// WriteJSON writes the diff as documented in the README.
+func (d *Diff) WriteJSON(w io.Writer) error {
+	type tot struct {
+		A     int64 `json:"a"`
+		B     int64 `json:"b"`
+		Delta int64 `json:"delta"`
+	}
+	type cat struct {
+		Name  string `json:"name"`
+		A     int64  `json:"a_bytes"`
+		B     int64  `json:"b_bytes"`
+		Delta int64  `json:"delta_bytes"`
+	}
+	type site struct {
+		Location string `json:"location"`
+		A        int64  `json:"a_bytes"`
+		B        int64  `json:"b_bytes"`
+		Delta    int64  `json:"delta_bytes"`
+	}
+	out := struct {
+		A          string         `json:"a"`
+		B          string         `json:"b"`
+		Totals     map[string]tot `json:"totals"`
+		Categories []cat          `json:"categories"`
+		Sites      []site         `json:"sites"`
+	}{A: d.A, B: d.B, Totals: map[string]tot{}, Categories: []cat{}, Sites: []site{}}
+	for _, r := range d.Totals {
+		out.Totals[r.Name] = tot{r.A, r.B, r.Delta()}
+	}
+	for _, r := range d.Categories {
+		out.Categories = append(out.Categories, cat{r.Name, r.A, r.B, r.Delta()})
+	}
+	for _, r := range d.Sites {
+		out.Sites = append(out.Sites, site{r.Name, r.A, r.B, r.Delta()})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// WriteText writes the diff as tables; top limits the call sites shown.
+func (d *Diff) WriteText(w io.Writer, top int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "A: %s\nB: %s\n\n", d.A, d.B)
+	fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", "TOTAL", "A", "B", "B − A")
+	for _, r := range d.Totals {
+		if strings.HasSuffix(r.Name, "_bytes") {
+			fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", strings.TrimSuffix(r.Name, "_bytes"), units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()))
+		} else {
+			fmt.Fprintf(&b, "%-22s %14d %14d %+14d\n", r.Name, r.A, r.B, r.Delta())
+		}
+	}
+	fmt.Fprintf(&b, "\n%-22s %14s %14s %14s\n", "CATEGORY", "A", "B", "B − A")
+	for _, r := range d.Categories {
+		fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", r.Name, units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()))
+	}
+	fmt.Fprintf(&b, "\n%14s %14s %14s  %s\n", "A", "B", "B − A", "CALL SITE (largest changes first)")
+	for i, r := range d.Sites {
+		if i == top {
+			fmt.Fprintf(&b, "… %d more call sites\n", len(d.Sites)-top)
+			break
+		}
+		fmt.Fprintf(&b, "%14s %14s %14s  %s\n", units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()), r.Name)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

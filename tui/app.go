@@ -1,0 +1,471 @@
+// Package tui is memscope's terminal explorer: a Bubble Tea program with one
+// tab per view (Traces, Snapshot, Top consumers, Live, Timeline) over the
+// shared workspace of package model.
+package tui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"memscope/model"
+	"memscope/nvml"
+)
+
+// Options configure the explorer.
+type Options struct {
+	// Demo says the data is bundled sample data (shown in the status line).
+	Demo bool
+	// Live is the GPU source for the Live tab; nil shows why there is none.
+	Live nvml.Source
+	// LiveErr explains why there is no live source.
+	LiveErr error
+	// Interval is the live sampling interval.
+	Interval time.Duration
+	// ExportDir is where `e` writes pictures and tables.
+	ExportDir string
+}
+
+// tab is one view of the explorer.
+type tab interface {
+	name() string
+	resize(w, h int)
+	// update handles keys and mouse messages (mouse Y relative to the body).
+	update(a *App, msg tea.Msg) tea.Cmd
+	view(a *App) string
+	help() []key.Binding
+	// capturing is true while the tab takes text input (a filter): global
+	// single-letter keys go to the tab then.
+	capturing() bool
+}
+
+// overlay is a modal view over the body (help, picker, stack, diff).
+type overlay interface {
+	update(a *App, msg tea.Msg) (closed bool, cmd tea.Cmd)
+	view(a *App, w, h int) string
+	help() []key.Binding
+}
+
+// App is the root Bubble Tea model.
+type App struct {
+	ctx     context.Context
+	ws      *model.Workspace
+	opts    Options
+	sources []*model.Source
+	th      theme
+	w, h    int
+	active  int
+	tabs    []tab
+
+	traces   *tracesTab
+	snap     *snapTab
+	top      *topTab
+	live     *liveTab
+	timeline *timelineTab
+
+	overlay  overlay
+	showHelp bool
+	help     help.Model
+	keys     globalKeys
+
+	traceSel, snapSel int // selected source IDs
+	// chosen marks selections the user made (kept); others follow the
+	// default preference as sources finish loading.
+	traceChosen, snapChosen bool
+	status                  string
+	statusUntil             time.Time
+	internalErr             string
+}
+
+type wsChangedMsg struct{}
+
+type statusMsg string
+
+// New builds the explorer over a workspace.
+func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	a := &App{ctx: ctx, ws: ws, opts: opts, th: newTheme(true), help: help.New(), keys: newGlobalKeys(), w: 80, h: 24}
+	a.traces = newTracesTab()
+	a.snap = newSnapTab()
+	a.top = newTopTab()
+	a.live = newLiveTab(opts)
+	a.timeline = newTimelineTab()
+	a.tabs = []tab{a.traces, a.snap, a.top, a.live, a.timeline}
+	a.sources = ws.Sources()
+	a.refresh()
+	a.resize()
+	return a
+}
+
+// Run runs the explorer until the user quits. The terminal is restored on
+// every exit, panics included (Bubble Tea catches them and restores it).
+func Run(ctx context.Context, ws *model.Workspace, opts Options) error {
+	a := New(ctx, ws, opts)
+	p := tea.NewProgram(a, tea.WithContext(ctx))
+	_, err := p.Run()
+	if err != nil && ctx.Err() != nil {
+		return nil // interrupted: a normal way out
+	}
+	return err
+}
+
+func waitChange(ws *model.Workspace) tea.Cmd {
+	return func() tea.Msg {
+		<-ws.Changed()
+		return wsChangedMsg{}
+	}
+}
+
+// Init starts listening to the workspace, asks for the background colour
+// and starts the live sampler.
+func (a *App) Init() tea.Cmd {
+	return tea.Batch(waitChange(a.ws), tea.RequestBackgroundColor, a.live.init(a))
+}
+
+func (a *App) bodyHeight() int { return max(1, a.h-2) }
+
+func (a *App) resize() {
+	a.help.SetWidth(a.w)
+	for _, t := range a.tabs {
+		t.resize(a.w, a.bodyHeight())
+	}
+}
+
+// setStatus shows a transient message in the status line.
+func (a *App) setStatus(format string, args ...any) {
+	a.status = fmt.Sprintf(format, args...)
+	a.statusUntil = time.Now().Add(6 * time.Second)
+}
+
+// refresh re-reads the sources and hands changed ones to the tabs.
+func (a *App) refresh() {
+	a.sources = a.ws.Sources()
+	a.traceSel = a.pickDefault(a.traceSel, a.traceChosen, func(k model.Kind) bool { return k.IsTrace() })
+	a.snapSel = a.pickDefault(a.snapSel, a.snapChosen, func(k model.Kind) bool { return k.IsSnapshot() })
+	a.traces.setSource(a, a.source(a.traceSel))
+	snap := a.source(a.snapSel)
+	a.snap.setSource(a, snap)
+	a.top.setSource(a, snap)
+	a.timeline.setSource(a, snap)
+}
+
+// pickDefault keeps the current selection if it still exists, else takes
+// the first loaded source of the kind (preferring allocator snapshots).
+func (a *App) pickDefault(cur int, chosen bool, want func(model.Kind) bool) int {
+	if s := a.source(cur); chosen && s != nil && want(s.Kind) {
+		return cur
+	}
+	best := 0
+	for _, s := range a.sources {
+		if !want(s.Kind) || s.State != model.Loaded {
+			continue
+		}
+		if best == 0 || (s.Kind == model.KindSnapshot && a.source(best).Kind != model.KindSnapshot) ||
+			(s.Kind == model.KindTraceCompare && a.source(best).Kind != model.KindTraceCompare) {
+			best = s.ID
+		}
+	}
+	if best == 0 {
+		return cur
+	}
+	return best
+}
+
+func (a *App) source(id int) *model.Source {
+	for _, s := range a.sources {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// selectSource points the tabs of its kind at a source.
+func (a *App) selectSource(s *model.Source) {
+	switch {
+	case s.Kind.IsTrace():
+		a.traceSel, a.traceChosen = s.ID, true
+		a.active = 0
+	case s.Kind.IsSnapshot():
+		a.snapSel, a.snapChosen = s.ID, true
+		if a.active != 2 && a.active != 4 {
+			a.active = 1
+		}
+	case s.Kind == model.KindLive:
+		a.active = 3
+	}
+	a.refresh()
+}
+
+// Update handles one message. A panic in a view's code is caught and shown
+// instead of ending the program.
+func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.internalErr = fmt.Sprintf("internal error: %v", r)
+			if os.Getenv("MEMSCOPE_DEBUG") != "" {
+				a.internalErr += "\n" + string(debug.Stack())
+			}
+			m, cmd = a, nil
+		}
+	}()
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		a.w, a.h = msg.Width, msg.Height
+		a.resize()
+		return a, nil
+	case tea.BackgroundColorMsg:
+		a.th = newTheme(msg.IsDark())
+		return a, nil
+	case wsChangedMsg:
+		a.refresh()
+		return a, waitChange(a.ws)
+	case statusMsg:
+		a.setStatus("%s", string(msg))
+		return a, nil
+	case liveMsg:
+		return a, a.live.onSample(a, msg)
+	case tea.KeyPressMsg:
+		return a, a.onKey(msg)
+	case tea.MouseClickMsg:
+		return a, a.onMouse(msg, msg.Mouse())
+	case tea.MouseWheelMsg:
+		return a, a.onMouse(msg, msg.Mouse())
+	}
+	return a, nil
+}
+
+func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	if a.internalErr != "" {
+		a.internalErr = ""
+		return nil
+	}
+	if key.Matches(msg, a.keys.forceQuit) {
+		return tea.Quit
+	}
+	if a.showHelp {
+		a.showHelp = false
+		if key.Matches(msg, a.keys.quit) && msg.String() == "q" {
+			return tea.Quit
+		}
+		return nil
+	}
+	if a.overlay != nil {
+		closed, cmd := a.overlay.update(a, msg)
+		if closed {
+			a.overlay = nil
+		}
+		return cmd
+	}
+	t := a.tabs[a.active]
+	if t.capturing() {
+		return t.update(a, msg)
+	}
+	switch {
+	case key.Matches(msg, a.keys.quit):
+		return tea.Quit
+	case key.Matches(msg, a.keys.help):
+		a.showHelp = true
+		return nil
+	case key.Matches(msg, a.keys.next):
+		a.active = (a.active + 1) % len(a.tabs)
+		return nil
+	case key.Matches(msg, a.keys.prev):
+		a.active = (a.active + len(a.tabs) - 1) % len(a.tabs)
+		return nil
+	case key.Matches(msg, a.keys.sources):
+		a.overlay = newPicker(a)
+		return nil
+	}
+	if s := msg.String(); len(s) == 1 && s[0] >= '1' && s[0] <= '0'+byte(len(a.tabs)) {
+		a.active = int(s[0] - '1')
+		return nil
+	}
+	return t.update(a, msg)
+}
+
+// tabRanges returns the x ranges of the tab titles in the tab bar.
+func (a *App) tabRanges() [][2]int {
+	x := 0
+	var out [][2]int
+	for i, t := range a.tabs {
+		w := lipgloss.Width(a.th.tabOff.Render(fmt.Sprintf("%d %s", i+1, t.name())))
+		out = append(out, [2]int{x, x + w})
+		x += w
+	}
+	return out
+}
+
+func (a *App) onMouse(msg tea.Msg, m tea.Mouse) tea.Cmd {
+	if a.showHelp {
+		a.showHelp = false
+		return nil
+	}
+	if m.Y == 0 {
+		if _, ok := msg.(tea.MouseClickMsg); ok {
+			for i, r := range a.tabRanges() {
+				if m.X >= r[0] && m.X < r[1] {
+					a.active = i
+				}
+			}
+		}
+		return nil
+	}
+	if m.Y > a.bodyHeight() {
+		return nil
+	}
+	m.Y--
+	var rel tea.Msg
+	switch msg.(type) {
+	case tea.MouseClickMsg:
+		rel = tea.MouseClickMsg(m)
+	case tea.MouseWheelMsg:
+		rel = tea.MouseWheelMsg(m)
+	}
+	if a.overlay != nil {
+		closed, cmd := a.overlay.update(a, rel)
+		if closed {
+			a.overlay = nil
+		}
+		return cmd
+	}
+	return a.tabs[a.active].update(a, rel)
+}
+
+// View renders the whole screen.
+func (a *App) View() (v tea.View) {
+	defer func() {
+		if r := recover(); r != nil {
+			v = tea.NewView(block(fmt.Sprintf("memscope: internal error while drawing: %v\n(press any key; q quits)", r), a.w, a.h))
+			v.AltScreen = true
+		}
+	}()
+	v = tea.NewView(a.render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "memscope"
+	return v
+}
+
+func (a *App) render() string {
+	if a.w < 20 || a.h < 5 {
+		return block("memscope: window too small\nq quits", a.w, a.h)
+	}
+	bh := a.bodyHeight()
+	var body string
+	switch {
+	case a.internalErr != "":
+		body = block(a.th.errS.Render(a.internalErr)+"\n\npress any key to continue", a.w, bh)
+	case a.showHelp:
+		body = a.helpView(bh)
+	case a.overlay != nil:
+		body = block(a.overlay.view(a, a.w, bh), a.w, bh)
+	default:
+		body = block(a.tabs[a.active].view(a), a.w, bh)
+	}
+	return a.tabBar() + "\n" + body + "\n" + a.statusLine()
+}
+
+func (a *App) tabBar() string {
+	var b strings.Builder
+	for i, t := range a.tabs {
+		label := fmt.Sprintf("%d %s", i+1, t.name())
+		if i == a.active {
+			b.WriteString(a.th.tabOn.Render(label))
+		} else {
+			b.WriteString(a.th.tabOff.Render(label))
+		}
+	}
+	left := b.String()
+	right := ""
+	if s := a.activeSource(); s != nil {
+		right = a.th.dim.Render(s.Name() + " ")
+	}
+	gap := a.w - lipgloss.Width(left) - lipgloss.Width(right)
+	if gap < 1 {
+		return fit(left, a.w)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+func (a *App) activeSource() *model.Source {
+	switch a.active {
+	case 0:
+		return a.source(a.traceSel)
+	case 1, 2, 4:
+		return a.source(a.snapSel)
+	}
+	return nil
+}
+
+func (a *App) statusLine() string {
+	var parts []string
+	if a.opts.Demo {
+		parts = append(parts, "DEMO: bundled sample data")
+	}
+	loading, failed, loaded := 0, 0, 0
+	var prog float64
+	for _, s := range a.sources {
+		switch s.State {
+		case model.Loading, model.Pending:
+			loading++
+			prog += s.Progress
+		case model.Failed:
+			failed++
+		case model.Loaded:
+			loaded++
+		}
+		if s.State == model.Loaded {
+			failed += min(1, s.ErrorCount())
+		}
+	}
+	parts = append(parts, plural(len(a.sources), "source"))
+	if loading > 0 {
+		frac := prog / float64(loading)
+		parts = append(parts, fmt.Sprintf("loading %d %s", loading, strings.TrimRight(hbarPlain(frac, 8), " ")+"▏"))
+	}
+	if failed > 0 {
+		parts = append(parts, fmt.Sprintf("✗ %s (o)", plural(failed, "error")))
+	}
+	if a.status != "" && time.Now().Before(a.statusUntil) {
+		parts = append(parts, a.status)
+	}
+	left := " " + strings.Join(parts, " · ")
+	right := "? help  o sources  q quit "
+	gap := a.w - lipgloss.Width(left) - lipgloss.Width(right)
+	line := left
+	if gap >= 1 {
+		line = left + strings.Repeat(" ", gap) + right
+	}
+	return a.th.status.Render(fit(line, a.w))
+}
+
+func hbarPlain(frac float64, w int) string {
+	n := int(frac*float64(w) + 0.5)
+	n = max(0, min(w, n))
+	return "▕" + strings.Repeat("█", n) + strings.Repeat("░", w-n)
+}
+
+func (a *App) helpView(h int) string {
+	groups := [][]key.Binding{a.keys.list()}
+	title := "Keys"
+	if a.overlay != nil {
+		groups = append(groups, a.overlay.help())
+	} else {
+		t := a.tabs[a.active]
+		groups = append(groups, t.help())
+		title = "Keys · " + t.name()
+	}
+	hv := a.help.FullHelpView(groups)
+	return block(a.th.title.Render(title)+"\n\n"+hv+"\n\n"+a.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help"), a.w, h)
+}

@@ -1,0 +1,96 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/model"
+	"memscope/snapshot"
+)
+
+// diffOverlay shows `memscope diff` of two marked snapshots as a table.
+type diffOverlay struct {
+	d    *snapshot.Diff
+	list scroller
+}
+
+func sideOf(s *model.Source) snapshot.Side {
+	if s.Estimate != nil {
+		return snapshot.SideOfEstimate(s.Name(), s.Estimate)
+	}
+	return snapshot.SideOf(s.Name(), s.Analysis)
+}
+
+func newDiffOverlay(a, b *model.Source) *diffOverlay {
+	return &diffOverlay{d: snapshot.Compare(sideOf(a), sideOf(b))}
+}
+
+func (o *diffOverlay) help() []key.Binding { return []key.Binding{kUp, kDown, kPgUp, kPgDn, kBack} }
+
+func (o *diffOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		o.list.scroll(wheel(m))
+	case tea.KeyPressMsg:
+		if listMove(&o.list, m) {
+			return false, nil
+		}
+		if key.Matches(m, kBack) || m.String() == "q" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (o *diffOverlay) lines(a *App, w int) []string {
+	th := a.th
+	d := o.d
+	row := func(name string, x, y int64, bytes bool) string {
+		delta := y - x
+		st := th.dim
+		switch {
+		case delta > 0:
+			st = th.errS
+		case delta < 0:
+			st = th.ok
+		}
+		if !bytes {
+			return fmt.Sprintf("%14d %14d %s  %s", x, y, st.Render(fmt.Sprintf("%+14d", delta)), name)
+		}
+		return fmt.Sprintf("%14s %14s %s  %s", bytesStr(x), bytesStr(y), st.Render(fmt.Sprintf("%14s", signed(delta))), name)
+	}
+	var out []string
+	out = append(out, th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "TOTAL"), w)))
+	for _, r := range d.Totals {
+		out = append(out, row(strings.TrimSuffix(r.Name, "_bytes"), r.A, r.B, strings.HasSuffix(r.Name, "_bytes")))
+	}
+	out = append(out, "", th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "CATEGORY"), w)))
+	for _, r := range d.Categories {
+		out = append(out, row(th.category(r.Name).Render(r.Name), r.A, r.B, true))
+	}
+	out = append(out, "", th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "CALL SITE (largest changes first)"), w)))
+	for _, r := range d.Sites {
+		out = append(out, row(r.Name, r.A, r.B, true))
+	}
+	return out
+}
+
+func (o *diffOverlay) view(a *App, w, h int) string {
+	th := a.th
+	lines := o.lines(a, w)
+	o.list.setHeight(h - 3)
+	o.list.setN(len(lines))
+	o.list.cursor = o.list.offset // scroll view: the cursor follows the window
+	var b strings.Builder
+	b.WriteString(fit(th.bold.Render("Diff")+fmt.Sprintf(" · A: %s · B: %s", o.d.A, o.d.B), w) + "\n")
+	b.WriteString(th.dim.Render(fit("red: more memory in B · green: less · esc close · same as memscope diff A B", w)) + "\n")
+	from, to := o.list.visible()
+	for i := from; i < to; i++ {
+		b.WriteString(fit(lines[i], w) + "\n")
+	}
+	b.WriteString(th.dim.Render(o.list.hint()))
+	return b.String()
+}

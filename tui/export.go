@@ -1,0 +1,174 @@
+package tui
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/model"
+	"memscope/plot"
+	"memscope/snapshot"
+)
+
+// Exports write the current view's picture (PNG) and table (CSV) into the
+// export directory (the working directory unless set), named after the view
+// and the time, and report where in the status line.
+
+func exportDir(a *App) string {
+	if a.opts.ExportDir != "" {
+		return a.opts.ExportDir
+	}
+	return "."
+}
+
+func stamp() string { return time.Now().Format("20060102_150405") }
+
+func writeCSV(path string, header []string, rows [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write(header)
+	w.WriteAll(rows)
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func done(paths []string, err error) tea.Cmd {
+	return func() tea.Msg {
+		if err != nil {
+			return statusMsg("export failed: " + err.Error())
+		}
+		return statusMsg("exported " + strings.Join(paths, ", "))
+	}
+}
+
+func f64(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func exportTraces(a *App, t *tracesTab) tea.Cmd {
+	if t.src == nil || len(t.rows) == 0 {
+		return done(nil, fmt.Errorf("no traces to export"))
+	}
+	dir := exportDir(a)
+	base := filepath.Join(dir, "memscope_traces_"+stamp())
+	var rows [][]string
+	for _, r := range t.rows {
+		rows = append(rows, []string{strconv.Itoa(r.rank), f64(r.realPeak), f64(r.simPeak), f64(r.errPct), f64(r.curvePct)})
+	}
+	paths := []string{base + ".csv"}
+	if err := writeCSV(paths[0], []string{"rank", "real_peak_mib", "sim_peak_mib", "peak_error_pct", "curve_error_pct"}, rows); err != nil {
+		return done(nil, err)
+	}
+	if c := t.src.Comparison; c != nil {
+		if t.mode == modeDetail {
+			if r := t.cur(); r != nil {
+				for _, rc := range c.Ranks {
+					if rc.Rank == r.rank && rc.Real != nil && rc.Sim != nil {
+						p := base + fmt.Sprintf("_rank%d.png", r.rank)
+						if err := plot.RankComparison(p, rc, plot.Options{ShowTheoretical: t.showTheo}); err != nil {
+							return done(nil, err)
+						}
+						paths = append(paths, p)
+					}
+				}
+			}
+		} else {
+			p := base + "_overview.png"
+			if err := plot.ComparisonOverview(p, c); err != nil {
+				return done(nil, err)
+			}
+			paths = append(paths, p)
+		}
+	}
+	return done(paths, nil)
+}
+
+func exportSnapshot(a *App, t *snapTab) tea.Cmd {
+	if t.src == nil || t.src.State != model.Loaded {
+		return done(nil, fmt.Errorf("no snapshot to export"))
+	}
+	dir := exportDir(a)
+	base := filepath.Join(dir, "memscope_snapshot_"+stamp())
+	var paths []string
+	if d := t.dev(); d != nil {
+		var rows [][]string
+		for _, c := range d.Categories {
+			rows = append(rows, []string{c.Name, strconv.FormatInt(c.Bytes, 10), strconv.Itoa(c.Blocks)})
+		}
+		if err := writeCSV(base+"_categories.csv", []string{"category", "bytes", "blocks"}, rows); err != nil {
+			return done(nil, err)
+		}
+		paths = append(paths, base+"_categories.csv")
+		pics, err := plot.SnapshotPlots(base, d, t.src.Analysis.Timeline(d.Device))
+		if err != nil {
+			return done(nil, err)
+		}
+		paths = append(paths, pics...)
+	}
+	if e := t.est(); e != nil {
+		var rows [][]string
+		for _, m := range e.Modules {
+			rows = append(rows, []string{m.Pattern, strconv.FormatInt(m.Bytes, 10), strconv.Itoa(m.Tensors), strconv.Itoa(m.Instances)})
+		}
+		if err := writeCSV(base+"_modules.csv", []string{"pattern", "bytes", "tensors", "instances"}, rows); err != nil {
+			return done(nil, err)
+		}
+		paths = append(paths, base+"_modules.csv")
+		pics, err := plot.EstimatePlots(base, e)
+		if err != nil {
+			return done(nil, err)
+		}
+		paths = append(paths, pics...)
+	}
+	return done(paths, nil)
+}
+
+func exportTop(a *App, t *topTab) tea.Cmd {
+	if len(t.view_) == 0 {
+		return done(nil, fmt.Errorf("no rows to export"))
+	}
+	path := filepath.Join(exportDir(a), "memscope_top_"+stamp()+".csv")
+	var rows [][]string
+	for _, i := range t.view_ {
+		al := t.allocs[i]
+		rows = append(rows, []string{strconv.FormatInt(al.Size, 10), strconv.FormatInt(al.RequestedSize, 10), al.State.String(),
+			al.Category, fmt.Sprintf("%#x", al.Address), al.Shape, al.Module, al.Phase, t.locs[i]})
+	}
+	err := writeCSV(path, []string{"size", "requested_size", "state", "category", "address", "shape", "module", "phase", "location"}, rows)
+	return done([]string{path}, err)
+}
+
+func exportTimeline(a *App, t *timelineTab) tea.Cmd {
+	if t.tl == nil {
+		return done(nil, fmt.Errorf("no timeline to export"))
+	}
+	base := filepath.Join(exportDir(a), "memscope_timeline_"+stamp())
+	var rows [][]string
+	for _, l := range t.live {
+		rows = append(rows, []string{strconv.FormatInt(l.Size, 10), l.Category, snapshot.Location(l.Frames)})
+	}
+	if err := writeCSV(base+"_live.csv", []string{"size", "category", "location"}, rows); err != nil {
+		return done(nil, err)
+	}
+	p := base + ".png"
+	if err := plot.Timeline(p, t.tl); err != nil {
+		return done(nil, err)
+	}
+	return done([]string{base + "_live.csv", p}, nil)
+}

@@ -1,0 +1,407 @@
+package tui
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/nvml"
+)
+
+// liveTab shows the GPUs of a live (or simulated, or replayed) source.
+type liveTab struct {
+	w, h     int
+	opts     Options
+	sampler  *nvml.Sampler
+	state    nvml.State
+	sel      int // selected device position
+	focus    bool
+	procs    scroller
+	procSort int
+	filter   textinput.Model
+	filterOn bool
+	query    string
+	lastDraw time.Time
+}
+
+type liveMsg struct{}
+
+var (
+	lkGPU    = key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "select GPU"))
+	lkFocus  = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "focus the selected GPU (esc: all)"))
+	lkSort   = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort processes (memory, GPU, PID, user)"))
+	lkFilter = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter processes"))
+)
+
+func newLiveTab(opts Options) *liveTab {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "command, user, PID…"
+	t := &liveTab{opts: opts, filter: ti}
+	if opts.Live != nil {
+		t.sampler = nvml.NewSampler(opts.Live, opts.Interval, nvml.HistoryFor(30*time.Minute, opts.Interval))
+	}
+	return t
+}
+
+func (t *liveTab) name() string { return "Live" }
+
+func (t *liveTab) capturing() bool { return t.filterOn }
+
+func (t *liveTab) help() []key.Binding {
+	return []key.Binding{lkGPU, lkFocus, kUp, kDown, lkSort, lkFilter, kBack}
+}
+
+func (t *liveTab) resize(w, h int) { t.w, t.h = w, h }
+
+// init starts the sampler (off the UI goroutine) and the update listener.
+func (t *liveTab) init(a *App) tea.Cmd {
+	if t.sampler == nil {
+		return nil
+	}
+	go t.sampler.Run(a.ctx)
+	return t.wait()
+}
+
+func (t *liveTab) wait() tea.Cmd {
+	s := t.sampler
+	return func() tea.Msg {
+		<-s.Updates()
+		return liveMsg{}
+	}
+}
+
+func (t *liveTab) onSample(a *App, _ liveMsg) tea.Cmd {
+	t.state = t.sampler.State()
+	if t.state.Err != nil {
+		a.setStatus("live: %v (retrying)", t.state.Err)
+	}
+	return t.wait()
+}
+
+func (t *liveTab) update(a *App, msg tea.Msg) tea.Cmd {
+	if t.filterOn {
+		if m, ok := msg.(tea.KeyPressMsg); ok {
+			switch m.String() {
+			case "esc":
+				t.filterOn, t.query = false, ""
+				t.filter.SetValue("")
+				t.filter.Blur()
+				return nil
+			case "enter":
+				t.filterOn = false
+				t.filter.Blur()
+				return nil
+			}
+		}
+		var cmd tea.Cmd
+		t.filter, cmd = t.filter.Update(msg)
+		t.query = t.filter.Value()
+		return cmd
+	}
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		t.procs.scroll(wheel(m))
+	case tea.KeyPressMsg:
+		n := len(t.state.Devices)
+		switch {
+		case m.String() == "left" || m.String() == "h":
+			if n > 0 {
+				t.sel = (t.sel + n - 1) % n
+			}
+		case m.String() == "right" || m.String() == "l":
+			if n > 0 {
+				t.sel = (t.sel + 1) % n
+			}
+		case key.Matches(m, lkFocus):
+			t.focus = n > 0
+		case key.Matches(m, kBack):
+			t.focus = false
+		case key.Matches(m, lkSort):
+			t.procSort = (t.procSort + 1) % 4
+			a.setStatus("processes sorted by %s", []string{"memory", "GPU", "PID", "user"}[t.procSort])
+		case key.Matches(m, lkFilter):
+			t.filterOn = true
+			return t.filter.Focus()
+		default:
+			listMove(&t.procs, m)
+		}
+	}
+	return nil
+}
+
+func (t *liveTab) view(a *App) string {
+	th := a.th
+	if t.sampler == nil {
+		return t.unavailableView(a)
+	}
+	st := t.state
+	if st.Samples == 0 && st.Err == nil {
+		return th.dim.Render("sampling " + a.opts.Live.Name() + "…")
+	}
+	var b strings.Builder
+	src := st.Source
+	if a.opts.Live.Simulated() {
+		src = th.warn.Render("SIMULATED") + " · " + src
+	}
+	head := fmt.Sprintf("%s · %s · every %v · %d samples of history", th.bold.Render("Live GPUs"), src, a.opts.Interval, t.historyLen())
+	if st.Err != nil {
+		head += " · " + th.errS.Render("error: "+st.Err.Error()+" (retrying)")
+	}
+	b.WriteString(fit(head, t.w) + "\n")
+	devs := t.shownDevices()
+	// Layout: cards, then the chart, then processes, sized to the screen.
+	compact := t.h < 30 || len(devs)*2 > t.h/2
+	cardLines := t.cards(a, devs, compact)
+	b.WriteString(cardLines)
+	used := 1 + strings.Count(cardLines, "\n")
+	rest := t.h - used
+	chartH := max(4, rest*55/100)
+	if rest < 12 {
+		chartH = max(0, rest-4)
+	}
+	if chartH >= 4 {
+		b.WriteString(t.chart(a, devs, chartH) + "\n")
+		used += chartH
+	}
+	b.WriteString(t.processes(a, devs, t.h-used))
+	return b.String()
+}
+
+func (t *liveTab) historyLen() int {
+	n := 0
+	for _, h := range t.state.History {
+		n = max(n, len(h))
+	}
+	return n
+}
+
+func (t *liveTab) shownDevices() []nvml.Device {
+	devs := t.state.Devices
+	if t.sel >= len(devs) {
+		t.sel = 0
+	}
+	if t.focus && len(devs) > 0 {
+		return devs[t.sel : t.sel+1]
+	}
+	return devs
+}
+
+func (t *liveTab) latest(dev int) *nvml.Sample {
+	for i := range t.state.Latest {
+		if t.state.Latest[i].Device == dev {
+			return &t.state.Latest[i]
+		}
+	}
+	return nil
+}
+
+func na(v float64, format string) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+var gpuColors = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#8E7CC3"}
+
+func gpuColor(i int) string { return gpuColors[i%len(gpuColors)] }
+
+func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
+	th := a.th
+	var b strings.Builder
+	for i, d := range devs {
+		s := t.latest(d.Index)
+		selected := devs[i].Index == t.state.Devices[t.sel].Index
+		name := fmt.Sprintf("GPU %d", d.Index)
+		if d.Parent >= 0 {
+			name = fmt.Sprintf("GPU %d %s", d.Parent, d.MIG)
+		}
+		dot := th.fg(gpuColor(i)).Render("●")
+		if s == nil {
+			b.WriteString(fit(fmt.Sprintf("%s %s %s  (no sample yet)", dot, name, d.Name), t.w) + "\n")
+			continue
+		}
+		if s.Err != nil {
+			b.WriteString(fit(fmt.Sprintf("%s %s %s  %s", dot, name, d.Name, th.errS.Render(s.Err.Error())), t.w) + "\n")
+			continue
+		}
+		frac := 0.0
+		if s.Total > 0 {
+			frac = float64(s.Used) / float64(s.Total)
+		}
+		barSt := th.ok
+		switch {
+		case frac > 0.95:
+			barSt = th.errS
+		case frac > 0.85:
+			barSt = th.warn
+		}
+		resv := ""
+		if s.MemV1 {
+			resv = " (v1: no reserved figure)"
+		} else if s.Reserved > 0 {
+			resv = " +" + bytesStr(s.Reserved) + " driver"
+		}
+		mem := fmt.Sprintf("%s / %s%s", bytesStr(s.Used), bytesStr(s.Total), resv)
+		power := na(s.PowerW, "%.0fW")
+		if !math.IsNaN(s.PowerLimitW) {
+			power += "/" + na(s.PowerLimitW, "%.0fW")
+		}
+		stats := fmt.Sprintf("util %s · mem util %s · %s · %s · SM %s", na(s.UtilGPU, "%.0f%%"), na(s.UtilMem, "%.0f%%"),
+			na(s.TempC, "%.0f°C"), power, na(s.SMClockMHz, "%.0f MHz"))
+		label := fmt.Sprintf("%s %-9s", dot, name)
+		if selected {
+			label = th.sel.Render(ansiStrip(label))
+		}
+		if compact {
+			barW := max(6, t.w/5)
+			line := fmt.Sprintf("%s %s %5.1f%% %s  %s", label, hbar(frac, barW, barSt), 100*frac, mem, stats)
+			b.WriteString(fit(line, t.w) + "\n")
+			continue
+		}
+		b.WriteString(fit(fmt.Sprintf("%s %s · %s", label, d.Name, stats), t.w) + "\n")
+		barW := max(10, t.w-40)
+		b.WriteString(fit(fmt.Sprintf("            %s %5.1f%%  %s", hbar(frac, barW, barSt), 100*frac, mem), t.w) + "\n")
+	}
+	return b.String()
+}
+
+func (t *liveTab) chart(a *App, devs []nvml.Device, h int) string {
+	th := a.th
+	var series []chartSeries
+	now := time.Now()
+	xmin := 0.0
+	var ymax float64
+	for i, d := range devs {
+		hist := t.state.History[d.Index]
+		if len(hist) == 0 {
+			continue
+		}
+		now = hist[len(hist)-1].Time
+		xs := make([]float64, 0, len(hist))
+		ys := make([]float64, 0, len(hist))
+		for _, s := range hist {
+			if s.Err != nil {
+				continue
+			}
+			xs = append(xs, s.Time.Sub(now).Seconds())
+			ys = append(ys, float64(s.Used))
+			ymax = math.Max(ymax, float64(s.Total))
+		}
+		if len(xs) > 0 {
+			xmin = math.Min(xmin, xs[0])
+		}
+		series = append(series, chartSeries{xs: xs, ys: ys, style: th.fg(gpuColor(i))})
+	}
+	if xmin > -10 {
+		xmin = -10
+	}
+	if ymax == 0 {
+		ymax = 1
+	}
+	xfmt := func(_ int, v float64) string {
+		if v > -120 {
+			return fmt.Sprintf("%.0fs", v)
+		}
+		return fmt.Sprintf("%.0fm", v/60)
+	}
+	yfmt := func(_ int, v float64) string { return bytesStr(int64(v)) }
+	return renderChart(chartSpec{w: t.w, h: h, xmin: xmin, xmax: 0, ymin: 0, ymax: ymax, xfmt: xfmt, yfmt: yfmt,
+		series: series, axis: th.dim, label: th.dim})
+}
+
+func (t *liveTab) processes(a *App, devs []nvml.Device, h int) string {
+	th := a.th
+	if h < 3 {
+		return ""
+	}
+	want := map[int]bool{}
+	for _, d := range devs {
+		want[d.Index] = true
+	}
+	var rows []nvml.Process
+	q := strings.ToLower(t.query)
+	for _, s := range t.state.Latest {
+		if !want[s.Device] {
+			continue
+		}
+		for _, p := range s.Processes {
+			if q != "" && !strings.Contains(strings.ToLower(fmt.Sprintf("%d %s %s", p.PID, p.User, p.Command)), q) {
+				continue
+			}
+			rows = append(rows, p)
+		}
+	}
+	slices.SortStableFunc(rows, func(x, y nvml.Process) int {
+		switch t.procSort {
+		case 1:
+			return cmp.Compare(x.GPU, y.GPU)
+		case 2:
+			return cmp.Compare(x.PID, y.PID)
+		case 3:
+			return cmp.Compare(x.User, y.User)
+		}
+		return cmp.Compare(y.Used, x.Used)
+	})
+	t.procs.setHeight(h - 2)
+	t.procs.setN(len(rows))
+	var b strings.Builder
+	b.WriteString(th.header.Render(fit(fmt.Sprintf("%8s %-10s %4s %10s  %s", "PID", "USER", "GPU", "GPU MEM", "COMMAND"), t.w)) + "\n")
+	from, to := t.procs.visible()
+	for i := from; i < to; i++ {
+		p := rows[i]
+		mem := bytesStr(p.Used)
+		if p.Used < 0 {
+			mem = "n/a"
+		}
+		user := p.User
+		if !p.Visible {
+			user = "?"
+		}
+		line := fmt.Sprintf("%8d %-10s %4d %10s  %s", p.PID, fit(user, 10), p.GPU, mem, p.Command)
+		if !p.Visible {
+			line = th.dim.Render(line)
+		}
+		if i == t.procs.cursor {
+			line = th.sel.Render(fit(ansiStrip(line), t.w))
+		}
+		b.WriteString(fit(line, t.w) + "\n")
+	}
+	if len(rows) == 0 {
+		b.WriteString(th.dim.Render("no compute processes") + "\n")
+	}
+	for i := max(1, to-from); i < t.procs.height; i++ {
+		b.WriteString("\n")
+	}
+	if t.filterOn {
+		b.WriteString(t.filter.View())
+	} else {
+		b.WriteString(th.dim.Render(fit("←/→ GPU · enter focus · s sort · / filter", t.w)))
+	}
+	return b.String()
+}
+
+func (t *liveTab) unavailableView(a *App) string {
+	th := a.th
+	var b strings.Builder
+	b.WriteString(th.title.Render("Live GPUs: not available") + "\n\n")
+	if a.opts.LiveErr != nil {
+		b.WriteString(th.errS.Render(a.opts.LiveErr.Error()) + "\n\n")
+	} else {
+		b.WriteString("Live GPU data was not requested for this session.\n\n")
+	}
+	b.WriteString("The other tabs work without it. To see GPUs here:\n")
+	b.WriteString("  · run memscope on a machine with an NVIDIA driver (nvidia-smi works there)\n")
+	b.WriteString("  · in a container, start it with the GPU runtime (docker --gpus all)\n")
+	b.WriteString("  · memscope demo shows eight simulated GPUs\n")
+	b.WriteString("  · memscope --replay DIR plays recorded traces (memscope record --out DIR) back\n")
+	return b.String()
+}

@@ -1,0 +1,283 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/model"
+	"memscope/snapshot"
+)
+
+// stackOverlay shows a whole stack trace (and a release stack for
+// estimated tensors), outermost call last as PyTorch records it.
+type stackOverlay struct {
+	title     string
+	lines     []string
+	noise     []bool
+	list      scroller
+	showNoise bool
+}
+
+var okNoise = key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "show/hide interpreter and dispatcher frames"))
+
+func newStackOverlay(title string, create, release snapshot.Stack) *stackOverlay {
+	o := &stackOverlay{title: title}
+	add := func(head string, st snapshot.Stack) {
+		o.lines = append(o.lines, head)
+		o.noise = append(o.noise, false)
+		if len(st) == 0 {
+			o.lines = append(o.lines, "  (no frames recorded)")
+			o.noise = append(o.noise, false)
+		}
+		for _, f := range st {
+			line := "  " + f.String()
+			o.lines = append(o.lines, line)
+			o.noise = append(o.noise, snapshot.IsNoise(f))
+			if f.Source != "" {
+				o.lines = append(o.lines, "      "+f.Source)
+				o.noise = append(o.noise, false)
+			}
+		}
+	}
+	add("allocated at (innermost call first):", create)
+	if len(release) > 0 {
+		o.lines = append(o.lines, "")
+		o.noise = append(o.noise, false)
+		add("released at:", release)
+	}
+	return o
+}
+
+func (o *stackOverlay) shown() []int {
+	var idx []int
+	for i := range o.lines {
+		if o.showNoise || !o.noise[i] {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+func (o *stackOverlay) help() []key.Binding {
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, okNoise, kBack}
+}
+
+func (o *stackOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		o.list.scroll(wheel(m))
+	case tea.KeyPressMsg:
+		if listMove(&o.list, m) {
+			return false, nil
+		}
+		switch {
+		case key.Matches(m, okNoise):
+			o.showNoise = !o.showNoise
+		case key.Matches(m, kBack), m.String() == "q", m.String() == "enter":
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (o *stackOverlay) view(a *App, w, h int) string {
+	th := a.th
+	idx := o.shown()
+	o.list.setHeight(h - 3)
+	o.list.setN(len(idx))
+	hidden := len(o.lines) - len(idx)
+	var b strings.Builder
+	b.WriteString(fit(th.bold.Render("Stack trace")+" · "+o.title, w) + "\n")
+	note := "esc close · ↑↓ scroll"
+	if hidden > 0 {
+		note += fmt.Sprintf(" · %d interpreter/dispatcher frames hidden (n shows)", hidden)
+	} else {
+		note += " · n hides noise frames"
+	}
+	b.WriteString(th.dim.Render(fit(note, w)) + "\n")
+	from, to := o.list.visible()
+	for i := from; i < to; i++ {
+		l := o.lines[idx[i]]
+		if o.noise[idx[i]] {
+			l = th.dim.Render(l)
+		} else if strings.HasPrefix(l, "      ") {
+			l = th.dim.Render(l)
+		} else if !strings.HasPrefix(l, "  ") {
+			l = th.bold.Render(l)
+		}
+		b.WriteString(fit(l, w) + "\n")
+	}
+	b.WriteString(th.dim.Render(o.list.hint()))
+	return b.String()
+}
+
+// picker lists the sources: state, kind, errors; enter shows one in its
+// tab, space marks snapshots for a diff.
+type picker struct {
+	list   scroller
+	marked []int
+}
+
+var (
+	okSelect = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "show this source"))
+	okMark   = key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "mark a snapshot for diff (two)"))
+	okDiff   = key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "diff the two marked snapshots"))
+	okReload = key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload this source"))
+)
+
+func newPicker(a *App) *picker {
+	p := &picker{}
+	p.list.setN(len(a.sources))
+	for i, s := range a.sources {
+		if s.ID == a.snapSel && a.active != 0 || s.ID == a.traceSel && a.active == 0 {
+			p.list.cursor = i
+		}
+	}
+	return p
+}
+
+func (p *picker) help() []key.Binding {
+	return []key.Binding{kUp, kDown, okSelect, okMark, okDiff, okReload, kBack}
+}
+
+func (p *picker) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+	p.list.setN(len(a.sources))
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		p.list.scroll(wheel(m))
+	case tea.MouseClickMsg:
+		before := p.list.cursor
+		if p.list.click((m.Y - 2) / 2); before == p.list.cursor {
+			return p.choose(a)
+		}
+	case tea.KeyPressMsg:
+		if listMove(&p.list, m) {
+			return false, nil
+		}
+		switch {
+		case key.Matches(m, kBack), m.String() == "o", m.String() == "q":
+			return true, nil
+		case key.Matches(m, okSelect):
+			return p.choose(a)
+		case key.Matches(m, okMark):
+			if s := p.cur(a); s != nil && s.Kind.IsSnapshot() {
+				if i := indexOf(p.marked, s.ID); i >= 0 {
+					p.marked = append(p.marked[:i], p.marked[i+1:]...)
+				} else {
+					p.marked = append(p.marked, s.ID)
+					if len(p.marked) > 2 {
+						p.marked = p.marked[1:]
+					}
+				}
+			}
+		case key.Matches(m, okDiff):
+			if len(p.marked) != 2 {
+				a.setStatus("mark two snapshots with space first")
+				return false, nil
+			}
+			x, y := a.source(p.marked[0]), a.source(p.marked[1])
+			if x == nil || y == nil || x.State != model.Loaded || y.State != model.Loaded {
+				a.setStatus("both marked snapshots must be loaded")
+				return false, nil
+			}
+			a.overlay = newDiffOverlay(x, y)
+			return false, nil
+		case key.Matches(m, okReload):
+			if s := p.cur(a); s != nil && s.Kind != model.KindUnknown && s.Kind != model.KindLive {
+				a.ws.Reload(s.ID)
+				a.setStatus("reloading %s", s.Name())
+			}
+		}
+	}
+	return false, nil
+}
+
+func indexOf(v []int, x int) int {
+	for i, y := range v {
+		if y == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func (p *picker) cur(a *App) *model.Source {
+	if p.list.cursor < 0 || p.list.cursor >= len(a.sources) {
+		return nil
+	}
+	return a.sources[p.list.cursor]
+}
+
+func (p *picker) choose(a *App) (bool, tea.Cmd) {
+	s := p.cur(a)
+	if s == nil {
+		return false, nil
+	}
+	if s.State != model.Loaded {
+		a.setStatus("%s is %s", s.Name(), s.State)
+		return false, nil
+	}
+	a.selectSource(s)
+	return true, nil
+}
+
+func (p *picker) view(a *App, w, h int) string {
+	th := a.th
+	p.list.setN(len(a.sources))
+	p.list.setHeight(max(1, (h-4)/2))
+	var b strings.Builder
+	b.WriteString(fit(th.bold.Render("Sources")+fmt.Sprintf(" · %d opened · enter show · space mark · d diff marked · r reload · esc close", len(a.sources)), w) + "\n\n")
+	from, to := p.list.visible()
+	for i := from; i < to; i++ {
+		s := a.sources[i]
+		icon := th.ok.Render("✓")
+		switch s.State {
+		case model.Loading, model.Pending:
+			icon = th.warn.Render(fmt.Sprintf("⟳ %3.0f%%", 100*s.Progress))
+		case model.Failed:
+			icon = th.errS.Render("✗")
+		}
+		if s.State == model.Loaded && s.ErrorCount() > 0 {
+			icon = th.warn.Render("!")
+		}
+		mark := " "
+		if indexOf(p.marked, s.ID) >= 0 {
+			mark = th.accent.Render("●")
+		}
+		cur := " "
+		if s.ID == a.traceSel || s.ID == a.snapSel {
+			cur = th.accent.Render("▶")
+		}
+		line := fmt.Sprintf("%s%s %s %-11s %s", cur, mark, icon, s.Kind, s.Name())
+		if s.Demo {
+			line += th.dim.Render("  (demo)")
+		}
+		if !s.ChangedAt.IsZero() {
+			line += th.dim.Render("  changed " + s.ChangedAt.Format("15:04:05"))
+		}
+		if i == p.list.cursor {
+			line = th.sel.Render(fit(ansiStrip(line), w))
+		}
+		b.WriteString(fit(line, w) + "\n")
+		detail := th.dim.Render("      " + s.Path)
+		if probs := s.Problems(); len(probs) > 0 {
+			detail = th.errS.Render("      " + probs[0])
+			if len(probs) > 1 {
+				detail += th.dim.Render(fmt.Sprintf(" (+%d more)", len(probs)-1))
+			}
+		}
+		b.WriteString(fit(detail, w) + "\n")
+	}
+	if s := p.cur(a); s != nil {
+		if probs := s.Problems(); len(probs) > 1 {
+			b.WriteString("\n" + th.bold.Render("Problems of "+s.Name()) + "\n")
+			for _, pr := range probs {
+				b.WriteString(fit(th.errS.Render("  ✗ ")+pr, w) + "\n")
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,504 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"memscope/internal/palette"
+	"memscope/model"
+	"memscope/snapshot"
+)
+
+func ansiStrip(s string) string { return ansi.Strip(s) }
+
+type snapMode int
+
+const (
+	smCategory snapMode = iota // allocator: category → call site → allocation
+	smStack                    // allocator: call-stack tree
+	smSegments                 // allocator: segment map
+	smMerged                   // estimate: merged modules
+	smModules                  // estimate: module tree
+	smPhases                   // estimate: phase bars
+	smGroups                   // estimate: stack groups
+	smVersus                   // estimate vs measured by category
+)
+
+// snapTab shows one allocator snapshot or estimate.
+type snapTab struct {
+	w, h   int
+	src    *model.Source
+	gen    int
+	devIdx int
+	mode   snapMode
+	tree   *treeView
+	segs   scroller
+	groups scroller
+	// trees caches built trees per (device, mode).
+	trees map[[2]int]*treeView
+}
+
+var (
+	skGroup   = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "group by category / call stack (estimates: merged / tree / phases / stacks)"))
+	skSegMap  = key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "segment map"))
+	skDevice  = key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device"))
+	skVersus  = key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "estimate vs measured snapshot, by category"))
+	skStackUp = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stack of the selected allocation"))
+)
+
+func newSnapTab() *snapTab { return &snapTab{trees: map[[2]int]*treeView{}} }
+
+func (t *snapTab) name() string { return "Snapshot" }
+
+func (t *snapTab) capturing() bool { return false }
+
+func (t *snapTab) help() []key.Binding {
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skStackUp, kExport}
+}
+
+func (t *snapTab) resize(w, h int) { t.w, t.h = w, h }
+
+func (t *snapTab) setSource(a *App, s *model.Source) {
+	if s == t.src && (s == nil || s.Generation == t.gen) {
+		return
+	}
+	sameFile := t.src != nil && s != nil && t.src.ID == s.ID
+	t.src = s
+	t.trees = map[[2]int]*treeView{}
+	t.tree = nil
+	if s == nil || s.State != model.Loaded {
+		return
+	}
+	t.gen = s.Generation
+	if !sameFile {
+		t.devIdx = 0
+		t.mode = smCategory
+		if s.Estimate != nil {
+			t.mode = smMerged
+		}
+	}
+	if t.devIdx >= t.numDevices() {
+		t.devIdx = 0
+	}
+}
+
+func (t *snapTab) numDevices() int {
+	switch {
+	case t.src == nil:
+		return 0
+	case t.src.Analysis != nil:
+		return len(t.src.Analysis.Devices)
+	case t.src.Estimate != nil:
+		return len(t.src.Estimate.Devices)
+	}
+	return 0
+}
+
+func (t *snapTab) dev() *snapshot.DeviceStats {
+	if t.src == nil || t.src.Analysis == nil || t.devIdx >= len(t.src.Analysis.Devices) {
+		return nil
+	}
+	return &t.src.Analysis.Devices[t.devIdx]
+}
+
+func (t *snapTab) est() *snapshot.EstimateDeviceStats {
+	if t.src == nil || t.src.Estimate == nil || t.devIdx >= len(t.src.Estimate.Devices) {
+		return nil
+	}
+	return &t.src.Estimate.Devices[t.devIdx]
+}
+
+// currentTree builds (once) the tree for the device and mode.
+func (t *snapTab) currentTree(a *App) *treeView {
+	k := [2]int{t.devIdx, int(t.mode)}
+	if tv := t.trees[k]; tv != nil {
+		return tv
+	}
+	var tv *treeView
+	if d := t.dev(); d != nil {
+		switch t.mode {
+		case smCategory:
+			tv = newTreeView(snapshot.CategoryTree(d.Allocations), d.ActiveBytes)
+			tv.color = func(l string) lipgloss.Style { return a.th.category(l) }
+		case smStack:
+			tv = newTreeView(snapshot.StackTree(d.Allocations), d.ActiveBytes)
+		}
+	}
+	if e := t.est(); e != nil && t.mode == smModules {
+		tv = newTreeView(e.ModuleTree, max(e.PeakBytes, e.ListedBytes))
+	}
+	if tv != nil {
+		t.trees[k] = tv
+	}
+	return tv
+}
+
+func (t *snapTab) bodyHeight() int { return max(3, t.h-t.headerLines()-t.recLines()) }
+
+func (t *snapTab) headerLines() int { return 3 }
+
+func (t *snapTab) recLines() int {
+	if d := t.dev(); d != nil && t.mode != smSegments {
+		return min(len(d.Recommendations), 3) + 1
+	}
+	return 1
+}
+
+func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
+	if t.src == nil || t.src.State != model.Loaded {
+		return nil
+	}
+	if m, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case key.Matches(m, skDevice):
+			if n := t.numDevices(); n > 1 {
+				t.devIdx = (t.devIdx + 1) % n
+				a.setStatus("device %s", t.deviceName())
+			}
+			return nil
+		case key.Matches(m, skGroup):
+			t.cycleMode(a)
+			return nil
+		case key.Matches(m, skSegMap) && t.src.Analysis != nil:
+			if t.mode == smSegments {
+				t.mode = smCategory
+			} else {
+				t.mode = smSegments
+			}
+			return nil
+		case key.Matches(m, skVersus) && t.src.Estimate != nil:
+			if t.mode == smVersus {
+				t.mode = smMerged
+			} else {
+				t.mode = smVersus
+			}
+			return nil
+		case key.Matches(m, kExport):
+			return exportSnapshot(a, t)
+		case key.Matches(m, kBack) && t.mode == smSegments:
+			t.mode = smCategory
+			return nil
+		}
+	}
+	hb := t.headerLines()
+	switch t.mode {
+	case smSegments:
+		if m, ok := msg.(tea.KeyPressMsg); ok {
+			listMove(&t.segs, m)
+		}
+		if m, ok := msg.(tea.MouseWheelMsg); ok {
+			t.segs.scroll(wheel(m))
+		}
+	case smMerged, smPhases, smGroups, smVersus:
+		if m, ok := msg.(tea.KeyPressMsg); ok {
+			if listMove(&t.groups, m) {
+				return nil
+			}
+			if (key.Matches(m, skStackUp) || key.Matches(m, kEnter)) && t.mode == smGroups {
+				if e := t.est(); e != nil && t.groups.cursor < len(e.StackGroups) {
+					g := e.StackGroups[t.groups.cursor]
+					a.overlay = newStackOverlay(fmt.Sprintf("%s in %d tensors created here", bytesStr(g.Bytes), g.Tensors), g.Frames, nil)
+				}
+			}
+		}
+		if m, ok := msg.(tea.MouseWheelMsg); ok {
+			t.groups.scroll(wheel(m))
+		}
+		if m, ok := msg.(tea.MouseClickMsg); ok {
+			t.groups.click(m.Y - hb - 1)
+		}
+	default:
+		tv := t.currentTree(a)
+		if tv == nil {
+			return nil
+		}
+		if m, ok := msg.(tea.MouseClickMsg); ok {
+			tv.click(m.Y - hb)
+			return nil
+		}
+		if m, ok := msg.(tea.KeyPressMsg); ok && (key.Matches(m, skStackUp) || m.String() == "enter") {
+			if r := tv.cur(); r != nil && r.node.Alloc != nil {
+				al := r.node.Alloc
+				a.overlay = newStackOverlay(allocTitle(al), al.Frames, al.ReleaseFrames)
+				return nil
+			}
+		}
+		tv.update(msg)
+	}
+	return nil
+}
+
+func wheel(m tea.MouseWheelMsg) int {
+	if m.Button == tea.MouseWheelUp {
+		return -3
+	}
+	return 3
+}
+
+func allocTitle(al *snapshot.Allocation) string {
+	s := fmt.Sprintf("%s %s · %s", bytesStr(al.Size), al.State, al.Category)
+	if al.Shape != "" {
+		s = fmt.Sprintf("%s %s · %s · %s", bytesStr(al.Size), al.Shape, al.Module, al.Phase)
+	} else if al.Address != 0 {
+		s += fmt.Sprintf(" · 0x%x", al.Address)
+	}
+	if al.FramesFromTrace {
+		s += " · stack from the trace's alloc event"
+	}
+	return s
+}
+
+func (t *snapTab) cycleMode(a *App) {
+	if t.src.Estimate != nil {
+		order := []snapMode{smMerged, smModules, smPhases, smGroups}
+		i := slices.Index(order, t.mode)
+		t.mode = order[(i+1)%len(order)]
+		a.setStatus("view: %s", map[snapMode]string{smMerged: "merged modules", smModules: "module tree", smPhases: "phases", smGroups: "stack groups"}[t.mode])
+		return
+	}
+	if t.mode == smCategory {
+		t.mode = smStack
+		a.setStatus("grouped by call stack (outermost frame first)")
+	} else {
+		t.mode = smCategory
+		a.setStatus("grouped by category → call site")
+	}
+}
+
+func (t *snapTab) deviceName() string {
+	if d := t.dev(); d != nil {
+		return fmt.Sprintf("cuda:%d", d.Device)
+	}
+	if e := t.est(); e != nil {
+		return e.Device
+	}
+	return ""
+}
+
+func (t *snapTab) view(a *App) string {
+	th := a.th
+	if t.src == nil {
+		return noSnapshotView(a)
+	}
+	if t.src.State != model.Loaded {
+		return th.dim.Render("loading " + t.src.Name() + "…")
+	}
+	if t.numDevices() == 0 {
+		return th.bold.Render(t.src.Name()) + "\n\n" + "This snapshot has no segments and no trace entries: nothing was allocated while recording."
+	}
+	if t.src.Estimate != nil {
+		return t.estimateView(a)
+	}
+	d := t.dev()
+	var b strings.Builder
+	b.WriteString(t.headerView(a, d) + "\n")
+	bh := t.bodyHeight()
+	switch t.mode {
+	case smSegments:
+		b.WriteString(block(t.segmentMap(a, d, t.h-t.headerLines()), t.w, t.h-t.headerLines()))
+		return b.String()
+	default:
+		tv := t.currentTree(a)
+		b.WriteString(block(tv.view(th, t.w, bh), t.w, bh) + "\n")
+	}
+	b.WriteString(t.recView(a, d))
+	return b.String()
+}
+
+func noSnapshotView(a *App) string {
+	var b strings.Builder
+	b.WriteString(a.th.title.Render("No snapshot loaded") + "\n\n")
+	b.WriteString("Open an allocator snapshot (torch.cuda.memory._dump_snapshot pickle, .pickle.gz, JSON\n")
+	b.WriteString("or memory_viz HTML) or a PyTorch-Memory-Profiler peak snapshot: memscope FILE|DIR.\n")
+	for _, s := range a.sources {
+		if (s.Kind.IsSnapshot() || s.Kind == model.KindUnknown) && s.State == model.Failed {
+			b.WriteString("\n" + a.th.errS.Render("✗ "+s.Name()+": ") + s.Err.Error())
+		}
+	}
+	return b.String()
+}
+
+func (t *snapTab) headerView(a *App, d *snapshot.DeviceStats) string {
+	th := a.th
+	devs := ""
+	if n := t.numDevices(); n > 1 {
+		devs = fmt.Sprintf(" (%d/%d, d next)", t.devIdx+1, n)
+	}
+	l1 := fmt.Sprintf("%s cuda:%d%s · reserved %s · allocated %s · active %s · cached free %s · rounding %s",
+		th.bold.Render(t.src.Name()), d.Device, devs, bytesStr(d.ReservedBytes), bytesStr(d.AllocatedBytes),
+		bytesStr(d.ActiveBytes), bytesStr(d.InactiveBytes), bytesStr(d.RoundingWaste))
+	ratingSt := th.ok
+	switch d.Rating {
+	case "poor":
+		ratingSt = th.errS
+	case "good":
+		ratingSt = th.warn
+	}
+	gw := min(30, max(10, t.w/4))
+	l2 := fmt.Sprintf("efficiency %s %s %s · %s, %s (%d active) · trace %d entries",
+		hbar(d.EfficiencyPct/100, gw, ratingSt), fmt.Sprintf("%.1f%%", d.EfficiencyPct), ratingSt.Render(d.Rating),
+		plural(d.Segments, "segment"), plural(d.Blocks, "block"), d.ActiveBlocks, d.TraceEntries)
+	if n := len(d.OOMs); n > 0 {
+		l2 += " · " + th.errS.Render(fmt.Sprintf("%s", plural(n, "OOM event")))
+	}
+	if n := len(t.src.Warnings); n > 0 {
+		l2 += " · " + th.warn.Render(plural(n, "note"))
+	}
+	modeName := map[snapMode]string{smCategory: "category → call site → allocation", smStack: "call stack (outermost first)", smSegments: "segment map"}[t.mode]
+	l3 := th.dim.Render(fmt.Sprintf("view: %s · g regroup · m segment map · enter expand/stack", modeName))
+	return fit(l1, t.w) + "\n" + fit(l2, t.w) + "\n" + fit(l3, t.w)
+}
+
+func (t *snapTab) recView(a *App, d *snapshot.DeviceStats) string {
+	th := a.th
+	if len(d.Recommendations) == 0 {
+		return th.ok.Render(fit("✓ no recommendations: the allocator state looks healthy", t.w))
+	}
+	lines := []string{th.bold.Render(fit(fmt.Sprintf("Recommendations (%d)", len(d.Recommendations)), t.w))}
+	for i, r := range d.Recommendations {
+		if i == 3 {
+			break
+		}
+		mark, st := "·", th.dim
+		switch r.Severity {
+		case snapshot.Critical:
+			mark, st = "!!", th.errS
+		case snapshot.Warning:
+			mark, st = "! ", th.warn
+		}
+		lines = append(lines, fit(st.Render(mark)+" "+r.Text, t.w))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// segmentMap draws each segment as a row of cells coloured by the state of
+// the bytes they cover.
+func (t *snapTab) segmentMap(a *App, d *snapshot.DeviceStats, h int) string {
+	th := a.th
+	var segs []*snapshot.Segment
+	s := t.src.Analysis.Snapshot
+	for i := range s.Segments {
+		if s.Segments[i].Device == d.Device {
+			segs = append(segs, &s.Segments[i])
+		}
+	}
+	slices.SortFunc(segs, func(x, y *snapshot.Segment) int {
+		switch {
+		case x.Address < y.Address:
+			return -1
+		case x.Address > y.Address:
+			return 1
+		}
+		return 0
+	})
+	t.segs.setHeight(h - 2)
+	t.segs.setN(len(segs))
+	legend := fmt.Sprintf("%s allocated  %s rounding waste  %s pending free  %s cached free   · esc back",
+		th.fg(palette.Allocated).Render(cellRune(th, 0)), th.fg(palette.Rounding).Render(cellRune(th, 1)),
+		th.fg(palette.PendingFree).Render(cellRune(th, 2)), th.fg(palette.CachedFree).Render(cellRune(th, 3)))
+	var b strings.Builder
+	b.WriteString(fit(legend, t.w) + "\n")
+	prefix := 34
+	cells := max(8, t.w-prefix-8)
+	from, to := t.segs.visible()
+	for i := from; i < to; i++ {
+		sg := segs[i]
+		kind := sg.Type
+		if sg.Private() {
+			kind = "private"
+		}
+		used := 0.0
+		if sg.TotalSize > 0 {
+			var act int64
+			for _, bl := range sg.Blocks {
+				if bl.State.Active() {
+					act += bl.Size
+				}
+			}
+			used = 100 * float64(act) / float64(sg.TotalSize)
+		}
+		head := fmt.Sprintf("0x%012x %9s %-6s", sg.Address, bytesStr(sg.TotalSize), kind)
+		line := fit(head, prefix) + segCells(th, sg, cells) + fmt.Sprintf(" %5.1f%%", used)
+		if i == t.segs.cursor {
+			line = th.sel.Render(fit(head, prefix)) + line[len(fit(head, prefix)):]
+		}
+		b.WriteString(fit(line, t.w) + "\n")
+	}
+	hint := t.segs.hint()
+	b.WriteString(th.dim.Render(fit(fmt.Sprintf("%s · each cell is 1/%d of a segment", hint, cells), t.w)))
+	return b.String()
+}
+
+func cellRune(th theme, state int) string {
+	if th.noColor {
+		return []string{"█", "▓", "▒", "░"}[state]
+	}
+	return "█"
+}
+
+// segCells renders one segment: each cell takes the state that covers most
+// of its bytes.
+func segCells(th theme, sg *snapshot.Segment, n int) string {
+	if sg.TotalSize <= 0 {
+		return strings.Repeat(" ", n)
+	}
+	per := float64(sg.TotalSize) / float64(n)
+	var b strings.Builder
+	states := make([]int, 0, n)
+	bi := 0
+	var off int64
+	for c := 0; c < n; c++ {
+		lo, hi := float64(c)*per, float64(c+1)*per
+		var cover [4]float64
+		for bi < len(sg.Blocks) {
+			bl := sg.Blocks[bi]
+			bs, be := float64(off), float64(off+bl.Size)
+			ov := math.Min(be, hi) - math.Max(bs, lo)
+			if ov > 0 {
+				switch bl.State {
+				case snapshot.StateActiveAllocated:
+					req := float64(bl.RequestedSize)
+					reqEnd := bs + req
+					inReq := math.Max(0, math.Min(reqEnd, math.Min(be, hi))-math.Max(bs, lo))
+					cover[0] += inReq
+					cover[1] += ov - inReq
+				case snapshot.StateActivePendingFree:
+					cover[2] += ov
+				default:
+					cover[3] += ov
+				}
+			}
+			if be <= hi {
+				off += bl.Size
+				bi++
+				continue
+			}
+			break
+		}
+		best := 3
+		for k := range cover {
+			if cover[k] > cover[best] {
+				best = k
+			}
+		}
+		states = append(states, best)
+	}
+	// One styled run per state change: styling cell by cell is slow.
+	for i := 0; i < len(states); {
+		j := i
+		for j < len(states) && states[j] == states[i] {
+			j++
+		}
+		col := []string{palette.Allocated, palette.Rounding, palette.PendingFree, palette.CachedFree}[states[i]]
+		b.WriteString(th.fg(col).Render(strings.Repeat(cellRune(th, states[i]), j-i)))
+		i = j
+	}
+	return b.String()
+}

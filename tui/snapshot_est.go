@@ -1,0 +1,189 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"memscope/model"
+	"memscope/snapshot"
+)
+
+func (t *snapTab) estimateView(a *App) string {
+	th := a.th
+	e := t.est()
+	var b strings.Builder
+	devs := ""
+	if n := t.numDevices(); n > 1 {
+		devs = fmt.Sprintf(" (%d/%d, d next)", t.devIdx+1, n)
+	}
+	b.WriteString(fit(fmt.Sprintf("%s %s%s · %s · estimated peak %s · listed %s in %s · unlisted %s",
+		th.bold.Render(t.src.Name()), e.Device, devs, th.warn.Render("ESTIMATE"), bytesStr(e.PeakBytes),
+		bytesStr(e.ListedBytes), plural(e.Tensors, "tensor"), bytesStr(e.UnlistedBytes)), t.w) + "\n")
+	l2 := "unlisted = tensors under 1 MiB and the one that set the peak (the profiler does not list them)"
+	if e.PeakBelowListed {
+		l2 = th.errS.Render("the file's peak is below the listed tensors: it is inconsistent")
+	}
+	if n := len(t.src.Estimate.Estimate.Warnings); n > 0 {
+		l2 += " · " + th.warn.Render(plural(n, "note"))
+	}
+	b.WriteString(fit(l2, t.w) + "\n")
+	names := map[snapMode]string{smMerged: "merged modules (digits → *)", smModules: "module tree", smPhases: "phases",
+		smGroups: "tensors grouped by creation stack", smVersus: "estimate vs measured, by category"}
+	b.WriteString(th.dim.Render(fit("view: "+names[t.mode]+" · g next view · c vs measured · Top tab lists tensors", t.w)) + "\n")
+	h := t.h - 3
+	switch t.mode {
+	case smModules:
+		b.WriteString(block(t.currentTree(a).view(th, t.w, h), t.w, h))
+	case smPhases:
+		b.WriteString(block(t.phaseView(a, e, h), t.w, h))
+	case smGroups:
+		b.WriteString(block(t.groupView(a, e, h), t.w, h))
+	case smVersus:
+		b.WriteString(block(t.versusView(a, e, h), t.w, h))
+	default:
+		b.WriteString(block(t.mergedView(a, e, h), t.w, h))
+	}
+	return b.String()
+}
+
+func (t *snapTab) frac(e *snapshot.EstimateDeviceStats, v int64) float64 {
+	d := max(e.PeakBytes, e.ListedBytes)
+	if d <= 0 {
+		return 0
+	}
+	return float64(v) / float64(d)
+}
+
+func (t *snapTab) mergedView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
+	th := a.th
+	t.groups.setHeight(h - 1)
+	t.groups.setN(len(e.Modules) + 1)
+	var b strings.Builder
+	b.WriteString(th.header.Render(fit(fmt.Sprintf("%10s %6s %-12s %7s %9s  %s", "BYTES", "%", "", "TENSORS", "INSTANCES", "MODULE PATTERN"), t.w)) + "\n")
+	from, to := t.groups.visible()
+	for i := from; i < to; i++ {
+		var line string
+		if i == len(e.Modules) {
+			line = fmt.Sprintf("%10s %5.1f%% %s %7s %9s  %s", bytesStr(e.UnlistedBytes), 100*t.frac(e, e.UnlistedBytes),
+				hbar(t.frac(e, e.UnlistedBytes), 12, th.dim), "", "", th.dim.Render("(unlisted: tensors < 1 MiB and the peak-setting one)"))
+		} else {
+			m := e.Modules[i]
+			line = fmt.Sprintf("%10s %5.1f%% %s %7d %9d  %s", bytesStr(m.Bytes), 100*t.frac(e, m.Bytes),
+				hbar(t.frac(e, m.Bytes), 12, th.accent), m.Tensors, m.Instances, m.Pattern)
+		}
+		if i == t.groups.cursor {
+			line = th.sel.Render(fit(ansiStrip(line), t.w))
+		}
+		b.WriteString(fit(line, t.w) + "\n")
+	}
+	return b.String()
+}
+
+func (t *snapTab) phaseView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
+	th := a.th
+	t.groups.setHeight(h - 1)
+	t.groups.setN(len(e.Phases) + 1)
+	nameW := 12
+	for _, p := range e.Phases {
+		nameW = max(nameW, len(p.Name))
+	}
+	nameW = min(nameW, t.w/3)
+	barW := max(10, t.w-nameW-30)
+	var b strings.Builder
+	b.WriteString(th.header.Render(fit(fmt.Sprintf("%-*s %10s %6s  %s", nameW, "PHASE", "BYTES", "%", "TENSORS"), t.w)) + "\n")
+	from, to := t.groups.visible()
+	for i := from; i < to; i++ {
+		name, bytes, n, st := "(unlisted)", e.UnlistedBytes, "", th.dim
+		if i < len(e.Phases) {
+			p := e.Phases[i]
+			name, bytes, n, st = p.Name, p.Bytes, fmt.Sprint(p.Tensors), th.accent
+		}
+		line := fmt.Sprintf("%-*s %10s %5.1f%% %s %s", nameW, fit(name, nameW), bytesStr(bytes), 100*t.frac(e, bytes), hbar(t.frac(e, bytes), barW, st), n)
+		if i == t.groups.cursor {
+			line = th.sel.Render(fit(ansiStrip(line), t.w))
+		}
+		b.WriteString(fit(line, t.w) + "\n")
+	}
+	return b.String()
+}
+
+func (t *snapTab) groupView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
+	th := a.th
+	t.groups.setHeight(h - 1)
+	t.groups.setN(len(e.StackGroups))
+	var b strings.Builder
+	b.WriteString(th.header.Render(fit(fmt.Sprintf("%10s %6s %7s  %s", "BYTES", "%", "TENSORS", "CREATED AT (enter: whole stack)"), t.w)) + "\n")
+	from, to := t.groups.visible()
+	for i := from; i < to; i++ {
+		g := e.StackGroups[i]
+		loc := snapshot.Location(g.Frames)
+		if loc == "" {
+			loc = "(no creation stack)"
+		}
+		line := fmt.Sprintf("%10s %5.1f%% %7d  %s", bytesStr(g.Bytes), 100*t.frac(e, g.Bytes), g.Tensors, loc)
+		if i == t.groups.cursor {
+			line = th.sel.Render(fit(line, t.w))
+		}
+		b.WriteString(fit(line, t.w) + "\n")
+	}
+	return b.String()
+}
+
+// measuredFor finds a loaded allocator snapshot of the estimate's rank: the
+// same rank in the file labels, else the same device index.
+func measuredFor(a *App, est *model.Source, e *snapshot.EstimateDeviceStats) (*model.Source, *snapshot.DeviceStats) {
+	rank := snapshot.ParseLabel(est.Path).Rank
+	devN := -1
+	fmt.Sscanf(e.Device[strings.LastIndexByte(e.Device, ':')+1:], "%d", &devN)
+	var fallback *model.Source
+	var fallbackDev *snapshot.DeviceStats
+	for _, s := range a.sources {
+		if s.Kind != model.KindSnapshot || s.State != model.Loaded || s.Analysis == nil || len(s.Analysis.Devices) == 0 {
+			continue
+		}
+		r := snapshot.ParseLabel(s.Path).Rank
+		if rank >= 0 && r == rank {
+			return s, &s.Analysis.Devices[0]
+		}
+		if rank < 0 && r == devN {
+			return s, &s.Analysis.Devices[0]
+		}
+		if d := s.Analysis.Device(devN); d != nil && fallback == nil && r < 0 {
+			fallback, fallbackDev = s, d
+		}
+	}
+	return fallback, fallbackDev
+}
+
+func (t *snapTab) versusView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
+	th := a.th
+	src, meas := measuredFor(a, t.src, e)
+	if meas == nil {
+		return th.dim.Render("No allocator snapshot of the same rank is loaded.\n\nOpen one beside this estimate (memscope ESTIMATE.json SNAPSHOT.pickle): the rank comes from\nthe file names (rank3_…) or, failing that, the device index.")
+	}
+	rows := snapshot.CompareByCategory(e, meas)
+	var b strings.Builder
+	b.WriteString(fit(fmt.Sprintf("estimate %s %s  vs  measured %s cuda:%d (active blocks)", t.src.Name(), e.Device, src.Name(), meas.Device), t.w) + "\n")
+	b.WriteString(th.header.Render(fit(fmt.Sprintf("%-24s %12s %12s %13s", "CATEGORY", "ESTIMATED", "MEASURED", "MEAS − EST"), t.w)) + "\n")
+	var te, tm int64
+	for _, r := range rows {
+		te += r.Estimated
+		tm += r.Measured
+		d := r.Measured - r.Estimated
+		st := th.ok
+		if d > 0 {
+			st = th.errS // measured above the estimate: the estimate was short
+		}
+		b.WriteString(fit(fmt.Sprintf("%-24s %12s %12s %s", r.Category, bytesStr(r.Estimated), bytesStr(r.Measured),
+			st.Render(fmt.Sprintf("%13s", signed(d)))), t.w) + "\n")
+	}
+	b.WriteString(th.bold.Render(fit(fmt.Sprintf("%-24s %12s %12s %13s", "total", bytesStr(te), bytesStr(tm), signed(tm-te)), t.w)))
+	return b.String()
+}
+
+func signed(n int64) string {
+	if n > 0 {
+		return "+" + bytesStr(n)
+	}
+	return bytesStr(n)
+}

@@ -1,0 +1,344 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/internal/palette"
+	"memscope/model"
+	"memscope/snapshot"
+)
+
+// timelineTab shows allocated and reserved memory over a snapshot's trace,
+// with a cursor whose position drives the list of live allocations.
+type timelineTab struct {
+	w, h    int
+	src     *model.Source
+	gen     int
+	dev     int
+	tl      *snapshot.Timeline
+	cursor  int // event index (-1: before the first)
+	x0, x1  int // visible event window [x0, x1)
+	byTime  bool
+	live    []snapshot.Allocation
+	liveAt  int
+	list    scroller
+	pending bool
+}
+
+var (
+	mkMove   = key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "move the cursor (shift: faster)"))
+	mkPan    = key.NewBinding(key.WithKeys("<", ">"), key.WithHelp("< >", "pan the window"))
+	mkMarker = key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[ ]", "previous / next annotation or OOM"))
+	mkPeak   = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "jump to the peak"))
+	mkZoomIn = key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+/-", "zoom in / out"))
+	mkZoomOu = key.NewBinding(key.WithKeys("-"))
+	mkReset  = key.NewBinding(key.WithKeys("0"), key.WithHelp("0", "whole trace"))
+	mkAxis   = key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "x axis: event index / time"))
+)
+
+type timelineReady struct {
+	id, gen, dev int
+	tl           *snapshot.Timeline
+}
+
+func newTimelineTab() *timelineTab { return &timelineTab{} }
+
+func (t *timelineTab) name() string { return "Timeline" }
+
+func (t *timelineTab) capturing() bool { return false }
+
+func (t *timelineTab) help() []key.Binding {
+	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, pkStack, skDevice, kExport}
+}
+
+func (t *timelineTab) resize(w, h int) { t.w, t.h = w, h }
+
+func (t *timelineTab) setSource(a *App, s *model.Source) {
+	dev := a.snap.devIdx
+	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
+		return
+	}
+	t.src, t.dev, t.tl = s, dev, nil
+	if s == nil || s.State != model.Loaded || s.Analysis == nil || dev >= len(s.Analysis.Devices) {
+		return
+	}
+	t.gen = s.Generation
+	// Replay runs once per device and is cached by the analysis; the UI
+	// goroutine owns the analysis, so it runs here (a million events take
+	// well under a second).
+	t.tl = s.Analysis.Timeline(s.Analysis.Devices[dev].Device)
+	if t.tl == nil {
+		return
+	}
+	t.x0, t.x1 = 0, len(t.tl.Events)
+	t.cursor = t.tl.Peak.EventIndex
+	t.liveAt = -2
+}
+
+func (t *timelineTab) clampWindow() {
+	n := len(t.tl.Events)
+	span := t.x1 - t.x0
+	span = max(min(span, n), min(n, 20))
+	if t.cursor < t.x0 {
+		t.x0 = max(0, t.cursor)
+	}
+	if t.cursor >= t.x0+span {
+		t.x0 = t.cursor - span + 1
+	}
+	t.x0 = max(0, min(t.x0, n-span))
+	t.x1 = t.x0 + span
+}
+
+func (t *timelineTab) moveCursor(to int) {
+	n := len(t.tl.Events)
+	t.cursor = max(-1, min(n-1, to))
+	t.clampWindow()
+}
+
+func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
+	t.setSource(a, t.src)
+	if t.tl == nil {
+		return nil
+	}
+	n := len(t.tl.Events)
+	step := max(1, (t.x1-t.x0)/max(1, t.w-12))
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		t.list.scroll(wheel(m))
+	case tea.MouseClickMsg:
+		chartTop, chartH := 2, t.chartHeight()
+		if m.Y >= chartTop && m.Y < chartTop+chartH && m.X > 10 {
+			f := float64(m.X-10) / float64(max(1, t.w-11))
+			t.moveCursor(t.x0 + int(f*float64(t.x1-t.x0)))
+		} else if m.Y > chartTop+chartH+1 {
+			t.list.click(m.Y - chartTop - chartH - 2)
+		}
+	case tea.KeyPressMsg:
+		switch m.String() {
+		case "left":
+			t.moveCursor(t.cursor - step)
+		case "right":
+			t.moveCursor(t.cursor + step)
+		case "shift+left":
+			t.moveCursor(t.cursor - 10*step)
+		case "shift+right":
+			t.moveCursor(t.cursor + 10*step)
+		case "<", ">":
+			span := t.x1 - t.x0
+			d := span / 2
+			if m.String() == "<" {
+				d = -d
+			}
+			t.x0 = max(0, min(n-span, t.x0+d))
+			t.x1 = t.x0 + span
+			t.cursor = max(t.x0, min(t.x1-1, t.cursor))
+		case "[", "]":
+			t.jumpMarker(a, m.String() == "]")
+		case "p":
+			t.moveCursor(t.tl.Peak.EventIndex)
+			a.setStatus("peak: %s allocated", bytesStr(t.tl.Peak.Allocated))
+		case "+", "=":
+			span := max(20, (t.x1-t.x0)/2)
+			t.x0 = t.cursor - span/2
+			t.x1 = t.x0 + span
+			t.clampWindow()
+		case "-":
+			span := min(n, (t.x1-t.x0)*2)
+			t.x0 = t.cursor - span/2
+			t.x1 = t.x0 + span
+			t.clampWindow()
+		case "0":
+			t.x0, t.x1 = 0, n
+		case "x":
+			t.byTime = !t.byTime
+		case "d":
+			if nd := a.snap.numDevices(); nd > 1 {
+				a.snap.devIdx = (a.snap.devIdx + 1) % nd
+				t.setSource(a, t.src)
+			}
+		case "enter":
+			if t.list.cursor >= 0 && t.list.cursor < len(t.live) {
+				al := &t.live[t.list.cursor]
+				a.overlay = newStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al.Frames, nil)
+			}
+		case "e":
+			return exportTimeline(a, t)
+		default:
+			listMove(&t.list, m)
+		}
+	}
+	return nil
+}
+
+func (t *timelineTab) jumpMarker(a *App, next bool) {
+	ms := t.tl.Markers
+	best := -1
+	for i, m := range ms {
+		if next && m.Index > t.cursor {
+			best = i
+			break
+		}
+		if !next && m.Index < t.cursor {
+			best = i
+		}
+	}
+	if best < 0 {
+		a.setStatus("no more annotations that way")
+		return
+	}
+	t.moveCursor(ms[best].Index)
+	a.setStatus("%s", ms[best].Label)
+}
+
+func (t *timelineTab) chartHeight() int { return max(5, (t.h-4)*55/100) }
+
+func (t *timelineTab) view(a *App) string {
+	th := a.th
+	t.setSource(a, t.src)
+	if t.src == nil {
+		return noSnapshotView(a)
+	}
+	if t.src.State != model.Loaded {
+		return th.dim.Render("loading " + t.src.Name() + "…")
+	}
+	if t.src.Estimate != nil {
+		return th.dim.Render("An estimate has no allocation trace: the timeline needs an allocator snapshot recorded with\ntorch.cuda.memory._record_memory_history().")
+	}
+	if t.tl == nil {
+		return th.bold.Render(t.src.Name()) + "\n\n" + "This device's snapshot has no allocation trace. Record one with\ntorch.cuda.memory._record_memory_history(max_entries=100000) before the work,\nthen dump the snapshot."
+	}
+	tl := t.tl
+	n := len(tl.Events)
+	var b strings.Builder
+	peak := tl.Peak
+	head := fmt.Sprintf("%s cuda:%d · %d events · peak %s at event %d", th.bold.Render(t.src.Name()), tl.Device, n,
+		bytesStr(peak.Allocated), peak.EventIndex)
+	if !tl.Complete {
+		head += " · " + th.warn.Render("trace starts mid-run")
+	} else {
+		head += " · " + th.ok.Render("exact")
+	}
+	b.WriteString(fit(head, t.w) + "\n")
+	// Cursor readout.
+	cur := t.cursor
+	alloc, resv := tl.BaseAllocated, tl.BaseReserved
+	what := "before the first event"
+	if cur >= 0 {
+		e := tl.Events[cur]
+		alloc, resv = tl.Allocated[cur], tl.Reserved[cur]
+		what = fmt.Sprintf("event %d: %s %s", cur, e.Action, bytesStr(e.Size))
+		if e.TimeUS > 0 && len(tl.Events) > 0 && tl.Events[0].TimeUS > 0 {
+			what += fmt.Sprintf(" at +%s", time.Duration(e.TimeUS-tl.Events[0].TimeUS)*time.Microsecond)
+		}
+	}
+	readout := fmt.Sprintf("cursor %s · %s allocated · %s reserved", what, th.fg(palette.Real).Render(bytesStr(alloc)), bytesStr(resv))
+	for _, m := range tl.Markers {
+		if m.Index == cur {
+			readout += " · " + th.warn.Render(m.Label)
+		}
+	}
+	b.WriteString(fit(readout, t.w) + "\n")
+	chartH := t.chartHeight()
+	b.WriteString(t.chart(a, chartH) + "\n")
+	b.WriteString(th.dim.Render(fit(fmt.Sprintf("events %d–%d of %d · ←/→ cursor · [ ] annotations · p peak · +/- zoom · < > pan · x axis (%s) · %s",
+		t.x0, t.x1-1, n, map[bool]string{true: "time", false: "event index"}[t.byTime], tl.Note), t.w)) + "\n")
+	// Live allocations at the cursor.
+	if t.liveAt != cur {
+		t.live = tl.LiveAt(cur, 0)
+		t.liveAt = cur
+		t.list.setN(len(t.live))
+		t.list.home()
+	}
+	listH := t.h - chartH - 4
+	t.list.setHeight(max(1, listH-1))
+	var total int64
+	for _, l := range t.live {
+		total += l.Size
+	}
+	cats := tl.LiveByCategory(t.live)
+	var cs []string
+	for i, c := range cats {
+		if i == 4 {
+			break
+		}
+		cs = append(cs, th.category(c.Name).Render(c.Name)+" "+bytesStr(c.Bytes))
+	}
+	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Live at the cursor: %s in %s", bytesStr(total), plural(len(t.live), "allocation")))+" · "+strings.Join(cs, " · "), t.w) + "\n")
+	from, to := t.list.visible()
+	for i := from; i < to; i++ {
+		l := &t.live[i]
+		loc := snapshot.Location(l.Frames)
+		if loc == "" {
+			loc = snapshot.NoFrames
+		}
+		line := fmt.Sprintf("%10s  %s  %s", bytesStr(l.Size), th.category(l.Category).Render(fit(l.Category, 15)), loc)
+		if i == t.list.cursor {
+			line = th.sel.Render(fit(ansiStrip(line), t.w))
+		}
+		b.WriteString(fit(line, t.w) + "\n")
+	}
+	return b.String()
+}
+
+func (t *timelineTab) chart(a *App, h int) string {
+	th := a.th
+	tl := t.tl
+	x0, x1 := t.x0, t.x1
+	if x1 <= x0 {
+		return ""
+	}
+	xs := make([]float64, 0, x1-x0)
+	xv := func(i int) float64 {
+		if t.byTime && tl.Events[i].TimeUS > 0 {
+			return float64(tl.Events[i].TimeUS-tl.Events[0].TimeUS) / 1e6
+		}
+		return float64(i)
+	}
+	for i := x0; i < x1; i++ {
+		xs = append(xs, xv(i))
+	}
+	allocs := tl.Allocated[x0:x1]
+	resv := tl.Reserved[x0:x1]
+	ymax := 0.0
+	for i := range allocs {
+		ymax = math.Max(ymax, math.Max(float64(allocs[i]), float64(resv[i])))
+	}
+	af := make([]float64, len(allocs))
+	rf := make([]float64, len(resv))
+	for i := range allocs {
+		af[i], rf[i] = float64(allocs[i]), float64(resv[i])
+	}
+	lines := []chartLine{}
+	for _, m := range tl.Markers {
+		if m.Index < x0 || m.Index >= x1 {
+			continue
+		}
+		st := th.dim
+		if m.Kind == snapshot.MarkOOM {
+			st = th.fg(palette.OOM)
+		}
+		lines = append(lines, chartLine{at: xv(m.Index), vert: true, dotted: true, style: st})
+	}
+	if p := tl.Peak.EventIndex; p >= x0 && p < x1 {
+		lines = append(lines, chartLine{at: xv(p), vert: true, dotted: true, style: th.fg(palette.Peak)})
+	}
+	if t.cursor >= x0 && t.cursor < x1 {
+		lines = append(lines, chartLine{at: xv(t.cursor), vert: true, style: th.accent})
+	}
+	xfmt := func(_ int, v float64) string {
+		if t.byTime {
+			return fmt.Sprintf("%.2fs", v)
+		}
+		return fmt.Sprintf("%.0f", v)
+	}
+	yfmt := func(_ int, v float64) string { return bytesStr(int64(v)) }
+	return renderChart(chartSpec{w: t.w, h: h, xmin: xs[0], xmax: xs[len(xs)-1], ymin: 0, ymax: ymax * 1.05, xfmt: xfmt, yfmt: yfmt,
+		series: []chartSeries{{xs: xs, ys: rf, style: th.fg(palette.Reserved)}, {xs: xs, ys: af, style: th.fg(palette.Real)}},
+		lines:  lines, axis: th.dim, label: th.dim})
+}

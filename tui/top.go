@@ -1,0 +1,372 @@
+package tui
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/model"
+	"memscope/snapshot"
+)
+
+// topTab is the table of the largest allocations.
+type topTab struct {
+	w, h     int
+	src      *model.Source
+	gen      int
+	dev      int
+	allocs   []snapshot.Allocation
+	locs     []string // location per allocation
+	search   []string // lowercased searchable text per allocation
+	view_    []int    // filtered and sorted indices into allocs
+	list     scroller
+	sortCol  int
+	desc     bool
+	filter   textinput.Model
+	filterOn bool
+	query    string
+	est      bool
+}
+
+type topCol struct {
+	title string
+	width int
+	right bool
+	tail  bool // truncate from the left (paths)
+	cell  func(t *topTab, i int) string
+	less  func(t *topTab, a, b int) int
+}
+
+var (
+	pkSort    = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort by next column"))
+	pkReverse = key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse order"))
+	pkFilter  = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter (location, category, state…)"))
+	pkStack   = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "whole stack trace"))
+	pkDevice  = key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device"))
+)
+
+func newTopTab() *topTab {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "location, category, state, module…"
+	return &topTab{filter: ti, desc: true}
+}
+
+func (t *topTab) name() string { return "Top" }
+
+func (t *topTab) capturing() bool { return t.filterOn }
+
+func (t *topTab) help() []key.Binding {
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, pkSort, pkReverse, pkFilter, pkStack, pkDevice, kBack, kExport}
+}
+
+func (t *topTab) resize(w, h int) {
+	t.w, t.h = w, h
+	t.list.setHeight(h - 3)
+	t.filter.SetWidth(max(10, w-20))
+}
+
+func (t *topTab) setSource(a *App, s *model.Source) {
+	dev := a.snap.devIdx
+	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
+		return
+	}
+	t.src, t.dev = s, dev
+	t.allocs, t.locs, t.search, t.view_ = nil, nil, nil, nil
+	t.list.setN(0)
+	if s == nil || s.State != model.Loaded {
+		return
+	}
+	t.gen = s.Generation
+	t.est = s.Estimate != nil
+	switch {
+	case s.Analysis != nil && dev < len(s.Analysis.Devices):
+		t.allocs = s.Analysis.Devices[dev].Allocations
+	case s.Estimate != nil && dev < len(s.Estimate.Devices):
+		t.allocs = s.Estimate.Devices[dev].Allocations
+	}
+	t.locs = make([]string, len(t.allocs))
+	t.search = make([]string, len(t.allocs))
+	locCache := map[*snapshot.Frame]string{}
+	for i := range t.allocs {
+		al := &t.allocs[i]
+		if len(al.Frames) > 0 {
+			l, ok := locCache[&al.Frames[0]]
+			if !ok {
+				l = snapshot.Location(al.Frames)
+				locCache[&al.Frames[0]] = l
+			}
+			t.locs[i] = l
+		}
+		t.search[i] = strings.ToLower(strings.Join([]string{t.locs[i], al.Category, al.State.String(), al.Module, al.Phase, al.Shape}, "\x00"))
+	}
+	t.refilter()
+}
+
+func (t *topTab) columns() []topCol {
+	size := topCol{"SIZE", 10, true, false, func(t *topTab, i int) string { return bytesStr(t.allocs[i].Size) },
+		func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Size, t.allocs[b].Size) }}
+	cat := topCol{"CATEGORY", 15, false, false, func(t *topTab, i int) string { return t.allocs[i].Category },
+		func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Category, t.allocs[b].Category) }}
+	loc := topCol{"LOCATION", 0, false, true, func(t *topTab, i int) string {
+		if t.locs[i] == "" {
+			return snapshot.NoFrames
+		}
+		return t.locs[i]
+	}, func(t *topTab, a, b int) int { return cmp.Compare(t.locs[a], t.locs[b]) }}
+	if t.est {
+		return []topCol{size,
+			{"SHAPE", 16, false, false, func(t *topTab, i int) string {
+				return strings.TrimSuffix(strings.TrimPrefix(t.allocs[i].Shape, "torch.Size("), ")")
+			},
+				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Shape, t.allocs[b].Shape) }},
+			{"PHASE", 16, false, false, func(t *topTab, i int) string { return t.allocs[i].Phase },
+				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Phase, t.allocs[b].Phase) }},
+			{"MODULE", 26, false, true, func(t *topTab, i int) string { return t.allocs[i].Module },
+				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Module, t.allocs[b].Module) }},
+			cat, loc}
+	}
+	return []topCol{size,
+		{"REQUESTED", 10, true, false, func(t *topTab, i int) string { return bytesStr(t.allocs[i].RequestedSize) },
+			func(t *topTab, a, b int) int {
+				return cmp.Compare(t.allocs[a].RequestedSize, t.allocs[b].RequestedSize)
+			}},
+		{"STATE", 9, false, false, func(t *topTab, i int) string {
+			if t.allocs[i].State == snapshot.StateActivePendingFree {
+				return "pending"
+			}
+			return "allocated"
+		}, func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].State, t.allocs[b].State) }},
+		cat,
+		{"STREAM", 8, true, false, func(t *topTab, i int) string {
+			if s := t.allocs[i].Stream; s != 0 {
+				return fmt.Sprintf("%#x", s)
+			}
+			return "0"
+		}, func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Stream, t.allocs[b].Stream) }},
+		loc}
+}
+
+func (t *topTab) refilter() {
+	q := strings.ToLower(strings.TrimSpace(t.query))
+	t.view_ = t.view_[:0]
+	for i := range t.allocs {
+		if q == "" || strings.Contains(t.search[i], q) {
+			t.view_ = append(t.view_, i)
+		}
+	}
+	cols := t.columns()
+	c := cols[min(t.sortCol, len(cols)-1)]
+	slices.SortStableFunc(t.view_, func(a, b int) int {
+		r := c.less(t, a, b)
+		if t.desc {
+			r = -r
+		}
+		if r == 0 {
+			r = cmp.Compare(t.allocs[b].Size, t.allocs[a].Size)
+		}
+		return r
+	})
+	t.list.setN(len(t.view_))
+}
+
+func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
+	t.setSource(a, t.src) // follows the Snapshot tab's device
+	if t.filterOn {
+		if m, ok := msg.(tea.KeyPressMsg); ok {
+			switch m.String() {
+			case "esc":
+				t.filterOn = false
+				t.filter.Blur()
+				t.query = ""
+				t.filter.SetValue("")
+				t.refilter()
+				return nil
+			case "enter":
+				t.filterOn = false
+				t.filter.Blur()
+				return nil
+			case "up", "down", "pgup", "pgdown":
+				listMove(&t.list, m)
+				return nil
+			}
+		}
+		var cmd tea.Cmd
+		t.filter, cmd = t.filter.Update(msg)
+		if t.filter.Value() != t.query {
+			t.query = t.filter.Value()
+			t.refilter()
+			t.list.home()
+		}
+		return cmd
+	}
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		t.list.scroll(wheel(m))
+	case tea.MouseClickMsg:
+		if m.Y == 1 {
+			t.clickHeader(m.X)
+			return nil
+		}
+		before := t.list.cursor
+		if t.list.click(m.Y-2) && before == t.list.cursor {
+			t.openStack(a)
+		}
+	case tea.KeyPressMsg:
+		if listMove(&t.list, m) {
+			return nil
+		}
+		switch {
+		case key.Matches(m, pkSort):
+			t.sortCol = (t.sortCol + 1) % len(t.columns())
+			t.desc = t.columns()[t.sortCol].right // numbers largest first, text A→Z
+			t.refilter()
+			a.setStatus("sorted by %s", strings.ToLower(t.columns()[t.sortCol].title))
+		case key.Matches(m, pkReverse):
+			t.desc = !t.desc
+			t.refilter()
+		case key.Matches(m, pkFilter):
+			t.filterOn = true
+			t.filter.SetValue(t.query)
+			return t.filter.Focus()
+		case key.Matches(m, pkStack):
+			t.openStack(a)
+		case key.Matches(m, pkDevice):
+			if n := a.snap.numDevices(); n > 1 {
+				a.snap.devIdx = (a.snap.devIdx + 1) % n
+				t.setSource(a, t.src)
+				a.setStatus("device %s", a.snap.deviceName())
+			}
+		case key.Matches(m, kBack):
+			if t.query != "" {
+				t.query = ""
+				t.refilter()
+			}
+		case key.Matches(m, kExport):
+			return exportTop(a, t)
+		}
+	}
+	return nil
+}
+
+func (t *topTab) clickHeader(x int) {
+	pos := 0
+	for i, c := range t.columns() {
+		w := c.width
+		if w == 0 {
+			w = t.w
+		}
+		if x >= pos && x < pos+w+1 {
+			if t.sortCol == i {
+				t.desc = !t.desc
+			} else {
+				t.sortCol, t.desc = i, c.right
+			}
+			t.refilter()
+			return
+		}
+		pos += w + 1
+	}
+}
+
+func (t *topTab) openStack(a *App) {
+	if t.list.cursor < 0 || t.list.cursor >= len(t.view_) {
+		return
+	}
+	al := &t.allocs[t.view_[t.list.cursor]]
+	a.overlay = newStackOverlay(allocTitle(al), al.Frames, al.ReleaseFrames)
+}
+
+func (t *topTab) view(a *App) string {
+	th := a.th
+	t.setSource(a, t.src)
+	if t.src == nil {
+		return noSnapshotView(a)
+	}
+	if t.src.State != model.Loaded {
+		return th.dim.Render("loading " + t.src.Name() + "…")
+	}
+	var total int64
+	for _, i := range t.view_ {
+		total += t.allocs[i].Size
+	}
+	var b strings.Builder
+	what := "allocations (active blocks)"
+	if t.est {
+		what = "tensors of the estimate"
+	}
+	head := fmt.Sprintf("%s · %s %s · %s shown", th.bold.Render(t.src.Name()), a.snap.deviceName(), what, plural(len(t.view_), "row"))
+	if t.query != "" {
+		head += fmt.Sprintf(" · filter %q: %s", t.query, bytesStr(total))
+	}
+	b.WriteString(fit(head, t.w) + "\n")
+	cols := t.columns()
+	var hdr strings.Builder
+	for i, c := range cols {
+		title := c.title
+		if i == t.sortCol {
+			if t.desc {
+				title += "▼"
+			} else {
+				title += "▲"
+			}
+		}
+		w := c.width
+		if w == 0 {
+			w = max(8, t.w-hdr.Len())
+		}
+		if c.right {
+			hdr.WriteString(fitLeft(title, w) + " ")
+		} else {
+			hdr.WriteString(fit(title, w) + " ")
+		}
+	}
+	b.WriteString(th.header.Render(fit(hdr.String(), t.w)) + "\n")
+	from, to := t.list.visible()
+	for r := from; r < to; r++ {
+		i := t.view_[r]
+		var line strings.Builder
+		used := 0
+		for _, c := range cols {
+			w := c.width
+			if w == 0 {
+				w = max(8, t.w-used)
+			}
+			cell := c.cell(t, i)
+			if c.title == "CATEGORY" && r != t.list.cursor {
+				cell = th.category(cell).Render(fit(cell, w))
+			} else if c.right {
+				cell = fitLeft(cell, w)
+			} else if c.tail {
+				cell = fitTail(cell, w)
+			} else {
+				cell = fit(cell, w)
+			}
+			line.WriteString(cell + " ")
+			used += w + 1
+		}
+		s := line.String()
+		if r == t.list.cursor {
+			s = th.sel.Render(fit(ansiStrip(s), t.w))
+		}
+		b.WriteString(fit(s, t.w) + "\n")
+	}
+	for i := to - from; i < t.list.height; i++ {
+		b.WriteString("\n")
+	}
+	if t.filterOn {
+		b.WriteString(t.filter.View())
+	} else {
+		hint := "enter stack · s sort · S reverse · / filter · esc clear"
+		if h := t.list.hint(); h != "" {
+			hint = h + " · " + hint
+		}
+		b.WriteString(th.dim.Render(fit(hint, t.w)))
+	}
+	return b.String()
+}
