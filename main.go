@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"memscope/plot"
 	"memscope/snapshot"
 	"memscope/trace"
 )
@@ -151,10 +152,14 @@ func plural(n int, word string) string {
 
 // cmdReport implements `memscope report`.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	fs := newFlagSet("report", "memscope report [--json] [--top N] [--categories FILE] PATH...", stderr)
+	fs := newFlagSet("report", "memscope report [--json] [--top N] [--categories FILE] [--plot DIR] [--out DIR [--name NAME]] [--format png|svg] PATH...", stderr)
 	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
 	top := fs.Int("top", 10, "allocations to list per device")
 	catFile := fs.String("categories", "", "category rules file (\"Name: keyword, keyword\" per line)")
+	plotDir := fs.String("plot", "", "write pictures (overview, top consumers, categories, sizes, efficiency, timeline) into DIR")
+	outDir := fs.String("out", "", "save text, JSON, pictures and a findings README into DIR/YYYYMMDD_HHMMSS_NAME/ (and a latest link)")
+	name := fs.String("name", "", "name of the --out folder (default: from the input path)")
+	format := fs.String("format", "png", "picture format: png or svg")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return false, err
@@ -166,6 +171,11 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	}
 	if *top < 0 {
 		fmt.Fprintln(stderr, "memscope report: --top must be >= 0")
+		return false, errUsage
+	}
+	ext, ok := pictureExt(*format)
+	if !ok {
+		fmt.Fprintf(stderr, "memscope report: --format must be png or svg, not %q\n", *format)
 		return false, errUsage
 	}
 	var rules []snapshot.Rule
@@ -194,7 +204,24 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	} else {
 		err = snapshot.WriteText(stdout, reports, opt)
 	}
-	return failed, err
+	if err != nil {
+		return failed, err
+	}
+	if *plotDir != "" {
+		pics, err := reportPlots(*plotDir, ext, reports)
+		if err != nil {
+			return true, err
+		}
+		fmt.Fprintf(stderr, "memscope: wrote %d pictures into %s\n", len(pics), *plotDir)
+	}
+	if *outDir != "" {
+		dir, err := saveReportFolder(*outDir, *name, paths, ext, reports, opt)
+		if err != nil {
+			return true, err
+		}
+		fmt.Fprintf(stderr, "memscope: saved the report in %s\n", dir)
+	}
+	return failed, nil
 }
 
 // loadReports expands directories into the snapshots they hold and analyses
@@ -278,16 +305,26 @@ func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Ca
 
 // cmdCompare implements `memscope compare`.
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	fs := newFlagSet("compare", "memscope compare [--json] [--iteration N] [--sort rank|error] REAL SIM | DIR", stderr)
+	fs := newFlagSet("compare", "memscope compare [--json] [--iteration N] [--sort rank|error] [--plot DIR [--show-theoretical]] [--out DIR [--name NAME]] [--format png|svg] REAL SIM | DIR", stderr)
 	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
 	iteration := fs.Int("iteration", -1, "iteration to compare (default: each side's last)")
 	sortBy := fs.String("sort", "rank", "row order: rank, or error (largest |peak error| first)")
+	plotDir := fs.String("plot", "", "write memory_comparison_rank_{R} pictures and an overview into DIR")
+	showTheo := fs.Bool("show-theoretical", false, "draw the theoretical memory line (red) in the pictures")
+	outDir := fs.String("out", "", "save text, JSON, pictures and a findings README into DIR/YYYYMMDD_HHMMSS_NAME/ (and a latest link)")
+	name := fs.String("name", "", "name of the --out folder (default: from the input path)")
+	format := fs.String("format", "png", "picture format: png or svg")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return false, err
 	}
 	if *sortBy != "rank" && *sortBy != "error" {
 		fmt.Fprintf(stderr, "memscope compare: --sort must be rank or error, not %q\n", *sortBy)
+		return false, errUsage
+	}
+	ext, ok := pictureExt(*format)
+	if !ok {
+		fmt.Fprintf(stderr, "memscope compare: --format must be png or svg, not %q\n", *format)
 		return false, errUsage
 	}
 	var realPath, simPath, note string
@@ -327,5 +364,23 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		fmt.Fprintf(stdout, "real: %s\nsim:  %s\n\n", realPath, simPath)
 		err = c.WriteText(stdout)
 	}
-	return len(c.Errors) > 0, err
+	if err != nil {
+		return true, err
+	}
+	popt := plot.Options{ShowTheoretical: *showTheo}
+	if *plotDir != "" {
+		pics, err := plot.CompareDir(*plotDir, ext, c, popt)
+		if err != nil {
+			return true, err
+		}
+		fmt.Fprintf(stderr, "memscope: wrote %d pictures into %s\n", len(pics), *plotDir)
+	}
+	if *outDir != "" {
+		dir, err := saveCompareFolder(*outDir, *name, paths, ext, c, popt, realPath, simPath)
+		if err != nil {
+			return true, err
+		}
+		fmt.Fprintf(stderr, "memscope: saved the comparison in %s\n", dir)
+	}
+	return len(c.Errors) > 0, nil
 }

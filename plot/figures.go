@@ -255,7 +255,7 @@ func TimelineFigure(tl *snapshot.Timeline) *Figure {
 	}
 	unit, div := ByteUnit(maxB)
 	f := &Figure{Kind: Lines, Title: fmt.Sprintf("Memory timeline, cuda:%d: peak %s at event %d", tl.Device, units.Bytes(tl.Peak.Allocated), tl.Peak.EventIndex),
-		XLabel: "trace event", YLabel: unit, YUnit: unit, Note: tl.Note}
+		XLabel: "trace event", YLabel: unit, YUnit: unit, Note: timelineNote(tl)}
 	// Decimate with peaks kept: a million events need not become a million
 	// path segments.
 	al := make([]float64, len(tl.Allocated))
@@ -403,4 +403,14 @@ func sanitize(s string) string {
 		out = append(out, r)
 	}
 	return string(out)
+}
+
+func timelineNote(tl *snapshot.Timeline) string {
+	switch {
+	case tl.Complete:
+		return "exact: the trace covers the whole run"
+	case tl.EndAllocated != tl.SnapshotAllocated:
+		return "memory changed after recording stopped; levels follow the trace"
+	}
+	return fmt.Sprintf("the trace starts mid-run: %s was allocated before it", units.Bytes(tl.BaseAllocated))
 }

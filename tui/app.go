@@ -73,7 +73,6 @@ type App struct {
 
 	overlay  overlay
 	showHelp bool
-	help     help.Model
 	keys     globalKeys
 
 	traceSel, snapSel int // selected source IDs
@@ -94,7 +93,7 @@ func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	a := &App{ctx: ctx, ws: ws, opts: opts, th: newTheme(true), help: help.New(), keys: newGlobalKeys(), w: 80, h: 24}
+	a := &App{ctx: ctx, ws: ws, opts: opts, th: newTheme(true), keys: newGlobalKeys(), w: 80, h: 24}
 	a.traces = newTracesTab()
 	a.snap = newSnapTab()
 	a.top = newTopTab()
@@ -135,7 +134,6 @@ func (a *App) Init() tea.Cmd {
 func (a *App) bodyHeight() int { return max(1, a.h-2) }
 
 func (a *App) resize() {
-	a.help.SetWidth(a.w)
 	for _, t := range a.tabs {
 		t.resize(a.w, a.bodyHeight())
 	}
@@ -457,15 +455,52 @@ func hbarPlain(frac float64, w int) string {
 }
 
 func (a *App) helpView(h int) string {
-	groups := [][]key.Binding{a.keys.list()}
-	title := "Keys"
+	type group struct {
+		title string
+		keys  []key.Binding
+	}
+	groups := []group{{"Everywhere", a.keys.list()}}
 	if a.overlay != nil {
-		groups = append(groups, a.overlay.help())
+		groups = append(groups, group{"This view", a.overlay.help()})
 	} else {
 		t := a.tabs[a.active]
-		groups = append(groups, t.help())
-		title = "Keys · " + t.name()
+		groups = append(groups, group{t.name(), t.help()})
 	}
-	hv := a.help.FullHelpView(groups)
-	return block(a.th.title.Render(title)+"\n\n"+hv+"\n\n"+a.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help"), a.w, h)
+	// One column per group when they fit side by side, else stacked.
+	render := func(g group) []string {
+		// bubbles/help draws each group as one column; we place columns.
+		hm := help.New()
+		hm.SetWidth(a.w)
+		if a.th.noColor {
+			hm.Styles = help.Styles{}
+		}
+		hv := hm.FullHelpView([][]key.Binding{g.keys})
+		return append([]string{a.th.bold.Render(g.title)}, strings.Split(hv, "\n")...)
+	}
+	cols := make([][]string, len(groups))
+	widths := make([]int, len(groups))
+	for i, g := range groups {
+		cols[i] = render(g)
+		for _, l := range cols[i] {
+			widths[i] = max(widths[i], lipgloss.Width(l))
+		}
+	}
+	var lines []string
+	if widths[0]+widths[1]+4 <= a.w {
+		n := max(len(cols[0]), len(cols[1]))
+		for i := 0; i < n; i++ {
+			l, r := "", ""
+			if i < len(cols[0]) {
+				l = cols[0][i]
+			}
+			if i < len(cols[1]) {
+				r = cols[1][i]
+			}
+			lines = append(lines, fit(l, widths[0]+4)+r)
+		}
+	} else {
+		lines = append(cols[1], append([]string{""}, cols[0]...)...)
+	}
+	lines = append(lines, "", a.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help"))
+	return block(strings.Join(lines, "\n"), a.w, h)
 }

@@ -263,12 +263,13 @@ func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
 		}
 		if compact {
 			barW := max(6, t.w/5)
-			line := fmt.Sprintf("%s %s %5.1f%% %s  %s", label, hbar(frac, barW, barSt), 100*frac, mem, stats)
+			short := fmt.Sprintf("%s/%s  util %s  %s  %s", bytesStr(s.Used), bytesStr(s.Total), na(s.UtilGPU, "%.0f%%"), na(s.TempC, "%.0f°C"), na(s.PowerW, "%.0fW"))
+			line := fmt.Sprintf("%s %s %5.1f%% %s", label, hbar(frac, barW, barSt), 100*frac, short)
 			b.WriteString(fit(line, t.w) + "\n")
 			continue
 		}
 		b.WriteString(fit(fmt.Sprintf("%s %s · %s", label, d.Name, stats), t.w) + "\n")
-		barW := max(10, t.w-40)
+		barW := max(10, (t.w-12)/2)
 		b.WriteString(fit(fmt.Sprintf("            %s %5.1f%%  %s", hbar(frac, barW, barSt), 100*frac, mem), t.w) + "\n")
 	}
 	return b.String()

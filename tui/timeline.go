@@ -277,7 +277,7 @@ func (t *timelineTab) view(a *App) string {
 		if loc == "" {
 			loc = snapshot.NoFrames
 		}
-		line := fmt.Sprintf("%10s  %s  %s", bytesStr(l.Size), th.category(l.Category).Render(fit(l.Category, 15)), loc)
+		line := fmt.Sprintf("%10s  %s  %s", bytesStr(l.Size), th.category(l.Category).Render(fit(l.Category, 15)), fitTail(loc, max(8, t.w-30)))
 		if i == t.list.cursor {
 			line = th.sel.Render(fit(ansiStrip(line), t.w))
 		}

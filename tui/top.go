@@ -335,7 +335,7 @@ func (t *topTab) view(a *App) string {
 		for _, c := range cols {
 			w := c.width
 			if w == 0 {
-				w = max(8, t.w-used)
+				w = max(8, t.w-used-1)
 			}
 			cell := c.cell(t, i)
 			if c.title == "CATEGORY" && r != t.list.cursor {

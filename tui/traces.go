@@ -386,7 +386,7 @@ func (t *tracesTab) listView(a *App) string {
 	sw := max(4, (t.w-fixed)/2)
 	var b strings.Builder
 	b.WriteString(fit(t.header(a), t.w) + "\n")
-	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s", "RANK", sw, "REAL allocated (compared iteration)", sw, "SIMULATED", "REAL PEAK", "SIM PEAK", "ERROR")
+	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s", "RANK", sw, fit("REAL allocated (compared iteration)", sw), sw, fit("SIMULATED", sw), "REAL PEAK", "SIM PEAK", "ERROR")
 	b.WriteString(th.header.Render(fit(hdr, t.w)) + "\n")
 	realSt, simSt := th.fg(palette.Real), th.fg(palette.Sim)
 	from, to := t.list.visible()

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"memscope/snapshot"
 )
@@ -184,7 +185,12 @@ func (t *treeView) view(th theme, w, h int) string {
 			}
 			label = th.dim.Render(label)
 		}
-		left := strings.Repeat("  ", min(r.depth, 12)) + mark + label
+		indent := strings.Repeat("  ", min(r.depth, 12)) + mark
+		labelW := max(1, w-numW-1-len([]rune(indent)))
+		if r.depth > 0 && n.Alloc == nil && ansi.StringWidth(label) > labelW {
+			label = fitTail(label, labelW) // call sites: keep the file name
+		}
+		left := indent + label
 		frac := 0.0
 		if t.total > 0 {
 			frac = float64(n.Bytes) / float64(t.total)

@@ -1,0 +1,389 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"memscope/model"
+	"memscope/nvml"
+)
+
+// updating reports whether -update was given (the flag is defined by
+// teatest's golden package, which this test imports).
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+var testInputs = []string{
+	"../testdata/traces/megatron_trace_memory",
+	"../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle",
+	"../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle",
+	"../testdata/estimates/SYNTHETIC_peak_snapshot.json",
+}
+
+// fixedClock ticks one second per call, so simulated GPUs are repeatable.
+func fixedClock() func() time.Time {
+	var mu sync.Mutex
+	t := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(time.Second)
+		return t
+	}
+}
+
+// newTestApp loads inputs fully and sizes the app, without a terminal.
+func newTestApp(t testing.TB, w, h int, inputs ...string) *App {
+	t.Setenv("NO_COLOR", "1")
+	ctx := context.Background()
+	ws := model.New(ctx, nil)
+	ws.Open(inputs...)
+	ws.Wait()
+	a := New(ctx, ws, Options{Live: nvml.NewFake(8, fixedClock()), Interval: time.Second})
+	for i := 0; i < 6; i++ {
+		a.live.sampler.Once(ctx)
+	}
+	a.live.state = a.live.sampler.State()
+	a.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return a
+}
+
+func press(a *App, keys ...string) {
+	for _, k := range keys {
+		var msg tea.KeyPressMsg
+		switch k {
+		case "enter":
+			msg = tea.KeyPressMsg{Code: tea.KeyEnter}
+		case "esc":
+			msg = tea.KeyPressMsg{Code: tea.KeyEscape}
+		case "right":
+			msg = tea.KeyPressMsg{Code: tea.KeyRight}
+		case "left":
+			msg = tea.KeyPressMsg{Code: tea.KeyLeft}
+		case "down":
+			msg = tea.KeyPressMsg{Code: tea.KeyDown}
+		case "up":
+			msg = tea.KeyPressMsg{Code: tea.KeyUp}
+		case "tab":
+			msg = tea.KeyPressMsg{Code: tea.KeyTab}
+		case "home":
+			msg = tea.KeyPressMsg{Code: tea.KeyHome}
+		case "space":
+			msg = tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+		default:
+			r := []rune(k)[0]
+			msg = tea.KeyPressMsg{Code: r, Text: k}
+		}
+		a.Update(msg)
+	}
+}
+
+func screen(a *App) string { return ansi.Strip(a.render()) }
+
+var reTime = regexp.MustCompile(`changed \d\d:\d\d:\d\d`)
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	got = reTime.ReplaceAllString(got, "changed HH:MM:SS")
+	path := filepath.Join("testdata", "golden", name+".golden")
+	if updating() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./tui -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (go test ./tui -update rewrites it):\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// TestGolden renders every tab at 80x24 and 160x48 with real sample data.
+func TestGolden(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		a := newTestApp(t, size[0], size[1], testInputs...)
+		for i, tab := range a.tabs {
+			a.active = i
+			name := strings.ToLower(tab.name()) + "_" + itoa(size[0]) + "x" + itoa(size[1])
+			t.Run(name, func(t *testing.T) {
+				s := screen(a)
+				checkScreen(t, s, size[0], size[1])
+				golden(t, name, s)
+			})
+		}
+	}
+}
+
+// checkScreen asserts the frame is exactly the terminal's size: no line
+// overflows or wraps.
+func checkScreen(t *testing.T, s string, w, h int) {
+	t.Helper()
+	lines := strings.Split(s, "\n")
+	if len(lines) != h {
+		t.Errorf("%d lines, want %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if got := ansi.StringWidth(l); got != w {
+			t.Errorf("line %d is %d cells wide, want %d: %q", i, got, w, l)
+		}
+	}
+}
+
+func TestSmallTerminalsDegrade(t *testing.T) {
+	for _, size := range [][2]int{{40, 12}, {20, 5}, {10, 3}} {
+		a := newTestApp(t, size[0], size[1], testInputs...)
+		for i := range a.tabs {
+			a.active = i
+			checkScreen(t, screen(a), size[0], size[1])
+		}
+		press(a, "?")
+		checkScreen(t, screen(a), size[0], size[1])
+	}
+}
+
+func TestTabsKeys(t *testing.T) {
+	a := newTestApp(t, 100, 30, testInputs...)
+	press(a, "2")
+	if a.active != 1 || !strings.Contains(screen(a), "efficiency") {
+		t.Fatalf("2 should show the Snapshot tab:\n%s", screen(a))
+	}
+	press(a, "tab")
+	if a.active != 2 {
+		t.Errorf("tab: active %d", a.active)
+	}
+	a.Update(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift})
+	if a.active != 1 {
+		t.Errorf("shift+tab: active %d", a.active)
+	}
+	press(a, "?")
+	if s := screen(a); !strings.Contains(s, "Snapshot") || !strings.Contains(s, "segment map") || !strings.Contains(s, "Everywhere") {
+		t.Errorf("help should list the tab's keys:\n%s", s)
+	}
+	press(a, "x")
+	if a.showHelp {
+		t.Error("any key closes the help")
+	}
+	// Clicking a tab title selects it.
+	r := a.tabRanges()[4]
+	a.Update(tea.MouseClickMsg{X: r[0] + 1, Y: 0, Button: tea.MouseLeft})
+	if a.active != 4 {
+		t.Errorf("click on the Timeline title: active %d", a.active)
+	}
+}
+
+func TestTracesSortAndDetail(t *testing.T) {
+	a := newTestApp(t, 120, 30, "../testdata/traces/generated")
+	firstRank := func() string {
+		for _, l := range strings.Split(screen(a), "\n")[3:] {
+			if f := strings.Fields(l); len(f) > 0 {
+				return f[0]
+			}
+		}
+		return ""
+	}
+	if got := firstRank(); got != "0" {
+		t.Fatalf("sorted by rank, first row is %q", got)
+	}
+	press(a, "s")
+	if got := firstRank(); got != "1" {
+		t.Errorf("sorted by |error|, first row should be rank 1 (-3%%), got %q\n%s", got, screen(a))
+	}
+	press(a, "home", "enter")
+	s := screen(a)
+	if !strings.Contains(s, "Rank 1 · real iteration 2") || !strings.Contains(s, "━ static") {
+		t.Errorf("detail view:\n%s", s)
+	}
+	if strings.Contains(s, "┄ theoretical") {
+		t.Error("theoretical line must be off by default")
+	}
+	press(a, "t")
+	if s := screen(a); !strings.Contains(s, "theoretical") {
+		t.Errorf("t shows the theoretical line:\n%s", s)
+	}
+	press(a, "[")
+	if s := screen(a); !strings.Contains(s, "real iteration 1") {
+		t.Errorf("[ switches to the previous iteration:\n%s", s)
+	}
+	press(a, "esc", "h")
+	if s := screen(a); !strings.Contains(s, "Rank × time heatmap") {
+		t.Errorf("h shows the heatmap:\n%s", s)
+	}
+}
+
+func TestSnapshotTreeExpands(t *testing.T) {
+	a := newTestApp(t, 120, 40, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	press(a, "2")
+	before := strings.Count(screen(a), "▸") + strings.Count(screen(a), "▾")
+	rows := len(a.snap.currentTree(a).rows)
+	press(a, "down", "right")
+	after := len(a.snap.currentTree(a).rows)
+	if after <= rows {
+		t.Errorf("→ should expand the selected node: rows %d -> %d (markers before %d)", rows, after, before)
+	}
+	press(a, "left")
+	if got := len(a.snap.currentTree(a).rows); got != rows {
+		t.Errorf("← should collapse it again: rows %d, want %d", got, rows)
+	}
+	press(a, "g")
+	if s := screen(a); !strings.Contains(s, "call stack (outermost first)") {
+		t.Errorf("g switches to the call-stack tree:\n%s", s)
+	}
+	press(a, "m")
+	if s := screen(a); !strings.Contains(s, "cached free") || !strings.Contains(s, "0x") {
+		t.Errorf("m shows the segment map:\n%s", s)
+	}
+}
+
+func TestTopSortFilterStack(t *testing.T) {
+	a := newTestApp(t, 140, 40, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	press(a, "3")
+	all := len(a.top.view_)
+	if all == 0 {
+		t.Fatal("no rows")
+	}
+	press(a, "/")
+	if !a.top.capturing() {
+		t.Fatal("/ should open the filter")
+	}
+	for _, r := range "attention" {
+		press(a, string(r))
+	}
+	press(a, "enter")
+	n := len(a.top.view_)
+	if n == 0 || n >= all {
+		t.Errorf("filter should narrow %d rows, got %d", all, n)
+	}
+	for _, i := range a.top.view_ {
+		if !strings.Contains(a.top.search[i], "attention") {
+			t.Fatalf("row %d does not match the filter", i)
+		}
+	}
+	press(a, "q") // the filter is closed: q quits... so check it was not typed
+	if a.top.query != "attention" {
+		t.Errorf("query changed after closing the filter: %q", a.top.query)
+	}
+	a = newTestApp(t, 140, 40, "../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle")
+	press(a, "3")
+	sizeOf := func(i int) int64 { return a.top.allocs[a.top.view_[i]].Size }
+	if sizeOf(0) < sizeOf(len(a.top.view_)-1) {
+		t.Error("default order is largest first")
+	}
+	press(a, "S")
+	if sizeOf(0) > sizeOf(len(a.top.view_)-1) {
+		t.Error("S reverses the order")
+	}
+	press(a, "enter")
+	if _, ok := a.overlay.(*stackOverlay); !ok || !strings.Contains(screen(a), "Stack trace") {
+		t.Errorf("enter shows the stack trace:\n%s", screen(a))
+	}
+	press(a, "esc")
+	if a.overlay != nil {
+		t.Error("esc closes the stack")
+	}
+}
+
+func TestTimelineCursor(t *testing.T) {
+	a := newTestApp(t, 120, 40, "../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle")
+	press(a, "5")
+	tl := a.timeline.tl
+	if tl == nil {
+		t.Fatal("no timeline")
+	}
+	if a.timeline.cursor != tl.Peak.EventIndex {
+		t.Errorf("cursor starts at the peak: %d vs %d", a.timeline.cursor, tl.Peak.EventIndex)
+	}
+	press(a, "0", "right")
+	if a.timeline.cursor <= tl.Peak.EventIndex {
+		t.Error("→ moves the cursor right")
+	}
+	press(a, "[")
+	s := screen(a)
+	if !strings.Contains(s, "Optimizer.zero_grad") && a.timeline.cursor > tl.Peak.EventIndex {
+		t.Errorf("[ jumps to the previous annotation:\n%s", s)
+	}
+	press(a, "p")
+	if a.timeline.cursor != tl.Peak.EventIndex || !strings.Contains(screen(a), "Live at the cursor: 532.5 MiB") {
+		t.Errorf("p jumps to the peak:\n%s", screen(a))
+	}
+	span := a.timeline.x1 - a.timeline.x0
+	press(a, "+")
+	if a.timeline.x1-a.timeline.x0 >= span {
+		t.Error("+ zooms in")
+	}
+}
+
+// TestFailingSourceShownInPicker: a bad file is listed with its error and
+// the other sources stay usable.
+func TestFailingSourceShownInPicker(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "broken.pickle")
+	if err := os.WriteFile(bad, []byte("\x80\x04\x95garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newTestApp(t, 120, 30, bad, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	if s := screen(a); !strings.Contains(s, "✗ 1 error (o)") {
+		t.Errorf("status line should count the error:\n%s", s)
+	}
+	press(a, "o")
+	s := screen(a)
+	if !strings.Contains(s, "broken.pickle") || !strings.Contains(s, "pickle byte") {
+		t.Errorf("picker should show the failure and why:\n%s", s)
+	}
+	press(a, "esc", "2")
+	if s := screen(a); !strings.Contains(s, "MercuryB1") || !strings.Contains(s, "efficiency") {
+		t.Errorf("the good snapshot stays usable:\n%s", s)
+	}
+}
+
+func TestPickerDiff(t *testing.T) {
+	a := newTestApp(t, 140, 40, "../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle",
+		"../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle")
+	press(a, "o", "space", "down", "space", "d")
+	if _, ok := a.overlay.(*diffOverlay); !ok {
+		t.Fatalf("d with two marked snapshots opens the diff:\n%s", screen(a))
+	}
+	if s := screen(a); !strings.Contains(s, "CATEGORY") || !strings.Contains(s, "allocated") {
+		t.Errorf("diff view:\n%s", s)
+	}
+}
+
+// TestProgram runs the real Bubble Tea program: keys reach the tabs and q
+// quits cleanly.
+func TestProgram(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ws := model.New(ctx, nil)
+	ws.Open(testInputs...)
+	a := New(ctx, ws, Options{Live: nvml.NewFake(4, fixedClock()), Interval: 100 * time.Millisecond})
+	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(100, 30))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("4 ranks, 2 paired")) },
+		teatest.WithDuration(10*time.Second))
+	tm.Type("4")
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("SIMULATED")) },
+		teatest.WithDuration(10*time.Second))
+	tm.Type("q")
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	if fm, ok := tm.FinalModel(t).(*App); !ok || fm.active != 3 {
+		t.Errorf("final model: %#v", fm)
+	}
+}
