@@ -245,3 +245,87 @@ func TestEstimateReportMatchesReference(t *testing.T) {
 		t.Errorf("report differs from the reference:\n%.3000s", gb)
 	}
 }
+
+func TestRecordWithoutNVML(t *testing.T) {
+	_, stderr, code := runCLI(t, "record", "--out", t.TempDir(), "--duration", "100ms")
+	// This machine (and CI) has no NVIDIA driver: exit 1 with the reason.
+	if code == 0 {
+		t.Skip("an NVIDIA driver is present; the no-driver path cannot be checked here")
+	}
+	if code != 1 || !strings.Contains(stderr, "NVML") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if _, _, code := runCLI(t, "record"); code != 2 {
+		t.Errorf("record without --out: exit %d, want 2", code)
+	}
+}
+
+func TestRecordFakeThenCompare(t *testing.T) {
+	dir := t.TempDir()
+	_, stderr, code := runCLI(t, "record", "--source", "fake", "--out", dir, "--interval", "50ms", "--duration", "300ms", "--devices", "0,3")
+	if code != 0 {
+		t.Fatalf("record: exit %d: %s", code, stderr)
+	}
+	out, stderr, code := runCLI(t, "compare", "--json", dir, dir)
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Summary struct {
+			Paired int `json:"paired"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Summary.Paired != 2 {
+		t.Errorf("compare of the recording: %v %+v", err, got)
+	}
+}
+
+// TestExplorerWithoutTerminal: `memscope PATH` with stdout not a terminal
+// prints the text reports.
+func TestExplorerWithoutTerminal(t *testing.T) {
+	out, _, code := runCLI(t, "testdata/traces/megatron_trace_memory", "testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"4 ranks, 2 paired", "cuda:0  reserved 220.0 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, _, code := runCLI(t, "no/such/path"); code != 1 {
+		t.Errorf("missing path: exit %d, want 1", code)
+	}
+}
+
+func TestDiffCLI(t *testing.T) {
+	out, stderr, code := runCLI(t, "diff", "--json",
+		"testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle",
+		"testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := readRef(t, "testdata/reference/diff_fp32_bf16.json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("diff differs from the reference:\n%s", out)
+	}
+	if _, _, code := runCLI(t, "diff", "a"); code != 2 {
+		t.Errorf("one input: exit %d, want 2", code)
+	}
+}
+
+func readRef(t *testing.T, p string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -153,40 +153,58 @@ func (w *Watcher) changed(path string) {
 	if strings.HasPrefix(base, ".") {
 		return // temporary files of atomic writers
 	}
-	if s := w.owner(path); s != nil {
-		w.mu.Lock()
-		delete(w.retries, s.ID) // new data: retry afresh
-		w.mu.Unlock()
-		w.schedule(s.ID)
-		return
+	// A file a source was opened from.
+	for _, s := range w.ws.Sources() {
+		for _, p := range s.Paths {
+			if filepath.Clean(p) == filepath.Clean(path) {
+				w.touch(s.ID)
+				return
+			}
+		}
 	}
-	// A new file in a watched directory: a snapshot or a trace of a run we
-	// do not show yet.
-	w.mu.Lock()
-	seen := w.known[filepath.Clean(path)]
-	w.mu.Unlock()
-	if seen {
-		return
-	}
+	// Anything else is looked at once it has settled: a new snapshot
+	// becomes a source; a trace file reloads the run of its directory.
 	time.AfterFunc(Debounce, func() {
 		st, err := os.Stat(path)
 		if err != nil || st.IsDir() {
+			if s := w.owner(path); s != nil {
+				w.touch(s.ID) // a trace file removed or renamed away
+			}
 			return
 		}
+		clean := filepath.Clean(path)
 		if k, _ := snapshot.SniffFile(path); k != snapshot.KindNone {
 			w.mu.Lock()
-			w.known[filepath.Clean(path)] = true
+			seen := w.known[clean]
+			w.known[clean] = true
 			w.mu.Unlock()
-			w.ws.openFile(path, false)
+			if !seen {
+				w.ws.openFile(path, false)
+			}
+			return
+		}
+		if s := w.owner(path); s != nil {
+			w.touch(s.ID)
 			return
 		}
 		if k, _ := trace.SniffFile(path); k != "" {
 			w.mu.Lock()
-			w.known[filepath.Clean(path)] = true
+			seen := w.known[clean]
+			w.known[clean] = true
 			w.mu.Unlock()
-			w.ws.Add(KindTraceRun, path)
+			if !seen {
+				w.ws.Add(KindTraceRun, path)
+			}
 		}
 	})
+}
+
+// touch schedules a reload of a source whose files changed.
+func (w *Watcher) touch(id int) {
+	w.mu.Lock()
+	delete(w.retries, id) // new data: retry afresh
+	w.mu.Unlock()
+	w.schedule(id)
 }
 
 // schedule reloads a source once its files have been quiet for Debounce.

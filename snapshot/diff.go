@@ -50,6 +50,19 @@ func SideOf(name string, a *Analysis) Side {
 		"rounding_waste_bytes", "segments", "blocks"} {
 		s.Totals = append(s.Totals, DiffRow{Name: n, A: t[k]})
 	}
+	// The peak of the replayed trace: two runs often end alike and differ
+	// on the way.
+	var peak int64
+	traced := false
+	for i := range a.Devices {
+		if tl := a.Timeline(a.Devices[i].Device); tl != nil {
+			peak += tl.Peak.Allocated
+			traced = true
+		}
+	}
+	if traced {
+		s.Totals = append(s.Totals, DiffRow{Name: "peak_allocated_bytes", A: peak})
+	}
 	return s
 }
 

@@ -217,7 +217,7 @@ func SplitRuns(parent string) (real, sim, note string, err error) {
 			continue
 		}
 		p := filepath.Join(parent, e.Name())
-		if files, _ := FindFiles(p); len(files) > 0 {
+		if files, _ := DirectFiles(p); len(files) > 0 {
 			dirs = append(dirs, p)
 		}
 	}

@@ -16,6 +16,10 @@ var (
 	reTheoretical  = regexp.MustCompile(`Theoretical memory footprints:`)
 	reTorchtitanMe = regexp.MustCompile(`step:\s*\d+.*memory:\s*[\d.]+\s*GiB`)
 	reANSI         = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+	// A Megatron trace: an object keyed by iteration numbers whose values
+	// hold a "samples" array.
+	reMegatronHead = regexp.MustCompile(`^\s*\{\s*"-?\d+"\s*:\s*\{`)
+	reSamplesArray = regexp.MustCompile(`"samples"\s*:\s*\[`)
 )
 
 // Sniff detects the kind of a trace from its first bytes; "" when it is
@@ -33,7 +37,7 @@ func Sniff(head []byte) Kind {
 		if bytes.Contains(head, []byte(`"device_mem_stats"`)) {
 			return KindTorchtitanJSON
 		}
-		if bytes.Contains(head, []byte(`"samples"`)) || bytes.Equal(bytes.TrimSpace(t), []byte("{}")) {
+		if (reMegatronHead.Match(t) && reSamplesArray.Match(head)) || bytes.Equal(bytes.TrimSpace(t), []byte("{}")) {
 			return KindMegatron
 		}
 	case '[':

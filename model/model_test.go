@@ -1,0 +1,216 @@
+package model
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func byKind(ws *Workspace) map[Kind][]*Source {
+	out := map[Kind][]*Source{}
+	for _, s := range ws.Sources() {
+		out[s.Kind] = append(out[s.Kind], s)
+	}
+	return out
+}
+
+// TestFailingSourceLeavesOthersUsable opens good and bad inputs together.
+func TestFailingSourceLeavesOthersUsable(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle", filepath.Join(dir, "good.pickle"))
+	if err := os.WriteFile(filepath.Join(dir, "bad.pickle"), []byte("\x80\x04cos\nsystem\n."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := New(context.Background(), nil)
+	ws.Open(filepath.Join(dir, "bad.pickle"), filepath.Join(dir, "good.pickle"), "../testdata/traces/megatron_trace_memory",
+		filepath.Join(dir, "missing.pickle"), "../testdata/estimates/SYNTHETIC_peak_snapshot.json")
+	ws.Wait()
+	srcs := ws.Sources()
+	if len(srcs) != 5 {
+		t.Fatalf("%d sources: %v", len(srcs), srcs)
+	}
+	states := map[string]State{}
+	for _, s := range srcs {
+		states[filepath.Base(s.Path)] = s.State
+	}
+	if states["bad.pickle"] != Failed || states["missing.pickle"] != Failed {
+		t.Errorf("bad inputs should fail: %v", states)
+	}
+	for _, s := range srcs {
+		if s.State == Failed {
+			if s.Err == nil || !strings.Contains(s.Err.Error(), filepath.Base(s.Path)) {
+				t.Errorf("error should name the file: %v", s.Err)
+			}
+			continue
+		}
+		if s.State != Loaded || s.Generation != 1 {
+			t.Errorf("%s: %s gen %d err %v", s.Path, s.State, s.Generation, s.Err)
+		}
+	}
+	k := byKind(ws)
+	if len(k[KindSnapshot]) != 2 || k[KindSnapshot][1].Analysis == nil || len(k[KindTraceCompare]) != 1 ||
+		k[KindTraceCompare][0].Comparison == nil || len(k[KindEstimate]) != 1 || k[KindEstimate][0].Estimate == nil {
+		t.Errorf("kinds: %v", k)
+	}
+}
+
+func TestOpenSamplesDirectory(t *testing.T) {
+	ws := New(context.Background(), nil)
+	ws.Open("../testdata")
+	ws.Wait()
+	k := byKind(ws)
+	// testdata holds the Megatron pair, the generated pair, snapshots,
+	// synthetic snapshots and estimates.
+	if len(k[KindTraceCompare]) != 2 {
+		t.Errorf("comparisons: %d", len(k[KindTraceCompare]))
+	}
+	if len(k[KindSnapshot]) < 7 || len(k[KindEstimate]) != 2 {
+		t.Errorf("snapshots %d estimates %d", len(k[KindSnapshot]), len(k[KindEstimate]))
+	}
+	for _, s := range ws.Sources() {
+		if s.State != Loaded {
+			t.Errorf("%s: %s %v", s.Path, s.State, s.Err)
+		}
+	}
+}
+
+func TestReloadKeepsLastGoodData(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "snap.pickle")
+	copyFile(t, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle", p)
+	ws := New(context.Background(), nil)
+	id := ws.Add(KindSnapshot, p)
+	ws.Wait()
+	good := ws.Source(id)
+	if good.State != Loaded {
+		t.Fatal(good.Err)
+	}
+	// A half-written file: the reload fails, the data stays.
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws.Reload(id)
+	ws.Wait()
+	s := ws.Source(id)
+	if s.State != Loaded || s.Analysis != good.Analysis || s.Err == nil || s.Generation != 1 {
+		t.Errorf("failed reload: state %s err %v gen %d, data kept %v", s.State, s.Err, s.Generation, s.Analysis == good.Analysis)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws.Reload(id)
+	ws.Wait()
+	if s := ws.Source(id); s.Err != nil || s.Generation != 2 {
+		t.Errorf("good reload: err %v gen %d", s.Err, s.Generation)
+	}
+}
+
+const iterTmpl = `"%d": {"samples": [{"timestamp_s": 0.0, "reserved_memory_MB": 100.0, "allocated_memory_MB": %d.0}, {"timestamp_s": 1.0, "reserved_memory_MB": 100.0, "allocated_memory_MB": %d.0}], "peak_allocated_MB": -1}`
+
+func traceJSON(iters int) string {
+	var parts []string
+	for i := 0; i < iters; i++ {
+		s := strings.Replace(iterTmpl, "%d", itoa(i), 1)
+		s = strings.Replace(s, "%d", itoa(10*(i+1)), 1)
+		s = strings.Replace(s, "%d", itoa(10*(i+1)+5), 1)
+		parts = append(parts, s)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestWatchAppendsAndTruncatedWrite writes a trace in steps, with a
+// truncated write in between, and sees the model follow.
+func TestWatchAppendsAndTruncatedWrite(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "memory_trace_rank0.json")
+	if err := os.WriteFile(p, []byte(traceJSON(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ws := New(ctx, nil)
+	ws.Open(dir)
+	ws.Wait()
+	srcs := ws.Sources()
+	if len(srcs) != 1 || srcs[0].Kind != KindTraceRun || srcs[0].State != Loaded {
+		t.Fatalf("sources: %v", srcs)
+	}
+	id := srcs[0].ID
+	iters := func() int {
+		s := ws.Source(id)
+		if s.Real == nil || len(s.Real.Ranks) == 0 {
+			return 0
+		}
+		return len(s.Real.Ranks[0].Iterations)
+	}
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+
+	if err := os.WriteFile(p, []byte(traceJSON(2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "2 iterations", func() bool { return iters() == 2 })
+
+	full := traceJSON(3)
+	if err := os.WriteFile(p, []byte(full[:len(full)-40]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failed reload", func() bool { return ws.Source(id).Err != nil })
+	if iters() != 2 {
+		t.Errorf("a truncated write must keep the previous data: %d iterations", iters())
+	}
+	if err := os.WriteFile(p, []byte(full), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "3 iterations", func() bool { return iters() == 3 && ws.Source(id).Err == nil })
+	if ws.Source(id).ChangedAt.IsZero() {
+		t.Error("ChangedAt not set")
+	}
+
+	// A new snapshot dropped into the watched directory becomes a source.
+	copyFile(t, "../testdata/snapshots/jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle", filepath.Join(dir, "new.pickle"))
+	waitFor(t, "the new snapshot", func() bool {
+		for _, s := range ws.Sources() {
+			if s.Kind == KindSnapshot && s.State == Loaded {
+				return true
+			}
+		}
+		return false
+	})
+}
