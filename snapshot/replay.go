@@ -79,6 +79,9 @@ type Timeline struct {
 	// otherwise Reserved is flat at the snapshot's reserved memory.
 	ReservedFromTrace bool
 	cat               *Categorizer
+	// bySize orders the intervals by size for LiveAt; starts and ends copy
+	// their bounds for a cache-friendly scan.
+	bySize, starts, ends []int32
 }
 
 // Replay rebuilds allocated and reserved memory over the trace of one
@@ -283,32 +286,68 @@ func (t *Timeline) findPeak() {
 }
 
 // LiveAt returns the allocations live after event i (-1: before the first
-// event), largest first; limit 0 means all.
+// event), largest first; limit 0 means all. The intervals are ordered by
+// size once, so moving a cursor costs one linear scan and no sort.
 func (t *Timeline) LiveAt(i int, limit int) []Allocation {
-	idx := make([]int, 0, 64)
-	for j := range t.Intervals {
-		iv := &t.Intervals[j]
-		if int(iv.Start) <= i && int(iv.End) > i {
-			idx = append(idx, j)
+	if t.bySize == nil {
+		t.bySize = make([]int32, len(t.Intervals))
+		t.starts = make([]int32, len(t.Intervals))
+		t.ends = make([]int32, len(t.Intervals))
+		for j := range t.Intervals {
+			t.bySize[j] = int32(j)
+			t.starts[j], t.ends[j] = t.Intervals[j].Start, t.Intervals[j].End
 		}
+		slices.SortFunc(t.bySize, func(a, b int32) int {
+			x, y := &t.Intervals[a], &t.Intervals[b]
+			if c := cmp.Compare(y.Size, x.Size); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.Addr, y.Addr)
+		})
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		x, y := &t.Intervals[a], &t.Intervals[b]
-		if c := cmp.Compare(y.Size, x.Size); c != 0 {
-			return c
+	i32 := int32(i)
+	var out []Allocation
+	for _, j := range t.bySize {
+		if t.starts[j] > i32 || t.ends[j] <= i32 {
+			continue
 		}
-		return cmp.Compare(x.Addr, y.Addr)
-	})
-	if limit > 0 && len(idx) > limit {
-		idx = idx[:limit]
-	}
-	out := make([]Allocation, len(idx))
-	for k, j := range idx {
 		iv := &t.Intervals[j]
-		out[k] = Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size, State: StateActiveAllocated,
-			Category: t.cat.Category(iv.Frames), Frames: iv.Frames, FramesFromTrace: true}
+		out = append(out, Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size, State: StateActiveAllocated,
+			Category: t.cat.Category(iv.Frames), Frames: iv.Frames, FramesFromTrace: true})
+		if limit > 0 && len(out) == limit {
+			break
+		}
 	}
 	return out
+}
+
+// LiveStats counts the allocations live after event i, their bytes and
+// their bytes by category (largest first), without building them.
+func (t *Timeline) LiveStats(i int) (n int, bytes int64, cats []CategoryTotal) {
+	if t.bySize == nil {
+		t.LiveAt(-2, 1) // builds the index
+	}
+	i32 := int32(i)
+	idx := map[string]int{}
+	for j := range t.starts {
+		if t.starts[j] > i32 || t.ends[j] <= i32 {
+			continue
+		}
+		iv := &t.Intervals[j]
+		n++
+		bytes += iv.Size
+		c := t.cat.Category(iv.Frames)
+		k, ok := idx[c]
+		if !ok {
+			k = len(cats)
+			idx[c] = k
+			cats = append(cats, CategoryTotal{Name: c})
+		}
+		cats[k].Bytes += iv.Size
+		cats[k].Blocks++
+	}
+	slices.SortFunc(cats, func(a, b CategoryTotal) int { return cmp.Compare(b.Bytes, a.Bytes) })
+	return n, bytes, cats
 }
 
 // LiveByCategory totals live allocations (from LiveAt) by category, largest

@@ -160,7 +160,7 @@ func exportTimeline(a *App, t *timelineTab) tea.Cmd {
 	}
 	base := filepath.Join(exportDir(a), "memscope_timeline_"+stamp())
 	var rows [][]string
-	for _, l := range t.live {
+	for _, l := range t.tl.LiveAt(t.cursor, 0) {
 		rows = append(rows, []string{strconv.FormatInt(l.Size, 10), l.Category, snapshot.Location(l.Frames)})
 	}
 	if err := writeCSV(base+"_live.csv", []string{"size", "category", "location"}, rows); err != nil {

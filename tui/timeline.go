@@ -12,6 +12,7 @@ import (
 	"memscope/internal/palette"
 	"memscope/model"
 	"memscope/snapshot"
+	"memscope/trace"
 )
 
 // timelineTab shows allocated and reserved memory over a snapshot's trace,
@@ -25,10 +26,17 @@ type timelineTab struct {
 	cursor  int // event index (-1: before the first)
 	x0, x1  int // visible event window [x0, x1)
 	byTime  bool
-	live    []snapshot.Allocation
+	live    []snapshot.Allocation // the first rows of the live list
+	liveN   int                   // how many are live at the cursor
+	liveB   int64
+	liveC   []snapshot.CategoryTotal
 	liveAt  int
+	liveLim int
 	list    scroller
-	pending bool
+	// chart caches the decimated series of the current window.
+	chartKey [5]int
+	chartS   []chartSeries
+	chartMax float64
 }
 
 var (
@@ -79,6 +87,7 @@ func (t *timelineTab) setSource(a *App, s *model.Source) {
 	t.x0, t.x1 = 0, len(t.tl.Events)
 	t.cursor = t.tl.Peak.EventIndex
 	t.liveAt = -2
+	t.chartS = nil
 }
 
 func (t *timelineTab) clampWindow() {
@@ -248,30 +257,30 @@ func (t *timelineTab) view(a *App) string {
 	b.WriteString(t.chart(a, chartH) + "\n")
 	b.WriteString(th.dim.Render(fit(fmt.Sprintf("events %d–%d of %d · ←/→ cursor · [ ] annotations · p peak · +/- zoom · < > pan · x axis (%s) · %s",
 		t.x0, t.x1-1, n, map[bool]string{true: "time", false: "event index"}[t.byTime], tl.Note), t.w)) + "\n")
-	// Live allocations at the cursor.
-	if t.liveAt != cur {
-		t.live = tl.LiveAt(cur, 0)
-		t.liveAt = cur
-		t.list.setN(len(t.live))
-		t.list.home()
-	}
+	// Live allocations at the cursor: the totals by one scan, the rows only
+	// as far as the list shows.
 	listH := t.h - chartH - 4
 	t.list.setHeight(max(1, listH-1))
-	var total int64
-	for _, l := range t.live {
-		total += l.Size
+	if t.liveAt != cur {
+		t.liveN, t.liveB, t.liveC = tl.LiveStats(cur)
+		t.liveAt, t.liveLim, t.live = cur, 0, nil
+		t.list.setN(t.liveN)
+		t.list.home()
 	}
-	cats := tl.LiveByCategory(t.live)
+	if need := t.list.offset + t.list.height; need > t.liveLim {
+		t.liveLim = max(need, 2*t.liveLim, 256)
+		t.live = tl.LiveAt(cur, t.liveLim)
+	}
 	var cs []string
-	for i, c := range cats {
+	for i, c := range t.liveC {
 		if i == 4 {
 			break
 		}
 		cs = append(cs, th.category(c.Name).Render(c.Name)+" "+bytesStr(c.Bytes))
 	}
-	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Live at the cursor: %s in %s", bytesStr(total), plural(len(t.live), "allocation")))+" · "+strings.Join(cs, " · "), t.w) + "\n")
+	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Live at the cursor: %s in %s", bytesStr(t.liveB), plural(t.liveN, "allocation")))+" · "+strings.Join(cs, " · "), t.w) + "\n")
 	from, to := t.list.visible()
-	for i := from; i < to; i++ {
+	for i := from; i < to && i < len(t.live); i++ {
 		l := &t.live[i]
 		loc := snapshot.Location(l.Frames)
 		if loc == "" {
@@ -286,6 +295,46 @@ func (t *timelineTab) view(a *App) string {
 	return b.String()
 }
 
+func (t *timelineTab) xv(i int) float64 {
+	tl := t.tl
+	if t.byTime && tl.Events[i].TimeUS > 0 {
+		return float64(tl.Events[i].TimeUS-tl.Events[0].TimeUS) / 1e6
+	}
+	return float64(i)
+}
+
+// series returns the window's allocated and reserved series, decimated to
+// a few points per column with peaks kept, cached while the window stays.
+func (t *timelineTab) series(a *App, cols int) ([]chartSeries, float64) {
+	tl := t.tl
+	k := [5]int{t.x0, t.x1, map[bool]int{true: 1}[t.byTime], cols, map[bool]int{true: 1}[a.th.dark]}
+	if k == t.chartKey && t.chartS != nil {
+		return t.chartS, t.chartMax
+	}
+	x0, x1 := t.x0, t.x1
+	pick := func(src []int64) ([]float64, []float64, float64) {
+		ys := make([]float64, x1-x0)
+		mx := 0.0
+		for i := range ys {
+			ys[i] = float64(src[x0+i])
+			mx = math.Max(mx, ys[i])
+		}
+		idx := trace.MinMax(ys, max(1, cols*2))
+		xs, out := make([]float64, len(idx)), make([]float64, len(idx))
+		for n, i := range idx {
+			xs[n], out[n] = t.xv(x0+i), ys[i]
+		}
+		return xs, out, mx
+	}
+	ax, ay, am := pick(tl.Allocated)
+	rx, ry, rm := pick(tl.Reserved)
+	th := a.th
+	t.chartS = []chartSeries{{xs: rx, ys: ry, style: th.fg(palette.Reserved)}, {xs: ax, ys: ay, style: th.fg(palette.Real)}}
+	t.chartMax = math.Max(am, rm)
+	t.chartKey = k
+	return t.chartS, t.chartMax
+}
+
 func (t *timelineTab) chart(a *App, h int) string {
 	th := a.th
 	tl := t.tl
@@ -293,27 +342,7 @@ func (t *timelineTab) chart(a *App, h int) string {
 	if x1 <= x0 {
 		return ""
 	}
-	xs := make([]float64, 0, x1-x0)
-	xv := func(i int) float64 {
-		if t.byTime && tl.Events[i].TimeUS > 0 {
-			return float64(tl.Events[i].TimeUS-tl.Events[0].TimeUS) / 1e6
-		}
-		return float64(i)
-	}
-	for i := x0; i < x1; i++ {
-		xs = append(xs, xv(i))
-	}
-	allocs := tl.Allocated[x0:x1]
-	resv := tl.Reserved[x0:x1]
-	ymax := 0.0
-	for i := range allocs {
-		ymax = math.Max(ymax, math.Max(float64(allocs[i]), float64(resv[i])))
-	}
-	af := make([]float64, len(allocs))
-	rf := make([]float64, len(resv))
-	for i := range allocs {
-		af[i], rf[i] = float64(allocs[i]), float64(resv[i])
-	}
+	series, ymax := t.series(a, t.w)
 	lines := []chartLine{}
 	for _, m := range tl.Markers {
 		if m.Index < x0 || m.Index >= x1 {
@@ -323,13 +352,13 @@ func (t *timelineTab) chart(a *App, h int) string {
 		if m.Kind == snapshot.MarkOOM {
 			st = th.fg(palette.OOM)
 		}
-		lines = append(lines, chartLine{at: xv(m.Index), vert: true, dotted: true, style: st})
+		lines = append(lines, chartLine{at: t.xv(m.Index), vert: true, dotted: true, style: st})
 	}
 	if p := tl.Peak.EventIndex; p >= x0 && p < x1 {
-		lines = append(lines, chartLine{at: xv(p), vert: true, dotted: true, style: th.fg(palette.Peak)})
+		lines = append(lines, chartLine{at: t.xv(p), vert: true, dotted: true, style: th.fg(palette.Peak)})
 	}
 	if t.cursor >= x0 && t.cursor < x1 {
-		lines = append(lines, chartLine{at: xv(t.cursor), vert: true, style: th.accent})
+		lines = append(lines, chartLine{at: t.xv(t.cursor), vert: true, style: th.accent})
 	}
 	xfmt := func(_ int, v float64) string {
 		if t.byTime {
@@ -338,7 +367,6 @@ func (t *timelineTab) chart(a *App, h int) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	yfmt := func(_ int, v float64) string { return bytesStr(int64(v)) }
-	return renderChart(chartSpec{w: t.w, h: h, xmin: xs[0], xmax: xs[len(xs)-1], ymin: 0, ymax: ymax * 1.05, xfmt: xfmt, yfmt: yfmt,
-		series: []chartSeries{{xs: xs, ys: rf, style: th.fg(palette.Reserved)}, {xs: xs, ys: af, style: th.fg(palette.Real)}},
-		lines:  lines, axis: th.dim, label: th.dim})
+	return renderChart(chartSpec{w: t.w, h: h, xmin: t.xv(x0), xmax: t.xv(x1 - 1), ymin: 0, ymax: ymax * 1.05, xfmt: xfmt, yfmt: yfmt,
+		series: series, lines: lines, axis: th.dim, label: th.dim})
 }
