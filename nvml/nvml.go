@@ -31,7 +31,16 @@ type NVML struct {
 	mu       sync.Mutex
 	users    map[string]string
 	closed   bool
+	// failingSince is when every device started failing; after a while
+	// NVML is re-initialised once (a driver reload invalidates handles).
+	failingSince time.Time
+	// dead is set when a re-Init failed: no NVML call may follow.
+	dead error
 }
+
+// reinitAfter is how long every device must fail before Sample tries a
+// Shutdown and a new Init.
+const reinitAfter = 10 * time.Second
 
 // Available reports whether this build can use NVML at all.
 const Available = true
@@ -147,7 +156,11 @@ func (n *NVML) Name() string {
 func (n *NVML) Simulated() bool { return false }
 
 // Devices lists GPUs and MIG instances.
-func (n *NVML) Devices() []Device { return append([]Device(nil), n.devices...) }
+func (n *NVML) Devices() []Device {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Device(nil), n.devices...)
+}
 
 func nan(ret gonvml.Return, v float64) float64 {
 	if ret != gonvml.SUCCESS {
@@ -163,6 +176,9 @@ func (n *NVML) Sample(ctx context.Context) ([]Sample, error) {
 	defer n.mu.Unlock()
 	if n.closed {
 		return nil, errors.New("NVML is closed")
+	}
+	if n.dead != nil {
+		return nil, n.dead
 	}
 	now := time.Now()
 	out := make([]Sample, 0, len(n.handles))
@@ -208,9 +224,49 @@ func (n *NVML) Sample(ctx context.Context) ([]Sample, error) {
 		out = append(out, s)
 	}
 	if failed == len(n.handles) && failed > 0 {
-		return out, fmt.Errorf("no GPU could be read (%v)", out[0].Err)
+		err := fmt.Errorf("no GPU could be read (%v)", out[0].Err)
+		if n.failingSince.IsZero() {
+			n.failingSince = now
+		} else if now.Sub(n.failingSince) > reinitAfter {
+			n.failingSince = time.Time{}
+			if rerr := n.reinit(); rerr != nil {
+				return nil, rerr
+			}
+			return out, fmt.Errorf("%v; NVML re-initialised", err)
+		}
+		return out, err
 	}
+	n.failingSince = time.Time{}
 	return out, nil
+}
+
+// reinit shuts NVML down and initialises it again, re-reading the devices.
+// If the new Init fails, NVML is marked dead: no call may follow a failed
+// Init.
+func (n *NVML) reinit() error {
+	n.lib.Shutdown()
+	if ret := n.lib.Init(); ret != gonvml.SUCCESS {
+		n.dead = fmt.Errorf("NVML was lost and could not be re-initialised (%s); restart memscope once the driver is back", retName(ret))
+		return n.dead
+	}
+	n.devices, n.handles = nil, nil
+	count, ret := n.lib.DeviceGetCount()
+	if ret != gonvml.SUCCESS {
+		return fmt.Errorf("NVML: cannot count GPUs: %s", retName(ret))
+	}
+	for i := 0; i < count; i++ {
+		h, ret := n.lib.DeviceGetHandleByIndex(i)
+		if ret != gonvml.SUCCESS {
+			continue
+		}
+		d := Device{Index: i, Parent: -1}
+		d.Name, _ = h.GetName()
+		d.UUID, _ = h.GetUUID()
+		n.devices = append(n.devices, d)
+		n.handles = append(n.handles, h)
+		n.addMIG(i, h)
+	}
+	return nil
 }
 
 // process fills in user and command from /proc; PIDs from another PID
@@ -259,6 +315,9 @@ func (n *NVML) Close() error {
 		return nil
 	}
 	n.closed = true
+	if n.dead != nil {
+		return nil // the last Init failed: Shutdown must not be called
+	}
 	if ret := n.lib.Shutdown(); ret != gonvml.SUCCESS {
 		return fmt.Errorf("NVML shutdown: %s", retName(ret))
 	}

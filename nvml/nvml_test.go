@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -119,6 +120,36 @@ func TestNVMLDeviceDisappears(t *testing.T) {
 	}
 	if samples[1].Err != nil || samples[1].Used == 0 {
 		t.Errorf("other GPUs: %+v", samples[1])
+	}
+}
+
+// TestNVMLDriverReload: when every GPU keeps failing, NVML is shut down and
+// initialised again; if that Init fails, no call follows.
+func TestNVMLDriverReload(t *testing.T) {
+	s := mockServer(t)
+	n, err := OpenWith(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s.Devices {
+		d.(*server.Device).GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) { return gonvml.Memory_v2{}, gonvml.ERROR_GPU_IS_LOST }
+	}
+	if _, err := n.Sample(context.Background()); err == nil {
+		t.Fatal("all GPUs lost: want an error")
+	}
+	n.failingSince = n.failingSince.Add(-time.Minute) // as if it had failed for a while
+	s.InitFunc = func() gonvml.Return { return gonvml.ERROR_DRIVER_NOT_LOADED }
+	inits := len(s.InitCalls())
+	_, err = n.Sample(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "could not be re-initialised") || len(s.InitCalls()) != inits+1 {
+		t.Fatalf("re-init: %v", err)
+	}
+	shutdowns := len(s.ShutdownCalls())
+	if _, err := n.Sample(context.Background()); err == nil {
+		t.Error("dead NVML must keep failing")
+	}
+	if err := n.Close(); err != nil || len(s.ShutdownCalls()) != shutdowns || len(s.InitCalls()) != inits+1 {
+		t.Error("no NVML call may follow a failed Init")
 	}
 }
 

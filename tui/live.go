@@ -395,7 +395,7 @@ func (t *liveTab) unavailableView(a *App) string {
 	var b strings.Builder
 	b.WriteString(th.title.Render("Live GPUs: not available") + "\n\n")
 	if a.opts.LiveErr != nil {
-		b.WriteString(th.errS.Render(a.opts.LiveErr.Error()) + "\n\n")
+		b.WriteString(th.errS.Width(max(10, t.w-1)).Render(a.opts.LiveErr.Error()) + "\n\n")
 	} else {
 		b.WriteString("Live GPU data was not requested for this session.\n\n")
 	}

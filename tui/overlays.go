@@ -262,7 +262,7 @@ func (p *picker) view(a *App, w, h int) string {
 			line = th.sel.Render(fit(ansiStrip(line), w))
 		}
 		b.WriteString(fit(line, w) + "\n")
-		detail := th.dim.Render("      " + s.Path)
+		detail := th.dim.Render("      " + sourceSummary(s))
 		if probs := s.Problems(); len(probs) > 0 {
 			detail = th.errS.Render("      " + probs[0])
 			if len(probs) > 1 {
@@ -280,4 +280,25 @@ func (p *picker) view(a *App, w, h int) string {
 		}
 	}
 	return b.String()
+}
+
+// sourceSummary is the picker's second line for a healthy source.
+func sourceSummary(s *model.Source) string {
+	switch {
+	case s.State == model.Loading || s.State == model.Pending:
+		return "loading " + s.Path
+	case s.Analysis != nil:
+		var res int64
+		for _, d := range s.Analysis.Devices {
+			res += d.ReservedBytes
+		}
+		return fmt.Sprintf("%s · %s · reserved %s · %s", s.Analysis.Snapshot.Format, plural(len(s.Analysis.Devices), "device"), bytesStr(res), s.Path)
+	case s.Estimate != nil:
+		return fmt.Sprintf("estimate · %s · %s", plural(len(s.Estimate.Devices), "device"), s.Path)
+	case s.Comparison != nil:
+		return fmt.Sprintf("%d ranks, %d paired · %s", s.Comparison.Summary.Ranks, s.Comparison.Summary.Paired, s.Path)
+	case s.Real != nil:
+		return fmt.Sprintf("%s · %s", plural(len(s.Real.Ranks), "rank"), s.Path)
+	}
+	return s.Path
 }
