@@ -113,8 +113,8 @@ type State struct {
 	Source  string
 	Devices []Device
 	Latest  []Sample
-	// History holds each device's samples, oldest first (copies).
-	History map[int][]Sample
+	// HistoryLen is the number of samples held per device (the most).
+	HistoryLen int
 	// Err is the last sampling error (nil once sampling works again).
 	Err   error
 	ErrAt time.Time
@@ -208,9 +208,55 @@ func (s *Sampler) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := State{Source: s.src.Name(), Devices: s.src.Devices(), Latest: append([]Sample(nil), s.latest...),
-		History: map[int][]Sample{}, Err: s.err, ErrAt: s.errAt, Samples: s.rounds}
-	for d, r := range s.rings {
-		st.History[d] = r.Slice()
+		Err: s.err, ErrAt: s.errAt, Samples: s.rounds}
+	for _, r := range s.rings {
+		st.HistoryLen = max(st.HistoryLen, r.Len())
 	}
 	return st
+}
+
+// History copies a device's samples, oldest first.
+func (s *Sampler) History(dev int) []Sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rings[dev]; r != nil {
+		return r.Slice()
+	}
+	return nil
+}
+
+// Series returns a device's used memory over time (seconds relative to the
+// newest sample, bytes), thinned to about maxPoints with every local peak
+// kept; copying the whole history for each frame would cost more than
+// drawing it.
+func (s *Sampler) Series(dev int, maxPoints int) (ago, used []float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rings[dev]
+	if r == nil || r.Len() == 0 {
+		return nil, nil
+	}
+	n := r.Len()
+	newest := r.At(n - 1).Time
+	step := 1
+	if maxPoints > 0 && n > maxPoints {
+		step = n / maxPoints
+	}
+	for i := 0; i < n; i += step {
+		// The largest value of each step keeps the peaks.
+		best := -1
+		for j := i; j < min(n, i+step); j++ {
+			smp := r.At(j)
+			if smp.Err == nil && (best < 0 || smp.Used > r.At(best).Used) {
+				best = j
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		smp := r.At(best)
+		ago = append(ago, smp.Time.Sub(newest).Seconds())
+		used = append(used, float64(smp.Used))
+	}
+	return ago, used
 }

@@ -96,8 +96,12 @@ func TestFakeAndSampler(t *testing.T) {
 	if len(st.Devices) != 8 || len(st.Latest) != 8 || st.Samples != 7 {
 		t.Fatalf("state: %d devices, %d latest, %d rounds", len(st.Devices), len(st.Latest), st.Samples)
 	}
-	if h := st.History[3]; len(h) != 5 || !h[0].Time.Before(h[4].Time) {
+	if h := s.History(3); len(h) != 5 || !h[0].Time.Before(h[4].Time) || st.HistoryLen != 5 {
 		t.Errorf("ring keeps the newest 5, oldest first: %d", len(h))
+	}
+	ago, used := s.Series(3, 2)
+	if len(ago) < 2 || len(ago) > 3 || ago[len(ago)-1] > 0 || used[0] <= 0 {
+		t.Errorf("series: %v %v", ago, used)
 	}
 	for _, smp := range st.Latest {
 		if smp.Used <= 0 || smp.Used > smp.Total || math.IsNaN(smp.UtilGPU) {

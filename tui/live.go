@@ -175,13 +175,7 @@ func (t *liveTab) view(a *App) string {
 	return b.String()
 }
 
-func (t *liveTab) historyLen() int {
-	n := 0
-	for _, h := range t.state.History {
-		n = max(n, len(h))
-	}
-	return n
-}
+func (t *liveTab) historyLen() int { return t.state.HistoryLen }
 
 func (t *liveTab) shownDevices() []nvml.Device {
 	devs := t.state.Devices
@@ -278,28 +272,17 @@ func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
 func (t *liveTab) chart(a *App, devs []nvml.Device, h int) string {
 	th := a.th
 	var series []chartSeries
-	now := time.Now()
 	xmin := 0.0
 	var ymax float64
 	for i, d := range devs {
-		hist := t.state.History[d.Index]
-		if len(hist) == 0 {
+		xs, ys := t.sampler.Series(d.Index, 2*t.w)
+		if len(xs) == 0 {
 			continue
 		}
-		now = hist[len(hist)-1].Time
-		xs := make([]float64, 0, len(hist))
-		ys := make([]float64, 0, len(hist))
-		for _, s := range hist {
-			if s.Err != nil {
-				continue
-			}
-			xs = append(xs, s.Time.Sub(now).Seconds())
-			ys = append(ys, float64(s.Used))
+		if s := t.latest(d.Index); s != nil {
 			ymax = math.Max(ymax, float64(s.Total))
 		}
-		if len(xs) > 0 {
-			xmin = math.Min(xmin, xs[0])
-		}
+		xmin = math.Min(xmin, xs[0])
 		series = append(series, chartSeries{xs: xs, ys: ys, style: th.fg(gpuColor(i))})
 	}
 	if xmin > -10 {
