@@ -68,8 +68,9 @@ func (t *snapTab) mergedView(a *App, e *snapshot.EstimateDeviceStats, h int) str
 				hbar(t.frac(e, e.UnlistedBytes), 12, th.dim), "", "", th.dim.Render("(unlisted: tensors < 1 MiB and the peak-setting one)"))
 		} else {
 			m := e.Modules[i]
+			// Keep the end of the pattern: the leaf module is what differs.
 			line = fmt.Sprintf("%10s %5.1f%% %s %7d %9d  %s", bytesStr(m.Bytes), 100*t.frac(e, m.Bytes),
-				hbar(t.frac(e, m.Bytes), 12, th.accent), m.Tensors, m.Instances, m.Pattern)
+				hbar(t.frac(e, m.Bytes), 12, th.accent), m.Tensors, m.Instances, fitTail(m.Pattern, max(8, t.w-51)))
 		}
 		if i == t.groups.cursor {
 			line = th.sel.Render(fit(ansiStrip(line), t.w))

@@ -172,6 +172,7 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 				t.setSource(a, t.src)
 			}
 		case "enter":
+			t.ensureLive()
 			if t.list.cursor >= 0 && t.list.cursor < len(t.live) {
 				al := &t.live[t.list.cursor]
 				a.overlay = newStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al.Frames, nil)
@@ -179,6 +180,7 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 		case "e":
 			return exportTimeline(a, t)
 		default:
+			t.ensureLive()
 			listMove(&t.list, m)
 		}
 	}
@@ -206,6 +208,23 @@ func (t *timelineTab) jumpMarker(a *App, next bool) {
 }
 
 func (t *timelineTab) chartHeight() int { return max(5, (t.h-4)*55/100) }
+
+// ensureLive brings the live list up to the cursor: totals by one scan, rows
+// only as far as the list shows.
+func (t *timelineTab) ensureLive() {
+	listH := t.h - t.chartHeight() - 4
+	t.list.setHeight(max(1, listH-1))
+	if t.liveAt != t.cursor {
+		t.liveN, t.liveB, t.liveC = t.tl.LiveStats(t.cursor)
+		t.liveAt, t.liveLim, t.live = t.cursor, 0, nil
+		t.list.setN(t.liveN)
+		t.list.home()
+	}
+	if need := t.list.offset + t.list.height; need > t.liveLim {
+		t.liveLim = max(need, 2*t.liveLim, 256)
+		t.live = t.tl.LiveAt(t.cursor, t.liveLim)
+	}
+}
 
 func (t *timelineTab) view(a *App) string {
 	th := a.th
@@ -259,18 +278,7 @@ func (t *timelineTab) view(a *App) string {
 		t.x0, t.x1-1, n, map[bool]string{true: "time", false: "event index"}[t.byTime], tl.Note), t.w)) + "\n")
 	// Live allocations at the cursor: the totals by one scan, the rows only
 	// as far as the list shows.
-	listH := t.h - chartH - 4
-	t.list.setHeight(max(1, listH-1))
-	if t.liveAt != cur {
-		t.liveN, t.liveB, t.liveC = tl.LiveStats(cur)
-		t.liveAt, t.liveLim, t.live = cur, 0, nil
-		t.list.setN(t.liveN)
-		t.list.home()
-	}
-	if need := t.list.offset + t.list.height; need > t.liveLim {
-		t.liveLim = max(need, 2*t.liveLim, 256)
-		t.live = tl.LiveAt(cur, t.liveLim)
-	}
+	t.ensureLive()
 	var cs []string
 	for i, c := range t.liveC {
 		if i == 4 {

@@ -387,3 +387,143 @@ func TestProgram(t *testing.T) {
 		t.Errorf("final model: %#v", fm)
 	}
 }
+
+// TestEstimateViews covers the Snapshot and Top tabs on an estimate: the
+// merged-module, module-tree, phase and stack-group views, the tensor
+// table and the create/release stacks.
+func TestEstimateViews(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		a := newTestApp(t, size[0], size[1], "../testdata/estimates/generated_peak_snapshot.json")
+		press(a, "2")
+		for i, view := range []string{"merged", "moduletree", "phases", "stackgroups"} {
+			if i > 0 {
+				press(a, "g")
+			}
+			name := "estimate_" + view + "_" + itoa(size[0]) + "x" + itoa(size[1])
+			s := screen(a)
+			checkScreen(t, s, size[0], size[1])
+			golden(t, name, s)
+		}
+		press(a, "d")
+		if !strings.Contains(screen(a), "cuda:1") {
+			t.Errorf("d switches the estimate's device:\n%s", screen(a))
+		}
+		press(a, "3")
+		s := screen(a)
+		checkScreen(t, s, size[0], size[1])
+		golden(t, "estimate_top_"+itoa(size[0])+"x"+itoa(size[1]), s)
+	}
+	a := newTestApp(t, 140, 40, "../testdata/estimates/SYNTHETIC_peak_snapshot.json")
+	press(a, "3", "down", "enter")
+	s := screen(a)
+	if !strings.Contains(s, "allocated at") || !strings.Contains(s, "released at:") || !strings.Contains(s, "schedules.py:400 backward_step") {
+		t.Errorf("enter shows create and release stacks:\n%s", s)
+	}
+}
+
+// TestEstimateVersusMeasured puts an estimate beside a snapshot of the
+// same rank.
+func TestEstimateVersusMeasured(t *testing.T) {
+	dir := t.TempDir()
+	for src, dst := range map[string]string{
+		"../testdata/estimates/SYNTHETIC_peak_snapshot.json":                    "rank0_peak_snapshot.json",
+		"../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle": "rank0_memory_snapshot.pickle",
+	} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newTestApp(t, 120, 30, filepath.Join(dir, "rank0_peak_snapshot.json"), filepath.Join(dir, "rank0_memory_snapshot.pickle"))
+	press(a, "o")
+	for i, s := range a.sources {
+		if s.Kind == model.KindEstimate {
+			a.overlay.(*picker).list.cursor = i
+		}
+	}
+	press(a, "enter", "c")
+	s := screen(a)
+	if !strings.Contains(s, "ESTIMATED") || !strings.Contains(s, "MEASURED") || !strings.Contains(s, "Attention") {
+		t.Errorf("estimate vs measured:\n%s", s)
+	}
+}
+
+// TestHelpKeysDoWhatTheySay walks the remaining keys of each tab's help.
+func TestHelpKeysDoWhatTheySay(t *testing.T) {
+	a := newTestApp(t, 120, 40, testInputs...)
+	// Traces: paging keys move the cursor within bounds.
+	press(a, "1", "G")
+	if a.traces.list.cursor != len(a.traces.rows)-1 {
+		t.Errorf("G goes to the last rank: %d", a.traces.list.cursor)
+	}
+	press(a, "home")
+	if a.traces.list.cursor != 0 {
+		t.Error("home goes to the first rank")
+	}
+	press(a, "enter", "r")
+	if !a.traces.showResv || !strings.Contains(screen(a), "reserved (device)") {
+		t.Error("r shows reserved memory")
+	}
+	press(a, "esc")
+	// Snapshot: * expands everything under the cursor; s on an allocation
+	// shows its stack.
+	press(a, "2")
+	tv := a.snap.currentTree(a)
+	before := len(tv.rows)
+	press(a, "*")
+	if len(tv.rows) <= before {
+		t.Errorf("* expands all: %d -> %d rows", before, len(tv.rows))
+	}
+	for i, r := range tv.rows {
+		if r.node.Alloc != nil {
+			tv.list.cursor = i
+			break
+		}
+	}
+	press(a, "s")
+	if _, ok := a.overlay.(*stackOverlay); !ok {
+		t.Error("s on an allocation opens its stack")
+	}
+	press(a, "n")
+	if !a.overlay.(*stackOverlay).showNoise {
+		t.Error("n shows the noise frames")
+	}
+	press(a, "esc")
+	// Live: select, focus, sort, filter.
+	press(a, "4", "right", "enter")
+	if !a.live.focus || a.live.sel != 1 || !strings.Contains(screen(a), "GPU 1") || strings.Contains(screen(a), "GPU 2 ") {
+		t.Errorf("→ then enter focuses GPU 1:\n%s", screen(a))
+	}
+	press(a, "esc", "s")
+	if a.live.procSort != 1 {
+		t.Error("s changes the process order")
+	}
+	press(a, "/", "r", "a", "n", "k", " ", "3", "enter")
+	if s := screen(a); !strings.Contains(s, "--local-rank 3") || strings.Contains(s, "--local-rank 4") {
+		t.Errorf("/ filters processes:\n%s", s)
+	}
+	// Timeline: axis, pan and stack of a live allocation.
+	press(a, "5", "x")
+	if !a.timeline.byTime {
+		t.Error("x switches the axis to time")
+	}
+	press(a, "+", "+")
+	x0 := a.timeline.x0
+	press(a, ">")
+	if a.timeline.x0 <= x0 {
+		t.Errorf("> pans right: %d -> %d", x0, a.timeline.x0)
+	}
+	press(a, "enter")
+	if _, ok := a.overlay.(*stackOverlay); !ok {
+		t.Error("enter on a live allocation opens its stack")
+	}
+	press(a, "esc")
+	// Picker: r reloads the selected source.
+	press(a, "o", "r")
+	if !strings.Contains(a.status, "reloading") {
+		t.Errorf("r reloads: status %q", a.status)
+	}
+}
