@@ -426,7 +426,7 @@ func TestEstimateViews(t *testing.T) {
 func TestEstimateVersusMeasured(t *testing.T) {
 	dir := t.TempDir()
 	for src, dst := range map[string]string{
-		"../testdata/estimates/SYNTHETIC_peak_snapshot.json":                    "rank0_peak_snapshot.json",
+		"../testdata/estimates/SYNTHETIC_peak_snapshot.json":                  "rank0_peak_snapshot.json",
 		"../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle": "rank0_memory_snapshot.pickle",
 	} {
 		b, err := os.ReadFile(src)
