@@ -58,13 +58,22 @@ func OpenWith(lib gonvml.Interface) (*NVML, error) {
 	if v, ret := lib.SystemGetDriverVersion(); ret == gonvml.SUCCESS {
 		n.driver = v
 	}
-	count, ret := lib.DeviceGetCount()
-	if ret != gonvml.SUCCESS {
+	if err := n.enumerate(); err != nil {
 		lib.Shutdown()
-		return nil, fmt.Errorf("NVML: cannot count GPUs: %s", retName(ret))
+		return nil, err
+	}
+	return n, nil
+}
+
+// enumerate reads the GPUs and their MIG instances.
+func (n *NVML) enumerate() error {
+	n.devices, n.handles = nil, nil
+	count, ret := n.lib.DeviceGetCount()
+	if ret != gonvml.SUCCESS {
+		return fmt.Errorf("NVML: cannot count GPUs: %s", retName(ret))
 	}
 	for i := 0; i < count; i++ {
-		h, ret := lib.DeviceGetHandleByIndex(i)
+		h, ret := n.lib.DeviceGetHandleByIndex(i)
 		if ret != gonvml.SUCCESS {
 			continue
 		}
@@ -75,7 +84,7 @@ func OpenWith(lib gonvml.Interface) (*NVML, error) {
 		n.handles = append(n.handles, h)
 		n.addMIG(i, h)
 	}
-	return n, nil
+	return nil
 }
 
 // addMIG lists the MIG instances of a GPU in MIG mode, after their parent.
@@ -249,24 +258,7 @@ func (n *NVML) reinit() error {
 		n.dead = fmt.Errorf("NVML was lost and could not be re-initialised (%s); restart memscope once the driver is back", retName(ret))
 		return n.dead
 	}
-	n.devices, n.handles = nil, nil
-	count, ret := n.lib.DeviceGetCount()
-	if ret != gonvml.SUCCESS {
-		return fmt.Errorf("NVML: cannot count GPUs: %s", retName(ret))
-	}
-	for i := 0; i < count; i++ {
-		h, ret := n.lib.DeviceGetHandleByIndex(i)
-		if ret != gonvml.SUCCESS {
-			continue
-		}
-		d := Device{Index: i, Parent: -1}
-		d.Name, _ = h.GetName()
-		d.UUID, _ = h.GetUUID()
-		n.devices = append(n.devices, d)
-		n.handles = append(n.handles, h)
-		n.addMIG(i, h)
-	}
-	return nil
+	return n.enumerate()
 }
 
 // process fills in user and command from /proc; PIDs from another PID

@@ -62,43 +62,31 @@ func OpenEstimate(ctx context.Context, path string) (*Estimate, error) {
 // traces are parsed once.
 func DecodeEstimate(ctx context.Context, data []byte) (*Estimate, error) {
 	sc := jsonscan.New(data)
-	if err := sc.Expect('{'); err != nil {
-		return nil, fmt.Errorf("peak snapshot: %w", err)
-	}
 	type span struct {
 		key        string
 		start, end int
 	}
 	var spans []span
 	est := &Estimate{}
-	for first := true; ; first = false {
-		more, err := sc.More('}', first)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			break
-		}
-		kb, err := sc.String()
-		if err != nil {
-			return nil, err
-		}
+	if sc.Peek() != '{' {
+		return nil, sc.Errorf("peak snapshot: expected an object of devices")
+	}
+	// Find each device's bytes first, so the devices parse in parallel.
+	err := sc.Object(func(kb []byte) error {
 		key := string(kb)
-		if err := sc.Expect(':'); err != nil {
-			return nil, err
-		}
 		start := sc.Pos()
 		if sc.Peek() != '{' {
 			est.Warnings = append(est.Warnings, fmt.Sprintf("device %q is not an object: skipped", key))
-			if err := sc.Skip(); err != nil {
-				return nil, err
-			}
-			continue
+			return sc.Skip()
 		}
 		if err := sc.Skip(); err != nil {
-			return nil, fmt.Errorf("device %q: %w", key, err)
+			return fmt.Errorf("device %q: %w", key, err)
 		}
 		spans = append(spans, span{key, start, sc.Pos()})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !sc.EOF() {
 		return nil, sc.Errorf("data after the end of the peak snapshot")

@@ -232,17 +232,24 @@ func curveError(real, sim *Iteration, realPeak float64) float64 {
 // last, then by rank.
 func (c *Comparison) SortByError() {
 	slices.SortStableFunc(c.Ranks, func(a, b RankComparison) int {
-		an, bn := math.IsNaN(a.PeakErrorPct), math.IsNaN(b.PeakErrorPct)
-		switch {
-		case an && !bn:
-			return 1
-		case bn && !an:
-			return -1
-		case !an && !bn:
-			if c := cmp.Compare(math.Abs(b.PeakErrorPct), math.Abs(a.PeakErrorPct)); c != 0 {
-				return c
-			}
+		if c := ByAbsError(a.PeakErrorPct, b.PeakErrorPct); c != 0 {
+			return c
 		}
 		return a.Rank - b.Rank
 	})
+}
+
+// ByAbsError orders peak errors largest |error| first, NaN (no error) last;
+// 0 for ties.
+func ByAbsError(a, b float64) int {
+	an, bn := math.IsNaN(a), math.IsNaN(b)
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	}
+	return cmp.Compare(math.Abs(b), math.Abs(a))
 }

@@ -70,45 +70,29 @@ func Parse(path string, data []byte) ([]*Rank, error) {
 func ParseMegatron(path string, data []byte) (*Rank, error) {
 	r := &Rank{Rank: RankFromName(path), Path: path, Kind: KindMegatron}
 	sc := jsonscan.New(data)
-	if err := sc.Expect('{'); err != nil {
-		return nil, err
-	}
 	byNum := map[int]int{}
 	unknown := map[string]bool{}
-	for first := true; ; first = false {
-		more, err := sc.More('}', first)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			break
-		}
-		kb, err := sc.String()
-		if err != nil {
-			return nil, err
-		}
+	err := sc.Object(func(kb []byte) error {
 		key := string(kb)
-		if err := sc.Expect(':'); err != nil {
-			return nil, err
-		}
 		num, err := strconv.Atoi(key)
 		if err != nil {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("iteration key %q is not a number: skipped", key))
-			if err := sc.Skip(); err != nil {
-				return nil, err
-			}
-			continue
+			return sc.Skip()
 		}
 		it := Iteration{Key: key, Num: num, X: Seconds, PeakAllocated: Unset, Static: Unset, Theoretical: Unset}
 		if err := parseIteration(sc, &it, unknown); err != nil {
-			return nil, fmt.Errorf("iteration %q: %w", key, err)
+			return fmt.Errorf("iteration %q: %w", key, err)
 		}
 		if i, dup := byNum[num]; dup {
 			r.Iterations[i] = it // JSON: the last duplicate key wins, as in json.load
-			continue
+			return nil
 		}
 		byNum[num] = len(r.Iterations)
 		r.Iterations = append(r.Iterations, it)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !sc.EOF() {
 		return nil, sc.Errorf("data after the end of the trace object")
@@ -125,22 +109,8 @@ func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown map[string]bool
 	if sc.Peek() != '{' {
 		return sc.Errorf("expected an object for the iteration")
 	}
-	_ = sc.Expect('{')
-	for first := true; ; first = false {
-		more, err := sc.More('}', first)
-		if err != nil {
-			return err
-		}
-		if !more {
-			return nil
-		}
-		kb, err := sc.String()
-		if err != nil {
-			return err
-		}
-		if err := sc.Expect(':'); err != nil {
-			return err
-		}
+	return sc.Object(func(kb []byte) error {
+		var err error
 		switch string(kb) {
 		case "samples":
 			if err := parseSamples(sc, it); err != nil {
@@ -159,22 +129,20 @@ func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown map[string]bool
 				return fmt.Errorf("theoretical_memory_MB: %w", err)
 			}
 		case "source":
-			if sc.Peek() == '"' {
-				b, err := sc.String()
-				if err != nil {
-					return err
-				}
-				it.Source = string(b)
-			} else if err := sc.Skip(); err != nil {
+			if sc.Peek() != '"' {
+				return sc.Skip()
+			}
+			b, err := sc.String()
+			if err != nil {
 				return err
 			}
+			it.Source = string(b)
 		default:
 			unknown[string(kb)] = true
-			if err := sc.Skip(); err != nil {
-				return err
-			}
+			return sc.Skip()
 		}
-	}
+		return nil
+	})
 }
 
 // optNumber reads a number or null; negative values and null mean unset,
@@ -205,6 +173,8 @@ func number(sc *jsonscan.Scanner) (float64, error) {
 	return 0, sc.Errorf("expected a number")
 }
 
+// parseSamples is the hot loop of trace loading (millions of samples), so
+// it walks the JSON by hand rather than through Object/Array callbacks.
 func parseSamples(sc *jsonscan.Scanner, it *Iteration) error {
 	if sc.Peek() != '[' {
 		return sc.Errorf("expected an array")
@@ -212,11 +182,8 @@ func parseSamples(sc *jsonscan.Scanner, it *Iteration) error {
 	_ = sc.Expect('[')
 	for first := true; ; first = false {
 		more, err := sc.More(']', first)
-		if err != nil {
+		if err != nil || !more {
 			return err
-		}
-		if !more {
-			return nil
 		}
 		if sc.Peek() != '{' {
 			return sc.Errorf("expected a sample object")

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -166,16 +165,8 @@ func (t *tracesTab) build() {
 func (t *tracesTab) sortRows() {
 	slices.SortStableFunc(t.rows, func(a, b traceRow) int {
 		if t.sortErr {
-			an, bn := math.IsNaN(a.errPct), math.IsNaN(b.errPct)
-			switch {
-			case an && !bn:
-				return 1
-			case bn && !an:
-				return -1
-			case !an && !bn:
-				if c := cmp.Compare(math.Abs(b.errPct), math.Abs(a.errPct)); c != 0 {
-					return c
-				}
+			if c := trace.ByAbsError(a.errPct, b.errPct); c != 0 {
+				return c
 			}
 		}
 		return a.rank - b.rank

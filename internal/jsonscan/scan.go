@@ -486,3 +486,45 @@ func (s *Scanner) key() error {
 	}
 	return s.Expect(':')
 }
+
+// Object reads an object, calling fn for each member with the scanner at
+// the member's value; fn must consume the value. The key aliases the input
+// or a scratch buffer that the next String call reuses: copy it to keep it.
+func (s *Scanner) Object(fn func(key []byte) error) error {
+	if err := s.Expect('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := s.More('}', first)
+		if err != nil || !more {
+			return err
+		}
+		k, err := s.String()
+		if err != nil {
+			return err
+		}
+		if err := s.Expect(':'); err != nil {
+			return err
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+}
+
+// Array reads an array, calling fn for each element with the scanner at
+// the element; fn must consume it.
+func (s *Scanner) Array(fn func(i int) error) error {
+	if err := s.Expect('['); err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		more, err := s.More(']', i == 0)
+		if err != nil || !more {
+			return err
+		}
+		if err := fn(i); err != nil {
+			return err
+		}
+	}
+}
