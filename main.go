@@ -143,12 +143,6 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
 
 // cmdReport implements `memscope report`.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {

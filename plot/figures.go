@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"memscope/internal/palette"
@@ -205,7 +206,7 @@ func SnapshotFigures(d *snapshot.DeviceStats, tl *snapshot.Timeline) map[string]
 	for k := range keys {
 		los = append(los, k)
 	}
-	sortInt64(los)
+	slices.Sort(los)
 	act := Series{Name: "active", Color: palette.Allocated}
 	ina := Series{Name: "cached free", Color: palette.CachedFree}
 	for _, lo := range los {
@@ -236,14 +237,6 @@ func countOf(h snapshot.Histogram, lo int64) int {
 		}
 	}
 	return 0
-}
-
-func sortInt64(a []int64) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }
 
 // TimelineFigure draws allocated and reserved memory over the trace events
@@ -313,7 +306,7 @@ func saveAll(prefix, ext string, figs map[string]*Figure) ([]string, error) {
 	for n := range figs {
 		names = append(names, n)
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	var out []string
 	for _, n := range names {
 		p := prefix + n + ext
@@ -323,14 +316,6 @@ func saveAll(prefix, ext string, figs map[string]*Figure) ([]string, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-func sortStrings(a []string) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }
 
 // SnapshotPlots writes the snapshot pictures as base_NAME.png.

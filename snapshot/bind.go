@@ -489,7 +489,7 @@ func (b *binder) traceEntry(v val, e *TraceEntry, dpath string, i int) error {
 			// costs more than decoding it); name the field here.
 			msg := err.Error()
 			if be, ok := err.(*bindError); ok {
-				msg = be.msg + be.path
+				msg = be.msg
 			}
 			return errAt(fmt.Sprintf("%s[%d].%s", dpath, i, b.keyName(k)), "%s", msg)
 		}

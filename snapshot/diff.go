@@ -1,9 +1,11 @@
 package snapshot
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"memscope/internal/units"
@@ -142,31 +144,18 @@ func mergeRows(a, b []DiffRow, byDelta bool) []DiffRow {
 		out[j].B += r.A
 	}
 	if byDelta {
-		sortByAbsDelta(out, func(r DiffRow) int64 { return r.Delta() })
-		// Ties (often zero change) by size, then name, for a stable order.
-		stableTies(out)
+		// Largest change first; ties (often no change) by size, then name.
+		slices.SortFunc(out, func(x, y DiffRow) int {
+			if c := cmp.Compare(absInt(y.Delta()), absInt(x.Delta())); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(max(y.A, y.B), max(x.A, x.B)); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.Name, y.Name)
+		})
 	}
 	return out
-}
-
-func stableTies(rows []DiffRow) {
-	abs := func(x int64) int64 {
-		if x < 0 {
-			return -x
-		}
-		return x
-	}
-	for i := 1; i < len(rows); i++ {
-		for j := i; j > 0; j-- {
-			x, y := rows[j-1], rows[j]
-			if abs(x.Delta()) != abs(y.Delta()) {
-				break
-			}
-			if max(y.A, y.B) > max(x.A, x.B) || (max(y.A, y.B) == max(x.A, x.B) && y.Name < x.Name) {
-				rows[j-1], rows[j] = y, x
-			}
-		}
-	}
 }
 
 // WriteJSON writes the diff as documented in the README.

@@ -1,7 +1,8 @@
 package snapshot
 
 import (
-	"fmt"
+	"cmp"
+	"slices"
 
 	"memscope/internal/units"
 )
@@ -160,22 +161,15 @@ func CompareByCategory(est *EstimateDeviceStats, meas *DeviceStats) []EstimatedV
 	if est.UnlistedBytes > 0 {
 		get("(unlisted in estimate)").Estimated += est.UnlistedBytes
 	}
-	sortByAbsDelta(out, func(e EstimatedVsMeasured) int64 { return e.Measured - e.Estimated })
+	slices.SortStableFunc(out, func(x, y EstimatedVsMeasured) int {
+		return cmp.Compare(absInt(y.Measured-y.Estimated), absInt(x.Measured-x.Estimated))
+	})
 	return out
 }
 
-func sortByAbsDelta[T any](s []T, delta func(T) int64) {
-	abs := func(x int64) int64 {
-		if x < 0 {
-			return -x
-		}
-		return x
+func absInt(x int64) int64 {
+	if x < 0 {
+		return -x
 	}
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && abs(delta(s[j])) > abs(delta(s[j-1])); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	return x
 }
-
-var _ = fmt.Sprint
