@@ -46,12 +46,22 @@ func writeCSV(path string, header []string, rows [][]string) error {
 }
 
 func done(paths []string, err error) tea.Cmd {
-	return func() tea.Msg {
-		if err != nil {
-			return statusMsg("export failed: " + err.Error())
-		}
-		return statusMsg("exported " + strings.Join(paths, ", "))
+	return func() tea.Msg { return doneMsg(paths, err) }
+}
+
+func doneMsg(paths []string, err error) tea.Msg {
+	if err != nil {
+		return statusMsg("export failed: " + err.Error())
 	}
+	return statusMsg("exported " + strings.Join(paths, ", "))
+}
+
+// background runs an export off the UI goroutine (drawing pictures takes
+// a second or two) and reports where the files went. Its inputs must be
+// computed before: the analyses are not safe for concurrent use.
+func background(a *App, work func() ([]string, error)) tea.Cmd {
+	a.setStatus("exporting…")
+	return func() tea.Msg { return doneMsg(work()) }
 }
 
 func f64(v float64) string {
@@ -65,78 +75,88 @@ func exportTraces(a *App, t *tracesTab) tea.Cmd {
 	if t.src == nil || len(t.rows) == 0 {
 		return done(nil, fmt.Errorf("no traces to export"))
 	}
-	dir := exportDir(a)
-	base := filepath.Join(dir, "memscope_traces_"+stamp())
+	base := filepath.Join(exportDir(a), "memscope_traces_"+stamp())
 	var rows [][]string
 	for _, r := range t.rows {
 		rows = append(rows, []string{strconv.Itoa(r.rank), f64(r.realPeak), f64(r.simPeak), f64(r.errPct), f64(r.curvePct)})
 	}
-	paths := []string{base + ".csv"}
-	if err := writeCSV(paths[0], []string{"rank", "real_peak_mib", "sim_peak_mib", "peak_error_pct", "curve_error_pct"}, rows); err != nil {
-		return done(nil, err)
+	c := t.src.Comparison
+	detail, showTheo := -1, t.showTheo
+	if r := t.cur(); r != nil && t.mode == modeDetail {
+		detail = r.rank
 	}
-	if c := t.src.Comparison; c != nil {
-		if t.mode == modeDetail {
-			if r := t.cur(); r != nil {
-				for _, rc := range c.Ranks {
-					if rc.Rank == r.rank && rc.Real != nil && rc.Sim != nil {
-						p := base + fmt.Sprintf("_rank%d.png", r.rank)
-						if err := plot.RankComparison(p, rc, plot.Options{ShowTheoretical: t.showTheo}); err != nil {
-							return done(nil, err)
-						}
-						paths = append(paths, p)
+	return background(a, func() ([]string, error) {
+		paths := []string{base + ".csv"}
+		if err := writeCSV(paths[0], []string{"rank", "real_peak_mib", "sim_peak_mib", "peak_error_pct", "curve_error_pct"}, rows); err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return paths, nil
+		}
+		if detail >= 0 {
+			for _, rc := range c.Ranks {
+				if rc.Rank == detail && rc.Real != nil && rc.Sim != nil {
+					p := base + fmt.Sprintf("_rank%d.png", detail)
+					if err := plot.RankComparison(p, rc, plot.Options{ShowTheoretical: showTheo}); err != nil {
+						return paths, err
 					}
+					paths = append(paths, p)
 				}
 			}
-		} else {
-			p := base + "_overview.png"
-			if err := plot.ComparisonOverview(p, c); err != nil {
-				return done(nil, err)
-			}
-			paths = append(paths, p)
+			return paths, nil
 		}
-	}
-	return done(paths, nil)
+		p := base + "_overview.png"
+		if err := plot.ComparisonOverview(p, c); err != nil {
+			return paths, err
+		}
+		return append(paths, p), nil
+	})
 }
 
 func exportSnapshot(a *App, t *snapTab) tea.Cmd {
 	if t.src == nil || t.src.State != model.Loaded {
 		return done(nil, fmt.Errorf("no snapshot to export"))
 	}
-	dir := exportDir(a)
-	base := filepath.Join(dir, "memscope_snapshot_"+stamp())
-	var paths []string
-	if d := t.dev(); d != nil {
-		var rows [][]string
-		for _, c := range d.Categories {
-			rows = append(rows, []string{c.Name, strconv.FormatInt(c.Bytes, 10), strconv.Itoa(c.Blocks)})
-		}
-		if err := writeCSV(base+"_categories.csv", []string{"category", "bytes", "blocks"}, rows); err != nil {
-			return done(nil, err)
-		}
-		paths = append(paths, base+"_categories.csv")
-		pics, err := plot.SnapshotPlots(base, d, t.src.Analysis.Timeline(d.Device))
-		if err != nil {
-			return done(nil, err)
-		}
-		paths = append(paths, pics...)
+	base := filepath.Join(exportDir(a), "memscope_snapshot_"+stamp())
+	d, e := t.dev(), t.est()
+	var tl *snapshot.Timeline
+	if d != nil {
+		tl = t.src.Analysis.Timeline(d.Device)
 	}
-	if e := t.est(); e != nil {
-		var rows [][]string
-		for _, m := range e.Modules {
-			rows = append(rows, []string{m.Pattern, strconv.FormatInt(m.Bytes, 10), strconv.Itoa(m.Tensors), strconv.Itoa(m.Instances)})
+	return background(a, func() ([]string, error) {
+		var paths []string
+		if d != nil {
+			var rows [][]string
+			for _, c := range d.Categories {
+				rows = append(rows, []string{c.Name, strconv.FormatInt(c.Bytes, 10), strconv.Itoa(c.Blocks)})
+			}
+			if err := writeCSV(base+"_categories.csv", []string{"category", "bytes", "blocks"}, rows); err != nil {
+				return nil, err
+			}
+			paths = append(paths, base+"_categories.csv")
+			pics, err := plot.SnapshotPlots(base, d, tl)
+			paths = append(paths, pics...)
+			if err != nil {
+				return paths, err
+			}
 		}
-		if err := writeCSV(base+"_modules.csv", []string{"pattern", "bytes", "tensors", "instances"}, rows); err != nil {
-			return done(nil, err)
+		if e != nil {
+			var rows [][]string
+			for _, m := range e.Modules {
+				rows = append(rows, []string{m.Pattern, strconv.FormatInt(m.Bytes, 10), strconv.Itoa(m.Tensors), strconv.Itoa(m.Instances)})
+			}
+			if err := writeCSV(base+"_modules.csv", []string{"pattern", "bytes", "tensors", "instances"}, rows); err != nil {
+				return paths, err
+			}
+			paths = append(paths, base+"_modules.csv")
+			pics, err := plot.EstimatePlots(base, e)
+			paths = append(paths, pics...)
+			if err != nil {
+				return paths, err
+			}
 		}
-		paths = append(paths, base+"_modules.csv")
-		pics, err := plot.EstimatePlots(base, e)
-		if err != nil {
-			return done(nil, err)
-		}
-		paths = append(paths, pics...)
-	}
-	return done(paths, nil)
+		return paths, nil
+	})
 }
 
 func exportTop(a *App, t *topTab) tea.Cmd {
@@ -163,12 +183,15 @@ func exportTimeline(a *App, t *timelineTab) tea.Cmd {
 	for _, l := range t.tl.LiveAt(t.cursor, 0) {
 		rows = append(rows, []string{strconv.FormatInt(l.Size, 10), l.Category, snapshot.Location(l.Frames)})
 	}
-	if err := writeCSV(base+"_live.csv", []string{"size", "category", "location"}, rows); err != nil {
-		return done(nil, err)
-	}
-	p := base + ".png"
-	if err := plot.Timeline(p, t.tl); err != nil {
-		return done(nil, err)
-	}
-	return done([]string{base + "_live.csv", p}, nil)
+	tl := t.tl
+	return background(a, func() ([]string, error) {
+		if err := writeCSV(base+"_live.csv", []string{"size", "category", "location"}, rows); err != nil {
+			return nil, err
+		}
+		p := base + ".png"
+		if err := plot.Timeline(p, tl); err != nil {
+			return []string{base + "_live.csv"}, err
+		}
+		return []string{base + "_live.csv", p}, nil
+	})
 }

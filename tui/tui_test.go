@@ -527,3 +527,28 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 		t.Errorf("r reloads: status %q", a.status)
 	}
 }
+
+// TestExport: e writes the view's picture and table into the export
+// directory and says where.
+func TestExport(t *testing.T) {
+	dir := t.TempDir()
+	a := newTestApp(t, 120, 40, testInputs...)
+	a.opts.ExportDir = dir
+	for _, tab := range []string{"1", "2", "3", "5"} {
+		press(a, tab)
+		cmd := a.tabs[a.active].update(a, tea.KeyPressMsg{Code: 'e', Text: "e"})
+		if cmd == nil {
+			t.Fatalf("tab %s: e returned nothing", tab)
+		}
+		msg := cmd()
+		a.Update(msg)
+		if !strings.Contains(a.status, "exported "+dir) {
+			t.Errorf("tab %s: status %q", tab, a.status)
+		}
+	}
+	pngs, _ := filepath.Glob(filepath.Join(dir, "*.png"))
+	csvs, _ := filepath.Glob(filepath.Join(dir, "*.csv"))
+	if len(pngs) < 7 || len(csvs) != 4 {
+		t.Errorf("exported %d pictures and %d tables: %v %v", len(pngs), len(csvs), pngs, csvs)
+	}
+}
