@@ -143,7 +143,6 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-
 // cmdReport implements `memscope report`.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
 	fs := newFlagSet("report", "memscope report [--json] [--top N] [--categories FILE] [--plot DIR] [--out DIR [--name NAME]] [--format png|svg] PATH...", stderr)
