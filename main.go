@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -51,8 +52,19 @@ var errUsage = errors.New("usage")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// MEMSCOPE_CPUPROFILE=FILE profiles a whole command (for performance
+	// work: go tool pprof memscope FILE).
+	if p := os.Getenv("MEMSCOPE_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	pprof.StopCPUProfile()
 	os.Exit(code)
 }
 
