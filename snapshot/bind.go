@@ -79,8 +79,11 @@ func (b *binder) pairs(v val, path string) ([]val, error) {
 	if v.k != kDict {
 		return nil, errAt(path, "expected a dict, found %s", v.k)
 	}
-	if b.g.cont(v.ref).kind == cFrame {
+	switch b.g.cont(v.ref).kind {
+	case cFrame:
 		return nil, errAt(path, "expected a record, found a stack frame")
+	case cTrace:
+		return nil, errAt(path, "expected a record, found a trace entry")
 	}
 	return b.g.seq(v), nil
 }
@@ -437,6 +440,9 @@ func (b *binder) traces(v val, path string) ([][]TraceEntry, error) {
 }
 
 func (b *binder) traceEntry(v val, e *TraceEntry, dpath string, i int) error {
+	if v.k == kDict && b.g.cont(v.ref).kind == cTrace {
+		return b.rawTraceEntry(b.g.traces.at(b.g.cont(v.ref).start), e, dpath, i)
+	}
 	if v.k != kDict || b.g.cont(v.ref).kind != cGeneric {
 		_, err := b.pairs(v, fmt.Sprintf("%s[%d]", dpath, i))
 		if err == nil {
@@ -493,6 +499,30 @@ func (b *binder) traceEntry(v val, e *TraceEntry, dpath string, i int) error {
 			}
 			return errAt(fmt.Sprintf("%s[%d].%s", dpath, i, b.keyName(k)), "%s", msg)
 		}
+	}
+	return nil
+}
+
+// rawTraceEntry binds a trace entry recognised while decoding.
+func (b *binder) rawTraceEntry(r *rawTrace, e *TraceEntry, dpath string, i int) error {
+	var ok bool
+	e.Action, ok = parseAction(b.g.strs[r.action])
+	if !ok {
+		b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.g.strs[r.action]))
+	}
+	e.Addr, e.Size, e.Stream, e.TimeUS, e.DeviceFree = r.addr, r.size, r.stream, r.time, r.devFree
+	if r.cc != noRef {
+		e.CompileContext = b.g.strs[r.cc]
+	}
+	if r.um != noRef {
+		e.UserMetadata = b.g.strs[r.um]
+	}
+	if r.fram != noRef {
+		st, err := b.stack(val{k: kList, ref: r.fram}, fmt.Sprintf("%s[%d].frames", dpath, i))
+		if err != nil {
+			return err
+		}
+		e.Frames = st
 	}
 	return nil
 }
@@ -612,6 +642,8 @@ func (b *binder) render(v val, depth int) string {
 		return "{frame}"
 	case cStack:
 		return fmt.Sprintf("[%d frames]", b.g.cont(v.ref).n)
+	case cTrace:
+		return "{trace entry}"
 	}
 	sb.WriteString(open)
 	step := 1

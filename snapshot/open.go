@@ -9,7 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 )
+
+// gcThreshold is the input size above which decoding collects garbage
+// between its phases. Each phase leaves the previous one's memory (the raw
+// file, then the value graph) unreachable; without a collection the heap
+// would hold all three at once, doubling peak memory on large snapshots.
+const gcThreshold = 64 << 20
 
 // maxGzipRatio bounds how much a gzip member may expand, so a small
 // "zip bomb" cannot exhaust memory. Snapshot pickles compress 5-20x.
@@ -91,11 +98,22 @@ func decode(ctx context.Context, data []byte, progress func(float64)) (*Snapshot
 }
 
 func decodePickleSnapshot(ctx context.Context, data []byte, progress func(float64)) (*Snapshot, error) {
+	// Take the size now: after decoding, nothing may keep the input alive,
+	// so the collector can reclaim it (a file's worth of memory) while the
+	// binder builds the typed snapshot.
+	size := len(data)
 	g, root, err := decodePickleCtx(ctx, data, progress)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newBinder(g, len(data)).bindRoot(root)
+	if size > gcThreshold {
+		runtime.GC() // the input is garbage now: reclaim it before binding
+	}
+	s, err := newBinder(g, size).bindRoot(root)
+	if size > gcThreshold {
+		g = nil
+		runtime.GC() // and the value graph, before analysis allocates
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -145,6 +145,7 @@ const (
 	cGeneric ckind = iota // items hold vals (dicts: key, value pairs)
 	cFrame                // a recognised frame dict; start indexes graph.frames
 	cStack                // a list of frame dicts; start indexes graph.stacks
+	cTrace                // a recognised trace entry dict; start indexes graph.traces
 )
 
 type container struct {
@@ -162,6 +163,28 @@ type rawFrame struct {
 	line       int64
 }
 
+// rawTrace is a trace entry dict recognised while decoding: a million of
+// them would otherwise take 16 vals each. String fields are string ids,
+// frames the id of the frames list's container; noRef marks absent ones.
+type rawTrace struct {
+	addr, stream         uint64
+	size, time, devFree  int64
+	action, cc, um, fram uint32
+	// has records which integer fields were present.
+	has uint8
+}
+
+const noRef = ^uint32(0)
+
+// has bits of rawTrace.
+const (
+	hasAddr = 1 << iota
+	hasSize
+	hasStream
+	hasTime
+	hasDevFree
+)
+
 // graph is the decoded value graph.
 type graph struct {
 	strs   []string
@@ -170,6 +193,7 @@ type graph struct {
 	items  chunked[val]
 	spills [][]val
 	frames chunked[rawFrame]
+	traces chunked[rawTrace]
 	stacks stackTable
 	proto  int
 }
@@ -232,6 +256,7 @@ func decodePickleCtx(ctx context.Context, data []byte, progress func(float64)) (
 	d := newDecoder(data)
 	d.ctx, d.progress = ctx, progress
 	root, err := d.run()
+	d.data = nil
 	if err != nil {
 		return nil, val{}, err
 	}
@@ -311,6 +336,8 @@ func (d *decoder) extend(cid uint32, vs []val) {
 		d.unframe(cid)
 	case cStack:
 		d.unstack(cid)
+	case cTrace:
+		d.untrace(cid)
 	}
 	if !c.spilled {
 		if c.n == 0 {
@@ -356,6 +383,39 @@ func (d *decoder) unframe(cid uint32) {
 	d.extend(cid, kv)
 }
 
+// untrace turns a recognised trace entry back into a generic dict, for the
+// rare pickle that adds items to it after filling it.
+func (d *decoder) untrace(cid uint32) {
+	g := d.g
+	c := g.conts.at(cid)
+	r := *g.traces.at(c.start)
+	key := func(s string) val { return val{k: kStr, ref: d.str([]byte(s))} }
+	kv := []val{key("action"), {k: kStr, ref: r.action}}
+	ints := []struct {
+		name string
+		bit  uint8
+		v    int64
+	}{{"addr", hasAddr, int64(r.addr)}, {"size", hasSize, r.size}, {"stream", hasStream, int64(r.stream)},
+		{"time_us", hasTime, r.time}, {"device_free", hasDevFree, r.devFree}}
+	for _, f := range ints {
+		if r.has&f.bit != 0 {
+			kv = append(kv, key(f.name), val{k: kInt, i: f.v})
+		}
+	}
+	for _, f := range []struct {
+		name string
+		ref  uint32
+		k    vkind
+	}{{"compile_context", r.cc, kStr}, {"user_metadata", r.um, kStr}, {"frames", r.fram, kList}} {
+		if f.ref != noRef {
+			kv = append(kv, key(f.name), val{k: f.k, ref: f.ref})
+		}
+	}
+	c = g.conts.at(cid)
+	*c = container{vk: kDict}
+	d.extend(cid, kv)
+}
+
 // unstack turns an interned frame list back into a generic list of frame
 // dicts, for a list that gets more items after its first batch.
 func (d *decoder) unstack(cid uint32) {
@@ -369,6 +429,60 @@ func (d *decoder) unstack(cid uint32) {
 	}
 	*c = container{vk: kList}
 	d.extend(cid, vs)
+}
+
+// tryTrace stores a freshly filled dict as a rawTrace when it holds only
+// the trace-entry keys memscope knows, with the expected value types; any
+// other key or type keeps the generic form (and its warnings).
+func (d *decoder) tryTrace(cid uint32, kv []val) bool {
+	if kv[0].k != kStr || d.g.roles[kv[0].ref] != keyAction {
+		return false
+	}
+	r := rawTrace{action: noRef, cc: noRef, um: noRef, fram: noRef}
+	for j := 0; j < len(kv); j += 2 {
+		k, v := kv[j], kv[j+1]
+		if k.k != kStr {
+			return false
+		}
+		ok := true
+		switch d.g.roles[k.ref] {
+		case keyAction:
+			r.action, ok = v.ref, v.k == kStr
+		case keyAddr:
+			r.addr, ok = uint64(v.i), v.k == kInt || v.k == kUint
+			r.has |= hasAddr
+		case keyStream:
+			r.stream, ok = uint64(v.i), v.k == kInt || v.k == kUint
+			r.has |= hasStream
+		case keySize:
+			r.size, ok = v.i, v.k == kInt && v.i >= 0
+			r.has |= hasSize
+		case keyTimeUS:
+			r.time, ok = v.i, v.k == kInt
+			r.has |= hasTime
+		case keyDeviceFree:
+			r.devFree, ok = v.i, v.k == kInt
+			r.has |= hasDevFree
+		case keyCompileContext:
+			r.cc, ok = v.ref, v.k == kStr
+		case keyUserMetadata:
+			r.um, ok = v.ref, v.k == kStr
+		case keyFrames:
+			r.fram, ok = v.ref, v.k == kList
+		default:
+			return false
+		}
+		if !ok {
+			return false
+		}
+	}
+	if r.action == noRef {
+		return false
+	}
+	c := d.g.conts.at(cid)
+	c.kind = cTrace
+	c.start = d.g.traces.push(r)
+	return true
 }
 
 // tryStack interns a fresh list whose items are all recognised frames.
@@ -636,7 +750,7 @@ func (d *decoder) run() (val, error) {
 				return val{}, d.errf(at, "SETITEMS with an odd number of items (%d)", len(kv))
 			}
 			c := g.conts.at(t.ref)
-			if !(len(kv) == 6 && c.n == 0 && c.kind == cGeneric && d.tryFrame(t.ref, kv)) && len(kv) > 0 {
+			if !(c.n == 0 && c.kind == cGeneric && (len(kv) == 6 && d.tryFrame(t.ref, kv) || len(kv) >= 4 && d.tryTrace(t.ref, kv))) && len(kv) > 0 {
 				d.extend(t.ref, kv)
 			}
 			stack = stack[:m]
@@ -915,7 +1029,7 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 			return false, val{}, d.errf(at, "SETITEMS with an odd number of items (%d)", len(kv))
 		}
 		c := d.g.conts.at(t.ref)
-		if !(len(kv) == 6 && c.n == 0 && c.kind == cGeneric && d.tryFrame(t.ref, kv)) && len(kv) > 0 {
+		if !(c.n == 0 && c.kind == cGeneric && (len(kv) == 6 && d.tryFrame(t.ref, kv) || len(kv) >= 4 && d.tryTrace(t.ref, kv))) && len(kv) > 0 {
 			d.extend(t.ref, kv)
 		}
 		d.stack = d.stack[:m]
