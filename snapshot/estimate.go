@@ -371,8 +371,15 @@ func (s *stackStrings) stack(sc *jsonscan.Scanner) (Stack, bool, error) {
 		return nil, false, err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Another device's goroutine may have parsed the same stack meanwhile:
+	// equal stacks must share one slice (groups key on it).
+	for _, e := range s.m[h] {
+		if bytes.Equal(e.raw, raw) {
+			return e.stack, e.bad, nil
+		}
+	}
 	s.m[h] = append(s.m[h], stackEntry{raw: slices.Clone(raw), stack: st, bad: bad})
-	s.mu.Unlock()
 	return st, bad, nil
 }
 

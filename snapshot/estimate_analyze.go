@@ -106,7 +106,7 @@ func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceSt
 		paths map[string]bool
 	}
 	mods := map[string]*modAcc{}
-	groups := map[*Frame]*StackGroup{}
+	groupIdx := map[*Frame]int{} // groups in order of first appearance, for stable ties
 	var noStack StackGroup
 	for i := range d.Tensors {
 		t := &d.Tensors[i]
@@ -139,13 +139,14 @@ func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceSt
 			noStack.Bytes += t.Size
 			noStack.Tensors++
 		} else {
-			g := groups[&t.Create[0]]
-			if g == nil {
-				g = &StackGroup{Frames: t.Create}
-				groups[&t.Create[0]] = g
+			gi, ok := groupIdx[&t.Create[0]]
+			if !ok {
+				gi = len(st.StackGroups)
+				groupIdx[&t.Create[0]] = gi
+				st.StackGroups = append(st.StackGroups, StackGroup{Frames: t.Create})
 			}
-			g.Bytes += t.Size
-			g.Tensors++
+			st.StackGroups[gi].Bytes += t.Size
+			st.StackGroups[gi].Tensors++
 		}
 		st.Allocations = append(st.Allocations, Allocation{Size: t.Size, RequestedSize: t.Size, State: StateActiveAllocated,
 			Category: cat.Category(t.Create), Frames: t.Create, Shape: t.Shape, Module: t.Module, Phase: t.Phase,
@@ -176,18 +177,10 @@ func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceSt
 		}
 		return cmp.Compare(a.Pattern, b.Pattern)
 	})
-	for _, g := range groups {
-		st.StackGroups = append(st.StackGroups, *g)
-	}
 	if noStack.Tensors > 0 {
 		st.StackGroups = append(st.StackGroups, noStack)
 	}
-	slices.SortFunc(st.StackGroups, func(a, b StackGroup) int {
-		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
-			return c
-		}
-		return cmp.Compare(Location(a.Frames), Location(b.Frames))
-	})
+	slices.SortStableFunc(st.StackGroups, func(a, b StackGroup) int { return cmp.Compare(b.Bytes, a.Bytes) })
 	slices.SortStableFunc(st.Allocations, func(x, y Allocation) int { return cmp.Compare(y.Size, x.Size) })
 	st.Categories = categoryTotals(st.Allocations, cat)
 	return st
