@@ -33,8 +33,8 @@ func (f Frame) String() string {
 }
 
 // Stack is a call stack, innermost frame first. Identical stacks in one
-// snapshot share one backing array, so comparing the address of the first
-// element is a cheap identity test (see StackKey).
+// snapshot share one backing array, so the address of the first element is
+// a cheap identity key (categorizers and location caches use it).
 type Stack []Frame
 
 // BlockState is the allocator state of a block.

@@ -421,11 +421,6 @@ func (t *tracesTab) detailView(a *App) string {
 	}
 	simIt := r.simIt
 	steps := (realIt != nil && realIt.X == trace.Steps) || (simIt != nil && simIt.X == trace.Steps)
-	type ser struct {
-		it    *trace.Iteration
-		vals  func(*trace.Iteration) []float64
-		style lipgloss.Style
-	}
 	var series []chartSeries
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	add := func(it *trace.Iteration, ys []float64, st lipgloss.Style) {
