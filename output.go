@@ -138,7 +138,7 @@ func reportFindings(paths []string, reports []snapshot.FileReport, dir string, p
 					b.WriteString("\n")
 				}
 				if tl := a.Timeline(d.Device); tl != nil {
-					fmt.Fprintf(&b, "Peak %s at trace entry %d (%s).\n\n", units.Bytes(tl.Peak.Allocated), tl.Peak.EventIndex, tl.Note)
+					fmt.Fprintf(&b, "Peak %s at trace entry %d (%s).\n\n", units.Bytes(tl.Peak.Active), tl.Peak.EventIndex, tl.Note)
 				}
 				for _, rec := range d.Recommendations {
 					fmt.Fprintf(&b, "- %s\n", rec.Text)

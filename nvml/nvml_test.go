@@ -218,3 +218,19 @@ func BenchmarkSampleMock8(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSampleReal samples the GPUs of this machine through the real
+// driver; it is skipped where NVML cannot be initialised.
+func BenchmarkSampleReal(b *testing.B) {
+	n, err := Open()
+	if err != nil {
+		b.Skipf("no NVML here: %v", err)
+	}
+	defer n.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := n.Sample(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

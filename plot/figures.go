@@ -243,18 +243,18 @@ func countOf(h snapshot.Histogram, lo int64) int {
 // with the peak marked.
 func TimelineFigure(tl *snapshot.Timeline) *Figure {
 	maxB := 0.0
-	for i := range tl.Allocated {
-		maxB = math.Max(maxB, math.Max(float64(tl.Allocated[i]), float64(tl.Reserved[i])))
+	for i := range tl.Active {
+		maxB = math.Max(maxB, math.Max(float64(tl.Active[i]), float64(tl.Reserved[i])))
 	}
 	unit, div := ByteUnit(maxB)
-	f := &Figure{Kind: Lines, Title: fmt.Sprintf("Memory timeline, cuda:%d: peak %s at event %d", tl.Device, units.Bytes(tl.Peak.Allocated), tl.Peak.EventIndex),
+	f := &Figure{Kind: Lines, Title: fmt.Sprintf("Memory timeline, cuda:%d: peak %s at event %d", tl.Device, units.Bytes(tl.Peak.Active), tl.Peak.EventIndex),
 		XLabel: "trace event", YLabel: unit, YUnit: unit, Note: timelineNote(tl)}
 	// Decimate with peaks kept: a million events need not become a million
 	// path segments.
-	al := make([]float64, len(tl.Allocated))
+	al := make([]float64, len(tl.Active))
 	re := make([]float64, len(tl.Reserved))
 	for i := range al {
-		al[i], re[i] = float64(tl.Allocated[i])/div, float64(tl.Reserved[i])/div
+		al[i], re[i] = float64(tl.Active[i])/div, float64(tl.Reserved[i])/div
 	}
 	pick := func(ys []float64) ([]float64, []float64) {
 		idx := trace.MinMax(ys, 1500)
@@ -266,7 +266,7 @@ func TimelineFigure(tl *snapshot.Timeline) *Figure {
 	}
 	rx, ry := pick(re)
 	ax, ay := pick(al)
-	f.Series = []Series{{Name: "reserved", X: rx, Y: ry, Color: palette.Reserved}, {Name: "allocated", X: ax, Y: ay, Color: palette.Real}}
+	f.Series = []Series{{Name: "reserved", X: rx, Y: ry, Color: palette.Reserved}, {Name: "active (memory_viz)", X: ax, Y: ay, Color: palette.Real}}
 	f.VLines = []Series{{Name: "peak", X: []float64{float64(max(0, tl.Peak.EventIndex))}, Color: palette.Peak, Dashed: true}}
 	return f
 }
@@ -394,8 +394,8 @@ func timelineNote(tl *snapshot.Timeline) string {
 	switch {
 	case tl.Complete:
 		return "exact: the trace covers the whole run"
-	case tl.EndAllocated != tl.SnapshotAllocated:
+	case tl.EndActive != tl.SnapshotActive:
 		return "memory changed after recording stopped; levels follow the trace"
 	}
-	return fmt.Sprintf("the trace starts mid-run: %s was allocated before it", units.Bytes(tl.BaseAllocated))
+	return fmt.Sprintf("the trace starts mid-run: %s was allocated before it", units.Bytes(tl.BaseActive))
 }

@@ -128,8 +128,8 @@ func TestSnapshotFigures(t *testing.T) {
 	if tl.YUnit == "MiB" {
 		tdiv = units.MiB
 	}
-	if int64(math.Round(peak*tdiv)) != a.Timeline(0).Peak.Allocated {
-		t.Errorf("timeline peak drawn %v, replay %d", peak*tdiv, a.Timeline(0).Peak.Allocated)
+	if int64(math.Round(peak*tdiv)) != a.Timeline(0).Peak.Active {
+		t.Errorf("timeline peak drawn %v, replay %d", peak*tdiv, a.Timeline(0).Peak.Active)
 	}
 }
 

@@ -21,8 +21,18 @@ def side(path):
     totals = {k: sum(d[k] for d in devs) for k in ("reserved_bytes", "allocated_bytes", "active_bytes",
                                                    "requested_bytes", "inactive_bytes", "rounding_waste_bytes",
                                                    "segments", "blocks")}
-    if any("peak" in d for d in devs):
-        totals["peak_allocated_bytes"] = sum(d["peak"]["allocated_bytes"] for d in devs if "peak" in d)
+    if devs:
+        # A device without a trace peaks at its active blocks' requested
+        # bytes (memory_viz's flat line).
+        totals["peak_active_bytes"] = sum(d["peak"]["active_bytes"] if "peak" in d else d["requested_bytes"]
+                                          for d in devs)
+    peak_cats, peak_sites = {}, {}
+    for d in devs:
+        live = d["peak"]["live"] if "peak" in d else [dict(t, size=t["requested_size"]) for t in d["top"]]
+        for x in live:
+            peak_cats[x["category"]] = peak_cats.get(x["category"], 0) + x["size"]
+            loc = x["location"] or "(no frames recorded)"
+            peak_sites[loc] = peak_sites.get(loc, 0) + x["size"]
     snap = rr.load(path)
     cats, sites = {}, {}
     for dev in devs:
@@ -42,7 +52,7 @@ def side(path):
             frames = b.get("frames") or last.get(b["address"], [])
             loc = rr.location(frames) or "(no frames recorded)"
             sites[loc] = sites.get(loc, 0) + b["size"]
-    return totals, cats, sites
+    return totals, cats, sites, peak_cats, peak_sites
 
 
 def rows(a, b, key):
@@ -54,11 +64,12 @@ def rows(a, b, key):
 
 def main():
     a, b = sys.argv[1], sys.argv[2]
-    ta, ca, sa = side(a)
-    tb, cb, sb = side(b)
+    ta, ca, sa, pca, psa = side(a)
+    tb, cb, sb, pcb, psb = side(b)
     out = {"a": a, "b": b,
            "totals": {k: {"a": ta[k], "b": tb[k], "delta": tb[k] - ta[k]} for k in ta},
-           "categories": rows(ca, cb, "name"), "sites": rows(sa, sb, "location")}
+           "categories": rows(ca, cb, "name"), "sites": rows(sa, sb, "location"),
+           "peak_categories": rows(pca, pcb, "name"), "peak_sites": rows(psa, psb, "location")}
     json.dump(out, sys.stdout, indent=1)
     print()
 

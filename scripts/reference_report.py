@@ -13,7 +13,11 @@ import argparse
 import gzip
 import json
 import pickle
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import memviz_port  # noqa: E402
 
 RULES = [
     ("Expert/MoE", ["moe", "expert", "router", "token_dispatcher", "grouped_gemm", "deepep", "deep_ep"]),
@@ -86,82 +90,27 @@ def category(frames):
     return "Unknown"
 
 
-def peak(segments, dev, trace, top_n):
-    """Replay the trace as a simulation (independently of the Go interval
-    code): allocations made before the window are those freed without an
-    alloc, and active blocks never allocated in the trace."""
-    n = len(trace)
-    live = {}           # addr -> (size, frames) allocated in the window
-    pre = []            # (end_index, size, frames) allocated before the window
-    pre_freeing = set()
-    deltas = [0] * n
-    for i, e in enumerate(trace):
-        a, addr = e["action"], e.get("addr")
-        if a == "alloc":
-            if addr in live and live[addr][2] is None:
-                deltas[i] -= live[addr][0]
-            live[addr] = [e["size"], e.get("frames", []), None, i]
-            deltas[i] += e["size"]
-        elif a == "free_requested":
-            if addr in live:
-                if live[addr][2] is None:
-                    live[addr][2] = i
-                    deltas[i] -= live[addr][0]
-            elif addr not in pre_freeing:
-                pre_freeing.add(addr)
-                pre.append((i, e["size"], addr, e.get("frames", [])))
-                deltas[i] -= e["size"]
-        elif a == "free_completed":
-            if addr in live:
-                if live[addr][2] is None:
-                    deltas[i] -= live[addr][0]
-                del live[addr]
-            elif addr in pre_freeing:
-                pre_freeing.discard(addr)
-            else:
-                pre.append((i, e["size"], addr, e.get("frames", [])))
-                deltas[i] -= e["size"]
-    alive_at_end = {addr for addr, v in live.items() if v[2] is None}
-    for s in segments:
-        if s.get("device", 0) != dev:
-            continue
-        for b in s["blocks"]:
-            if b["state"] != "active_allocated":
-                continue
-            if b["address"] not in alive_at_end:
-                pre.append((n, b["size"], b["address"], b.get("frames", [])))
-            elif live[b["address"]][0] != b["size"]:
-                # the block's size wins for an allocation still alive
-                deltas[live[b["address"]][3]] += b["size"] - live[b["address"]][0]
-                live[b["address"]][0] = b["size"]
-    base = sum(p[1] for p in pre)
-    best, at, level = base, -1, base
-    for i, d in enumerate(deltas):
-        level += d
-        if level > best:
-            best, at = level, i
-    # What was live after event `at`: replay again up to it.
-    final_size = {addr: v[0] for addr, v in live.items() if v[2] is None}
-    last_alloc = {}
-    for i, e in enumerate(trace):
-        if e["action"] == "alloc":
-            last_alloc[e.get("addr")] = i
-    items = [(size, addr, fr) for end, size, addr, fr in pre if end > at]
-    live = {}
-    for i, e in enumerate(trace[: at + 1]):
-        a, addr = e["action"], e.get("addr")
-        if a == "alloc":
-            size = e["size"]
-            if addr in final_size and last_alloc.get(addr) == i:
-                size = final_size[addr]
-            live[addr] = (size, addr, e.get("frames", []))
-        elif a in ("free_requested", "free_completed"):
-            live.pop(addr, None)
-    items += list(live.values())
-    items.sort(key=lambda x: (-x[0], x[1]))
+def peak(snapshot, segments, dev, trace, top_n):
+    """The peak of memory_viz's active series, from the independent port of
+    MemoryViz.js (memviz_port.py), with the live set at it and the reserved
+    memory after that event (final segments, later segment events undone)."""
+    if "device_traces" not in snapshot and "traces" in snapshot:
+        # torch ~2.0 named the key "traces"; memory_viz reads device_traces.
+        snapshot = dict(snapshot, device_traces=snapshot["traces"])
+    p = memviz_port.process_alloc_data(snapshot, dev, with_live=True)
+    at = p["peak_event_index"]
+    reserved = sum(s["total_size"] for s in segments if s.get("device", 0) == dev)
+    for e in trace[at + 1:]:
+        if e["action"] in ("segment_alloc", "segment_map"):
+            reserved -= e["size"]
+        elif e["action"] in ("segment_free", "segment_unmap"):
+            reserved += e["size"]
+    items = sorted(p["live"], key=lambda x: (-x["size"], x["addr"]))
     time_us = trace[max(at, 0)].get("time_us", 0)
-    return dict(allocated_bytes=best, event_index=at, time_us=time_us,
-                live=[dict(size=sz, category=category(fr), location=location(fr)) for sz, _, fr in items[:top_n]])
+    return dict(active_bytes=p["peak_bytes"], event_index=at, time_us=time_us, reserved_bytes=reserved,
+                efficiency_pct=round(100.0 * p["peak_bytes"] / reserved, 2) if reserved else 0.0,
+                live=[dict(size=x["size"], category=category(x.get("frames") or []),
+                           location=location(x.get("frames") or [])) for x in items[:top_n]])
 
 
 def load(path):
@@ -239,7 +188,7 @@ def report(path, top_n):
         d["top"] = [dict(size=a[0], requested_size=a[1], address=a[2], state=a[3], category=a[4], location=a[5])
                     for a in allocs[:top_n]]
         if trace:
-            d["peak"] = peak(segments, dev, trace, top_n)
+            d["peak"] = peak(snap, segments, dev, trace, top_n)
         out.append(d)
     return out
 

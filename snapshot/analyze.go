@@ -95,6 +95,26 @@ type Fragmentation struct {
 	ExternalPct float64
 }
 
+// PeakStats is a device at the peak of its active memory (see Timeline).
+// Without a trace it is the snapshot's own moment.
+type PeakStats struct {
+	// FromTrace is set when the peak comes from replaying the trace.
+	FromTrace bool
+	Active    int64
+	Reserved  int64
+	// EventIndex is the raw trace index after which the peak is reached
+	// (-1: before the first event, or no trace).
+	EventIndex    int
+	TimeUS        int64
+	EfficiencyPct float64
+	Rating        string
+	// Free is reserved memory not covered by live blocks at the peak;
+	// LargestFree the largest such gap in one segment; ExternalPct
+	// 100 * (1 - LargestFree/Free).
+	Free, LargestFree int64
+	ExternalPct       float64
+}
+
 // DeviceStats is the analysis of one device of a snapshot.
 type DeviceStats struct {
 	Device            int
@@ -123,6 +143,9 @@ type DeviceStats struct {
 	TruncationReason  string
 	FreesBeforeWindow int
 	Categories        []CategoryTotal
+	// Peak is the device at its peak; efficiency and advice are judged
+	// there as well as at the snapshot.
+	Peak PeakStats
 	// Allocations are the active blocks, largest first.
 	Allocations     []Allocation
 	Recommendations []Recommendation
@@ -136,18 +159,11 @@ type Analysis struct {
 	timelines map[int]*Timeline
 }
 
-// Timeline returns the replayed trace of device d (nil without a trace),
-// computed on first use. Not safe for concurrent use.
+// Timeline returns the replayed trace of device d (nil without a trace).
+// Timelines are built by Analyze, so an Analysis is safe to read from any
+// goroutine.
 func (a *Analysis) Timeline(d int) *Timeline {
-	if t, ok := a.timelines[d]; ok {
-		return t
-	}
-	if a.timelines == nil {
-		a.timelines = map[int]*Timeline{}
-	}
-	t := Replay(a.Snapshot, d, a.cat)
-	a.timelines[d] = t
-	return t
+	return a.timelines[d]
 }
 
 // Categorizer is the categorizer the analysis used.
@@ -182,14 +198,16 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 	if cat == nil {
 		cat = NewCategorizer(nil)
 	}
-	a := &Analysis{Snapshot: s, cat: cat}
+	a := &Analysis{Snapshot: s, cat: cat, timelines: map[int]*Timeline{}}
 	for _, d := range s.Devices() {
-		a.Devices = append(a.Devices, analyzeDevice(s, d, cat))
+		tl := Replay(s, d, cat)
+		a.timelines[d] = tl
+		a.Devices = append(a.Devices, analyzeDevice(s, d, cat, tl))
 	}
 	return a
 }
 
-func analyzeDevice(s *Snapshot, dev int, cat *Categorizer) DeviceStats {
+func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceStats {
 	st := DeviceStats{Device: dev}
 	trace := s.Trace(dev)
 	var allocFrames map[uint64]Stack // lazily built: frames of the last alloc per address
@@ -306,6 +324,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer) DeviceStats {
 
 	st.TraceEntries = len(trace)
 	analyzeTrace(s, trace, &st)
+	st.Peak = peakStats(s, &st, tl)
 	st.Recommendations = recommend(s, &st)
 	return st
 }
@@ -378,4 +397,25 @@ func analyzeTrace(s *Snapshot, trace []TraceEntry, st *DeviceStats) {
 		st.TraceTruncated = true
 		st.TruncationReason = "the trace frees memory it never saw allocated: recording started late or the ring buffer dropped older events"
 	}
+}
+
+// peakStats describes the device at the peak of the timeline, or at the
+// snapshot when there is no trace (memory_viz then draws a flat line at the
+// active blocks' requested bytes).
+func peakStats(s *Snapshot, st *DeviceStats, tl *Timeline) PeakStats {
+	var p PeakStats
+	if tl == nil {
+		p = PeakStats{Active: st.RequestedBytes, Reserved: st.ReservedBytes, EventIndex: -1,
+			Free: st.InactiveBytes, LargestFree: st.LargestFreeBlock, ExternalPct: st.Fragmentation.ExternalPct}
+	} else {
+		p = PeakStats{FromTrace: true, Active: tl.Peak.Active, Reserved: tl.Peak.Reserved,
+			EventIndex: tl.Peak.EventIndex, TimeUS: tl.Peak.TimeUS}
+		state := tl.StateAt(s, tl.Peak.EventIndex)
+		p.Free, p.LargestFree, p.ExternalPct = state.Free, state.LargestFree, state.ExternalPct
+	}
+	if p.Reserved > 0 {
+		p.EfficiencyPct = 100 * float64(p.Active) / float64(p.Reserved)
+	}
+	p.Rating = Rating(p.EfficiencyPct, p.Reserved)
+	return p
 }

@@ -96,7 +96,7 @@ func BenchmarkReplay1M(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		tl := Replay(s, 0, nil)
-		if tl == nil || len(tl.Allocated) < 1000000 {
+		if tl == nil || len(tl.Active) < 1000000 {
 			b.Fatal(fmt.Sprint("short replay: ", tl))
 		}
 	}

@@ -27,6 +27,10 @@ type Diff struct {
 	Totals     []DiffRow
 	Categories []DiffRow
 	Sites      []DiffRow
+	// PeakCategories and PeakSites compare what was live at each side's
+	// peak: two runs often end alike and differ on the way.
+	PeakCategories []DiffRow
+	PeakSites      []DiffRow
 }
 
 // Side is what a diff needs of one input.
@@ -34,6 +38,9 @@ type Side struct {
 	Name   string
 	Totals []DiffRow // Name and A used
 	Allocs []Allocation
+	// PeakAllocs are the allocations live at the peak (for estimates, which
+	// describe the peak, the same as Allocs).
+	PeakAllocs []Allocation
 }
 
 // SideOf summarises an analysed allocator snapshot (all devices).
@@ -52,18 +59,24 @@ func SideOf(name string, a *Analysis) Side {
 		"rounding_waste_bytes", "segments", "blocks"} {
 		s.Totals = append(s.Totals, DiffRow{Name: n, A: t[k]})
 	}
-	// The peak of the replayed trace: two runs often end alike and differ
-	// on the way.
+	// Each device's peak (the snapshot itself on a device without trace).
 	var peak int64
-	traced := false
 	for i := range a.Devices {
-		if tl := a.Timeline(a.Devices[i].Device); tl != nil {
-			peak += tl.Peak.Allocated
-			traced = true
+		d := &a.Devices[i]
+		peak += d.Peak.Active
+		if tl := a.Timeline(d.Device); tl != nil {
+			s.PeakAllocs = append(s.PeakAllocs, tl.Peak.Live...)
+			continue
+		}
+		for _, al := range d.Allocations {
+			if al.State == StateActiveAllocated {
+				al.Size = al.RequestedSize // the peak counts requested bytes
+				s.PeakAllocs = append(s.PeakAllocs, al)
+			}
 		}
 	}
-	if traced {
-		s.Totals = append(s.Totals, DiffRow{Name: "peak_allocated_bytes", A: peak})
+	if len(a.Devices) > 0 {
+		s.Totals = append(s.Totals, DiffRow{Name: "peak_active_bytes", A: peak})
 	}
 	return s
 }
@@ -80,6 +93,7 @@ func SideOfEstimate(name string, e *EstimateAnalysis) Side {
 		tensors += int64(d.Tensors)
 		s.Allocs = append(s.Allocs, d.Allocations...)
 	}
+	s.PeakAllocs = s.Allocs
 	s.Totals = []DiffRow{{Name: "peak_bytes", A: peak}, {Name: "listed_bytes", A: listed}, {Name: "unlisted_bytes", A: unlisted}, {Name: "tensors", A: tensors}}
 	return s
 }
@@ -89,8 +103,8 @@ func SideOfEstimate(name string, e *EstimateAnalysis) Side {
 func Compare(a, b Side) *Diff {
 	d := &Diff{A: a.Name, B: b.Name}
 	d.Totals = mergeRows(a.Totals, b.Totals, false)
-	d.Categories = mergeRows(groupBy(a.Allocs, func(x *Allocation) string { return x.Category }),
-		groupBy(b.Allocs, func(x *Allocation) string { return x.Category }), true)
+	category := func(x *Allocation) string { return x.Category }
+	d.Categories = mergeRows(groupBy(a.Allocs, category), groupBy(b.Allocs, category), true)
 	locs := map[*Frame]string{} // one Location per distinct stack
 	site := func(x *Allocation) string {
 		if len(x.Frames) == 0 {
@@ -106,6 +120,8 @@ func Compare(a, b Side) *Diff {
 		return l
 	}
 	d.Sites = mergeRows(groupBy(a.Allocs, site), groupBy(b.Allocs, site), true)
+	d.PeakCategories = mergeRows(groupBy(a.PeakAllocs, category), groupBy(b.PeakAllocs, category), true)
+	d.PeakSites = mergeRows(groupBy(a.PeakAllocs, site), groupBy(b.PeakAllocs, site), true)
 	return d
 }
 
@@ -183,7 +199,9 @@ func (d *Diff) WriteJSON(w io.Writer) error {
 		Totals     map[string]tot `json:"totals"`
 		Categories []cat          `json:"categories"`
 		Sites      []site         `json:"sites"`
-	}{A: d.A, B: d.B, Totals: map[string]tot{}, Categories: []cat{}, Sites: []site{}}
+		PeakCats   []cat          `json:"peak_categories"`
+		PeakSites  []site         `json:"peak_sites"`
+	}{A: d.A, B: d.B, Totals: map[string]tot{}, Categories: []cat{}, Sites: []site{}, PeakCats: []cat{}, PeakSites: []site{}}
 	for _, r := range d.Totals {
 		out.Totals[r.Name] = tot{r.A, r.B, r.Delta()}
 	}
@@ -192,6 +210,12 @@ func (d *Diff) WriteJSON(w io.Writer) error {
 	}
 	for _, r := range d.Sites {
 		out.Sites = append(out.Sites, site{r.Name, r.A, r.B, r.Delta()})
+	}
+	for _, r := range d.PeakCategories {
+		out.PeakCats = append(out.PeakCats, cat{r.Name, r.A, r.B, r.Delta()})
+	}
+	for _, r := range d.PeakSites {
+		out.PeakSites = append(out.PeakSites, site{r.Name, r.A, r.B, r.Delta()})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -210,18 +234,22 @@ func (d *Diff) WriteText(w io.Writer, top int) error {
 			fmt.Fprintf(&b, "%-22s %14d %14d %+14d\n", r.Name, r.A, r.B, r.Delta())
 		}
 	}
-	fmt.Fprintf(&b, "\n%-22s %14s %14s %14s\n", "CATEGORY", "A", "B", "B − A")
-	for _, r := range d.Categories {
-		fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", r.Name, units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()))
-	}
-	fmt.Fprintf(&b, "\n%14s %14s %14s  %s\n", "A", "B", "B − A", "CALL SITE (largest changes first)")
-	for i, r := range d.Sites {
-		if i == top {
-			fmt.Fprintf(&b, "… %d more call sites\n", len(d.Sites)-top)
-			break
+	writeRows := func(title string, cats, sites []DiffRow) {
+		fmt.Fprintf(&b, "\n%-22s %14s %14s %14s\n", "CATEGORY"+title, "A", "B", "B − A")
+		for _, r := range cats {
+			fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", r.Name, units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()))
 		}
-		fmt.Fprintf(&b, "%14s %14s %14s  %s\n", units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()), r.Name)
+		fmt.Fprintf(&b, "\n%14s %14s %14s  %s\n", "A", "B", "B − A", "CALL SITE"+title+" (largest changes first)")
+		for i, r := range sites {
+			if i == top {
+				fmt.Fprintf(&b, "… %d more call sites\n", len(sites)-top)
+				break
+			}
+			fmt.Fprintf(&b, "%14s %14s %14s  %s\n", units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()), r.Name)
+		}
 	}
+	writeRows(" AT THE PEAK", d.PeakCategories, d.PeakSites)
+	writeRows(" AT THE END", d.Categories, d.Sites)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

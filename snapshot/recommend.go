@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"strings"
 
 	"memscope/internal/units"
 )
@@ -60,32 +61,54 @@ func recommend(s *Snapshot, st *DeviceStats) []Recommendation {
 		add(Critical, "out of memory at trace entry %d: a request of %s failed with %s free on the device%s",
 			o.Index, units.Bytes(o.Size), units.Bytes(o.DeviceFree), loc)
 	}
-	if st.ReservedBytes > 0 {
+	pk := &st.Peak
+	atPeak := "At the snapshot"
+	if pk.FromTrace {
+		atPeak = "At the peak"
+		if pk.EventIndex >= 0 {
+			atPeak = fmt.Sprintf("At the peak (trace entry %d)", pk.EventIndex)
+		}
+	}
+	// Cache overhead is judged where memory is tightest: a snapshot taken
+	// after empty_cache() or at a quiet moment says little about the peak.
+	peakCachedPct := 0.0
+	if pk.Reserved > 0 {
+		peakCachedPct = 100 * float64(pk.Reserved-pk.Active) / float64(pk.Reserved)
+	}
+	if peakCachedPct > cacheOverheadPct {
+		add(Warning, "%s: cache overhead: %s (%s of reserved %s) is reserved but not in use; expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF usually cuts it",
+			atPeak, units.Bytes(pk.Reserved-pk.Active), units.Pct(peakCachedPct), units.Bytes(pk.Reserved))
+	} else if pk.FromTrace && st.ReservedBytes > 0 {
 		cached := st.ReservedBytes - st.AllocatedBytes
-		pct := 100 * float64(cached) / float64(st.ReservedBytes)
-		if pct > cacheOverheadPct {
-			add(Warning, "cache overhead: %s (%s of reserved %s) is reserved but not allocated; expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF usually cuts it, torch.cuda.empty_cache() returns wholly free segments",
-				units.Bytes(cached), units.Pct(pct), units.Bytes(st.ReservedBytes))
+		if pct := 100 * float64(cached) / float64(st.ReservedBytes); pct > cacheOverheadPct {
+			add(Info, "At the snapshot: %s of reserved %s is cached but not allocated, but %s: %s of reserved was in use, so this is memory kept from the peak, not waste; torch.cuda.empty_cache() would return the wholly free segments to other processes",
+				units.Bytes(cached), units.Bytes(st.ReservedBytes), strings.ToLower(atPeak[:1])+atPeak[1:], units.Pct(pk.EfficiencyPct))
 		}
 	}
 	if st.InactiveBytes > inactiveLimit {
-		add(Warning, "%s sits in %d inactive (cached free) blocks; %s of it is in segments that still hold live tensors, so empty_cache() cannot return it",
+		add(Info, "At the snapshot: %s sits in %d inactive (cached free) blocks; %s of it is in segments that still hold live tensors, so empty_cache() cannot return it",
 			units.Bytes(st.InactiveBytes), st.InactiveBlocks, units.Bytes(st.Fragmentation.FreeInUsedSegments))
 	}
 	fr := st.Fragmentation
-	if st.InactiveBlocks >= fragMinFreeBlocks && fr.ExternalPct >= fragMinExternalPct && fr.SegmentsWithFree > 1 {
-		add(Warning, "fragmentation: %d free blocks spread over %d segments; the largest is %s of %s free (%s external fragmentation), so a large request can fail with plenty free; try expandable_segments:True, or max_split_size_mb to keep large blocks whole",
+	switch {
+	case pk.FromTrace:
+		if pk.Free > 0 && pk.ExternalPct >= fragMinExternalPct && 100*float64(pk.Free)/float64(max(pk.Reserved, 1)) > cacheOverheadPct {
+			add(Warning, "%s: fragmentation: %s of reserved memory is free but the largest free range is %s (%s external fragmentation), so a large request can fail with plenty free; try expandable_segments:True, or max_split_size_mb to keep large blocks whole",
+				atPeak, units.Bytes(pk.Free), units.Bytes(pk.LargestFree), units.Pct(pk.ExternalPct))
+		}
+	case st.InactiveBlocks >= fragMinFreeBlocks && fr.ExternalPct >= fragMinExternalPct && fr.SegmentsWithFree > 1:
+		add(Warning, "At the snapshot: fragmentation: %d free blocks spread over %d segments; the largest is %s of %s free (%s external fragmentation), so a large request can fail with plenty free; try expandable_segments:True, or max_split_size_mb to keep large blocks whole",
 			st.InactiveBlocks, fr.SegmentsWithFree, units.Bytes(st.LargestFreeBlock), units.Bytes(st.InactiveBytes), units.Pct(fr.ExternalPct))
 	}
 	if st.AllocatedBytes > 0 {
 		pct := 100 * float64(st.RoundingWaste) / float64(st.AllocatedBytes)
 		if pct > roundingWastePct {
-			add(Info, "rounding waste: %s (%s of allocated) is lost to block rounding; odd tensor sizes are rounded up, roundup_power2_divisions or padding shapes to multiples of 512 bytes reduces it",
+			add(Info, "At the snapshot: rounding waste: %s (%s of allocated) is lost to block rounding; odd tensor sizes are rounded up, roundup_power2_divisions or padding shapes to multiples of 512 bytes reduces it",
 				units.Bytes(st.RoundingWaste), units.Pct(pct))
 		}
 	}
 	if st.PendingFreeBytes > 0 {
-		add(Info, "%s is freed but waiting for other streams to finish using it (record_stream / cross-stream frees)",
+		add(Info, "At the snapshot: %s is freed but waiting for other streams to finish using it (record_stream / cross-stream frees)",
 			units.Bytes(st.PendingFreeBytes))
 	}
 	for _, p := range st.Pools {
@@ -100,8 +123,8 @@ func recommend(s *Snapshot, st *DeviceStats) []Recommendation {
 	if st.TraceEntries == 0 && st.Segments > 0 {
 		add(Info, "no allocation trace on this device: call torch.cuda.memory._record_memory_history() before the work to get a timeline and call sites")
 	}
-	if len(s.Settings.Raw) > 0 && !s.Settings.ExpandableSegments && st.ReservedBytes > 0 &&
-		(fr.ExternalPct >= fragMinExternalPct || 100*float64(st.ReservedBytes-st.AllocatedBytes)/float64(st.ReservedBytes) > cacheOverheadPct) {
+	if len(s.Settings.Raw) > 0 && !s.Settings.ExpandableSegments && pk.Reserved > 0 &&
+		peakCachedPct > cacheOverheadPct {
 		add(Info, "expandable_segments is off (PYTORCH_CUDA_ALLOC_CONF=%q)", s.Settings.AllocConf)
 	}
 	return out

@@ -10,15 +10,21 @@ import (
 )
 
 // Interval is the life of one allocation within the trace window, in event
-// indices: it is allocated after event Start (-1: before the window) and
-// stops counting as allocated at event End (len(events): still allocated at
-// the end). ActiveEnd is when its memory was finally released
-// (free_completed), which can be later for cross-stream frees.
+// indices, as memory_viz's Active Memory Timeline counts it: it is live after
+// event Start (-1: before the window) until event End (len(events): still
+// live at the end). End is the allocation's free_completed; a free_requested
+// immediately followed by its completion is one free at the free_requested.
 type Interval struct {
-	Start, End, ActiveEnd int32
-	Size                  int64
-	Addr                  uint64
-	Frames                Stack
+	Start, End int32
+	// FreeRequested is the free_requested that preceded End (equal to End for
+	// an immediate free), or -1 when there was none. FreeRequested < End means
+	// the free waited on another stream (record_stream).
+	FreeRequested int32
+	// Size is the requested size: the trace entry's size, or the block's
+	// requested_size for blocks alive before the window.
+	Size   int64
+	Addr   uint64
+	Frames Stack
 	// PreWindow is set when the allocation happened before the trace began
 	// (a free with no alloc, or an active block with no alloc).
 	PreWindow bool
@@ -41,37 +47,48 @@ type Marker struct {
 	Label string
 }
 
-// Peak is the highest allocated memory of a timeline and what was live then.
+// Peak is the highest active memory of a timeline and what was live then.
 type Peak struct {
-	Allocated int64
-	// EventIndex is the event after which the peak was reached; -1 when the
-	// peak is the level before the first event.
+	// Active is the peak of the active series (memory_viz's max_size, or the
+	// level at the start of the window when that is higher).
+	Active int64
+	// EventIndex is the raw trace index of the first event after which the
+	// peak is reached; -1 when the peak is the level before the first event.
 	EventIndex int
 	TimeUS     int64
+	// Reserved is the reserved memory right after that event: the final
+	// segments with every later segment event undone.
+	Reserved int64
+	// EfficiencyPct is Active over Reserved at the peak.
+	EfficiencyPct float64
 	// Live are the allocations live at the peak, largest first.
 	Live []Allocation
 }
 
-// Timeline is a device's memory rebuilt from the allocator trace.
+// Timeline is a device's memory rebuilt from the allocator trace. It is the
+// one replay of the program: every view, report, diff and plot reads it.
 type Timeline struct {
 	Device int
 	Events []TraceEntry
-	// Allocated and Reserved hold the bytes after each event.
-	Allocated []int64
-	Reserved  []int64
-	// BaseAllocated and BaseReserved are the levels before the first event.
-	BaseAllocated int64
-	BaseReserved  int64
-	Intervals     []Interval
-	Markers       []Marker
-	Peak          Peak
-	// EndAllocated is the rebuilt allocated memory after the last event;
-	// SnapshotAllocated what the snapshot's blocks say. They match when the
-	// trace and the snapshot agree.
-	EndAllocated      int64
-	SnapshotAllocated int64
-	// Complete is set when the trace covers the whole run: replaying it from
-	// an empty allocator reproduces the snapshot's allocated memory exactly.
+	// Active holds memory_viz's active memory after each event: requested
+	// sizes, from alloc to free_completed. Reserved holds the reserved bytes
+	// after each event.
+	Active   []int64
+	Reserved []int64
+	// BaseActive and BaseReserved are the levels before the first event.
+	BaseActive   int64
+	BaseReserved int64
+	Intervals    []Interval
+	Markers      []Marker
+	Peak         Peak
+	// EndActive is the replayed active memory after the last event;
+	// SnapshotActive the requested bytes of the snapshot's active blocks that
+	// memory_viz counts. They match when the trace and the snapshot agree.
+	EndActive      int64
+	SnapshotActive int64
+	// Complete is set when the trace covers the whole run: no allocation
+	// predates the window, and the allocations alive at the end are exactly
+	// the snapshot's active blocks.
 	Complete bool
 	// Note says how far the timeline can be trusted, in words.
 	Note string
@@ -84,11 +101,20 @@ type Timeline struct {
 	bySize, starts, ends []int32
 }
 
-// Replay rebuilds allocated and reserved memory over the trace of one
-// device. It pairs alloc with free_requested/free_completed by address (in
-// order, so reused addresses pair correctly), treats frees with no alloc as
-// allocations made before the window, and anchors the levels on the final
-// segment state as PyTorch's viewer does. It returns nil when the device has
+// Replay rebuilds active and reserved memory over the trace of one device,
+// with the semantics of memory_viz's process_alloc_data:
+//   - an alloc opens an allocation at its address (an alloc at an address
+//     already open replaces it in the address map, and the old one stays live
+//     to the end, as in memory_viz);
+//   - a free_completed, or a free_requested immediately followed by its
+//     free_completed, closes the allocation open at its address, or, when
+//     none is open, is an allocation made before the window (its size is the
+//     free's); a lone free_requested closes nothing;
+//   - active_allocated blocks of the final segments whose address is not open
+//     at the end were allocated before the window (requested_size).
+//
+// Reserved memory is anchored on the final segments: every later
+// segment_alloc/free/map/unmap is undone. It returns nil when the device has
 // no trace.
 func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	events := s.Trace(dev)
@@ -100,55 +126,44 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	}
 	n := int32(len(events))
 	t := &Timeline{Device: dev, Events: events, cat: cat,
-		Allocated: make([]int64, len(events)), Reserved: make([]int64, len(events))}
-	live := map[uint64]int32{}      // addr -> interval
-	preFreeing := map[uint64]bool{} // pre-window allocation between free_requested and free_completed
+		Active: make([]int64, len(events)), Reserved: make([]int64, len(events))}
+	open := make(map[uint64]int32, 1024)    // addr -> interval of its open alloc
+	requested := make(map[uint64]int32, 64) // addr -> index of a lone free_requested
 	var netReserved int64
-	for i := range events {
+	closeAt := func(addr uint64, i, req int32, e *TraceEntry) {
+		if j, ok := open[addr]; ok {
+			iv := &t.Intervals[j]
+			iv.End, iv.FreeRequested = i, req
+			delete(open, addr)
+			return
+		}
+		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
+			Addr: addr, Frames: e.Frames, PreWindow: true})
+	}
+	for i := int32(0); i < n; i++ {
 		e := &events[i]
-		i32 := int32(i)
 		switch e.Action {
 		case ActionAlloc:
-			if j, ok := live[e.Addr]; ok {
-				// Re-allocated without a free in the trace: close the old one.
-				iv := &t.Intervals[j]
-				if iv.End == n {
-					iv.End = i32
-				}
-				iv.ActiveEnd = i32
-			}
-			live[e.Addr] = int32(len(t.Intervals))
-			t.Intervals = append(t.Intervals, Interval{Start: i32, End: n, ActiveEnd: n, Size: e.Size, Addr: e.Addr, Frames: e.Frames})
+			delete(requested, e.Addr)
+			open[e.Addr] = int32(len(t.Intervals))
+			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Frames: e.Frames})
 		case ActionFreeRequested:
-			if j, ok := live[e.Addr]; ok {
-				if iv := &t.Intervals[j]; iv.End == n {
-					iv.End = i32
-				}
-			} else if !preFreeing[e.Addr] {
-				preFreeing[e.Addr] = true
-				t.Intervals = append(t.Intervals, Interval{Start: -1, End: i32, ActiveEnd: n, Size: e.Size, Addr: e.Addr, Frames: e.Frames, PreWindow: true})
+			if i+1 < n && events[i+1].Action == ActionFreeCompleted && events[i+1].Addr == e.Addr {
+				// One free: memory_viz merges the pair at the free_requested.
+				delete(requested, e.Addr)
+				closeAt(e.Addr, i, i, e)
+				i++
+				continue
 			}
+			requested[e.Addr] = i
 		case ActionFreeCompleted:
-			if j, ok := live[e.Addr]; ok {
-				iv := &t.Intervals[j]
-				if iv.End == n {
-					iv.End = i32
-				}
-				iv.ActiveEnd = i32
-				delete(live, e.Addr)
-			} else if preFreeing[e.Addr] {
-				delete(preFreeing, e.Addr)
-				// The interval was opened at free_requested; find it from
-				// the back (it is recent).
-				for j := len(t.Intervals) - 1; j >= 0; j-- {
-					if iv := &t.Intervals[j]; iv.PreWindow && iv.Addr == e.Addr && iv.ActiveEnd == n {
-						iv.ActiveEnd = i32
-						break
-					}
-				}
+			req, ok := requested[e.Addr]
+			if ok {
+				delete(requested, e.Addr)
 			} else {
-				t.Intervals = append(t.Intervals, Interval{Start: -1, End: i32, ActiveEnd: i32, Size: e.Size, Addr: e.Addr, Frames: e.Frames, PreWindow: true})
+				req = -1
 			}
+			closeAt(e.Addr, i, req, e)
 		case ActionSegmentAlloc, ActionSegmentMap:
 			netReserved += e.Size
 			t.ReservedFromTrace = true
@@ -156,14 +171,14 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 			netReserved -= e.Size
 			t.ReservedFromTrace = true
 		case ActionOOM:
-			t.Markers = append(t.Markers, Marker{Index: i, Kind: MarkOOM,
+			t.Markers = append(t.Markers, Marker{Index: int(i), Kind: MarkOOM,
 				Label: fmt.Sprintf("OOM: %s requested, %s free", units.Bytes(e.Size), units.Bytes(e.DeviceFree))})
 		case ActionSnapshot:
-			t.Markers = append(t.Markers, Marker{Index: i, Kind: MarkSnapshot, Label: "snapshot"})
+			t.Markers = append(t.Markers, Marker{Index: int(i), Kind: MarkSnapshot, Label: "snapshot"})
 		}
 	}
-	// Active blocks the trace never saw allocated were allocated before it.
 	var reserved int64
+	matched := 0 // active blocks whose allocation is open at the end
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if seg.Device != dev {
@@ -172,49 +187,54 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		reserved += seg.TotalSize
 		for bi := range seg.Blocks {
 			b := &seg.Blocks[bi]
+			if !b.State.Active() {
+				continue
+			}
+			t.SnapshotActive += b.RequestedSize
+			if _, ok := open[b.Address]; ok {
+				matched++
+				continue
+			}
 			if b.State != StateActiveAllocated {
+				// memory_viz does not count a pending free it never saw
+				// allocated.
+				t.SnapshotActive -= b.RequestedSize
 				continue
 			}
-			t.SnapshotAllocated += b.Size
-			if j, ok := live[b.Address]; ok && t.Intervals[j].End == n {
-				// The block is the truth for the final state: some PyTorch
-				// versions trace the requested size of tiny allocations
-				// (4 bytes) where the block holds the rounded 512.
-				t.Intervals[j].Size = b.Size
-				continue
-			}
-			t.Intervals = append(t.Intervals, Interval{Start: -1, End: n, ActiveEnd: n, Size: b.Size, Addr: b.Address, Frames: b.Frames, PreWindow: true})
+			t.Intervals = append(t.Intervals, Interval{Start: -1, End: n, FreeRequested: -1, Size: b.RequestedSize,
+				Addr: b.Address, Frames: b.Frames, PreWindow: true})
 		}
 	}
-	t.fillSeries(netReserved, reserved)
+	t.fillSeries(netReserved, reserved, matched == len(open))
 	t.addAnnotations(s)
 	t.findPeak()
 	return t
 }
 
-func (t *Timeline) fillSeries(netReserved, snapshotReserved int64) {
+func (t *Timeline) fillSeries(netReserved, snapshotReserved int64, openAreBlocks bool) {
 	n := len(t.Events)
 	delta := make([]int64, n+1)
-	var zeroBased int64 // level at the end when replayed from nothing
+	pre := 0
+	var openAtEnd int64 // allocations made in the window and alive at the end
 	for _, iv := range t.Intervals {
 		if iv.Start < 0 {
-			t.BaseAllocated += iv.Size
+			t.BaseActive += iv.Size
+			pre++
 		} else {
 			delta[iv.Start] += iv.Size
 		}
 		if int(iv.End) < n {
 			delta[iv.End] -= iv.Size
-		}
-		if !iv.PreWindow && int(iv.End) == n {
-			zeroBased += iv.Size
+		} else if !iv.PreWindow {
+			openAtEnd += iv.Size
 		}
 	}
-	level := t.BaseAllocated
+	level := t.BaseActive
 	for i := 0; i < n; i++ {
 		level += delta[i]
-		t.Allocated[i] = level
+		t.Active[i] = level
 	}
-	t.EndAllocated = level
+	t.EndActive = level
 	t.BaseReserved = snapshotReserved - netReserved
 	r := t.BaseReserved
 	for i := range t.Events {
@@ -226,22 +246,16 @@ func (t *Timeline) fillSeries(netReserved, snapshotReserved int64) {
 		}
 		t.Reserved[i] = r
 	}
-	pre := 0
-	for _, iv := range t.Intervals {
-		if iv.PreWindow {
-			pre++
-		}
-	}
 	switch {
-	case pre == 0 && zeroBased == t.SnapshotAllocated:
+	case pre == 0 && openAreBlocks && openAtEnd == t.SnapshotActive:
 		t.Complete = true
-		t.Note = fmt.Sprintf("exact: replaying the whole trace from an empty allocator ends at the snapshot's %s allocated", units.Bytes(t.SnapshotAllocated))
-	case t.EndAllocated != t.SnapshotAllocated:
-		t.Note = fmt.Sprintf("the trace ends with %s allocated but the snapshot's blocks hold %s: memory changed after recording stopped; levels follow the trace",
-			units.Bytes(t.EndAllocated), units.Bytes(t.SnapshotAllocated))
+		t.Note = fmt.Sprintf("exact: the trace covers the whole run and ends at the snapshot's %s active", units.Bytes(t.SnapshotActive))
+	case !openAreBlocks:
+		t.Note = fmt.Sprintf("allocations the trace leaves open are not in the snapshot's blocks (memory changed after recording stopped); they stay live to the end, as in memory_viz, and the trace ends with %s active where the snapshot's blocks hold %s",
+			units.Bytes(t.EndActive), units.Bytes(t.SnapshotActive))
 	default:
-		t.Note = fmt.Sprintf("partial: the trace starts mid-run (%d allocations made before it, %s live when it starts); levels are anchored on the final segment state",
-			pre, units.Bytes(t.BaseAllocated))
+		t.Note = fmt.Sprintf("partial: the trace starts mid-run (%d allocations made before it, %s live when it starts)",
+			pre, units.Bytes(t.BaseActive))
 	}
 	if t.BaseReserved < 0 {
 		t.Note += "; reserved memory from segment events does not match the segments"
@@ -270,19 +284,40 @@ func (t *Timeline) addAnnotations(s *Snapshot) {
 }
 
 func (t *Timeline) findPeak() {
-	best, at := t.BaseAllocated, -1
-	for i, v := range t.Allocated {
+	best, at := t.BaseActive, -1
+	for i, v := range t.Active {
 		if v > best {
 			best, at = v, i
 		}
 	}
-	t.Peak = Peak{Allocated: best, EventIndex: at}
+	t.Peak = Peak{Active: best, EventIndex: at, Reserved: t.BaseReserved}
 	if at >= 0 {
 		t.Peak.TimeUS = t.Events[at].TimeUS
+		t.Peak.Reserved = t.Reserved[at]
 	} else if len(t.Events) > 0 {
 		t.Peak.TimeUS = t.Events[0].TimeUS
 	}
+	if t.Peak.Reserved > 0 {
+		t.Peak.EfficiencyPct = 100 * float64(best) / float64(t.Peak.Reserved)
+	}
 	t.Peak.Live = t.LiveAt(at, 0)
+}
+
+// ActiveAt is the active memory after event i (-1: before the first event).
+func (t *Timeline) ActiveAt(i int) int64 {
+	if i < 0 || len(t.Active) == 0 {
+		return t.BaseActive
+	}
+	return t.Active[min(i, len(t.Active)-1)]
+}
+
+// ReservedAt is the reserved memory after event i (-1: before the first
+// event).
+func (t *Timeline) ReservedAt(i int) int64 {
+	if i < 0 || len(t.Reserved) == 0 {
+		return t.BaseReserved
+	}
+	return t.Reserved[min(i, len(t.Reserved)-1)]
 }
 
 // LiveAt returns the allocations live after event i (-1: before the first

@@ -69,11 +69,21 @@ type jsonTop struct {
 	Location      string `json:"location"`
 }
 
+// jsonPeak is the peak of memory_viz's active series (see Timeline).
 type jsonPeak struct {
-	AllocatedBytes int64          `json:"allocated_bytes"`
-	EventIndex     int            `json:"event_index"`
-	TimeUS         int64          `json:"time_us"`
-	Live           []jsonLiveItem `json:"live"`
+	ActiveBytes   int64   `json:"active_bytes"`
+	EventIndex    int     `json:"event_index"`
+	TimeUS        int64   `json:"time_us"`
+	ReservedBytes int64   `json:"reserved_bytes"`
+	EfficiencyPct float64 `json:"efficiency_pct"`
+	Rating        string  `json:"rating"`
+	// FromTrace is false when the device has no trace: the peak is then the
+	// snapshot's active blocks (memory_viz's flat line).
+	FromTrace        bool           `json:"from_trace"`
+	FreeBytes        int64          `json:"free_bytes"`
+	LargestFreeBytes int64          `json:"largest_free_bytes"`
+	ExternalFragPct  float64        `json:"external_fragmentation_pct"`
+	Live             []jsonLiveItem `json:"live"`
 }
 
 type jsonLiveItem struct {
@@ -142,16 +152,16 @@ func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
 	for _, r := range d.Recommendations {
 		j.Recommendations = append(j.Recommendations, r.Text)
 	}
+	pk := &d.Peak
+	j.Peak = &jsonPeak{ActiveBytes: pk.Active, EventIndex: pk.EventIndex, TimeUS: pk.TimeUS,
+		ReservedBytes: pk.Reserved, EfficiencyPct: round2(pk.EfficiencyPct), Rating: pk.Rating, FromTrace: pk.FromTrace,
+		FreeBytes: pk.Free, LargestFreeBytes: pk.LargestFree, ExternalFragPct: round2(pk.ExternalPct), Live: []jsonLiveItem{}}
 	if tl := a.Timeline(d.Device); tl != nil {
-		if p := &tl.Peak; true {
-			jp := &jsonPeak{AllocatedBytes: p.Allocated, EventIndex: p.EventIndex, TimeUS: p.TimeUS, Live: []jsonLiveItem{}}
-			for i, l := range p.Live {
-				if i == opt.TopN {
-					break
-				}
-				jp.Live = append(jp.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: Location(l.Frames)})
+		for i, l := range tl.Peak.Live {
+			if i == opt.TopN {
+				break
 			}
-			j.Peak = jp
+			j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: Location(l.Frames)})
 		}
 	}
 	return j
@@ -218,8 +228,13 @@ func writeSnapshotText(tw *textWriter, a *Analysis, opt ReportOptions) {
 	for i := range a.Devices {
 		d := &a.Devices[i]
 		tw.line("")
-		tw.line("cuda:%d  reserved %s  allocated %s  efficiency %s (%s)", d.Device,
+		tw.line("cuda:%d  reserved %s  allocated %s  efficiency %s (%s) at the snapshot", d.Device,
 			units.Bytes(d.ReservedBytes), units.Bytes(d.AllocatedBytes), units.Pct(d.EfficiencyPct), d.Rating)
+		if pk := &d.Peak; pk.FromTrace {
+			tw.line("  peak    reserved %s  active %s  efficiency %s (%s) at trace entry %d; largest free range %s of %s free",
+				units.Bytes(pk.Reserved), units.Bytes(pk.Active), units.Pct(pk.EfficiencyPct), pk.Rating, pk.EventIndex,
+				units.Bytes(pk.LargestFree), units.Bytes(pk.Free))
+		}
 		tw.line("  active %s (pending free %s)  requested %s  rounding waste %s  inactive (cached free) %s",
 			units.Bytes(d.ActiveBytes), units.Bytes(d.PendingFreeBytes), units.Bytes(d.RequestedBytes),
 			units.Bytes(d.RoundingWaste), units.Bytes(d.InactiveBytes))
@@ -343,7 +358,7 @@ func writePeakText(tw *textWriter, tl *Timeline, n int) {
 	if p.EventIndex < 0 {
 		when = "before the first trace entry"
 	}
-	tw.line("  Live at peak: %s allocated %s (%s)", units.Bytes(p.Allocated), when, tl.Note)
+	tw.line("  Peak: %s active of %s reserved (%.1f%%) %s (%s)", units.Bytes(p.Active), units.Bytes(p.Reserved), p.EfficiencyPct, when, tl.Note)
 	for _, c := range tl.LiveByCategory(p.Live) {
 		tw.line("    %-16s %10s %5d allocations", c.Name, units.Bytes(c.Bytes), c.Blocks)
 	}

@@ -342,8 +342,22 @@ func (t *snapTab) headerView(a *App, d *snapshot.DeviceStats) string {
 		ratingSt = th.warn
 	}
 	gw := min(30, max(10, t.w/4))
-	l2 := fmt.Sprintf("efficiency %s %s %s · %s, %s (%d active) · trace %d entries",
-		hbar(d.EfficiencyPct/100, gw, ratingSt), fmt.Sprintf("%.1f%%", d.EfficiencyPct), ratingSt.Render(d.Rating),
+	// Efficiency is judged at the peak when there is a trace: a snapshot
+	// taken at a quiet moment or after empty_cache() says little.
+	eff, rating, when := d.EfficiencyPct, d.Rating, "at the snapshot"
+	if pk := &d.Peak; pk.FromTrace {
+		eff, rating, when = pk.EfficiencyPct, pk.Rating, fmt.Sprintf("at the peak (%.1f%% at the snapshot)", d.EfficiencyPct)
+	}
+	switch rating {
+	case "poor":
+		ratingSt = th.errS
+	case "good":
+		ratingSt = th.warn
+	default:
+		ratingSt = th.ok
+	}
+	l2 := fmt.Sprintf("efficiency %s %s %s %s · %s, %s (%d active) · trace %d entries",
+		hbar(eff/100, gw, ratingSt), fmt.Sprintf("%.1f%%", eff), ratingSt.Render(rating), when,
 		plural(d.Segments, "segment"), plural(d.Blocks, "block"), d.ActiveBlocks, d.TraceEntries)
 	if n := len(d.OOMs); n > 0 {
 		l2 += " · " + th.errS.Render(fmt.Sprintf("%s", plural(n, "OOM event")))

@@ -151,7 +151,7 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.jumpMarker(a, m.String() == "]")
 		case "p":
 			t.moveCursor(t.tl.Peak.EventIndex)
-			a.setStatus("peak: %s allocated", bytesStr(t.tl.Peak.Allocated))
+			a.setStatus("peak: %s active", bytesStr(t.tl.Peak.Active))
 		case "+", "=":
 			span := max(20, (t.x1-t.x0)/2)
 			t.x0 = t.cursor - span/2
@@ -246,7 +246,7 @@ func (t *timelineTab) view(a *App) string {
 	var b strings.Builder
 	peak := tl.Peak
 	head := fmt.Sprintf("%s cuda:%d · %d events · peak %s at event %d", th.bold.Render(t.src.Name()), tl.Device, n,
-		bytesStr(peak.Allocated), peak.EventIndex)
+		bytesStr(peak.Active), peak.EventIndex)
 	if !tl.Complete {
 		head += " · " + th.warn.Render("trace starts mid-run")
 	} else {
@@ -255,17 +255,17 @@ func (t *timelineTab) view(a *App) string {
 	b.WriteString(fit(head, t.w) + "\n")
 	// Cursor readout.
 	cur := t.cursor
-	alloc, resv := tl.BaseAllocated, tl.BaseReserved
+	alloc, resv := tl.BaseActive, tl.BaseReserved
 	what := "before the first event"
 	if cur >= 0 {
 		e := tl.Events[cur]
-		alloc, resv = tl.Allocated[cur], tl.Reserved[cur]
+		alloc, resv = tl.Active[cur], tl.Reserved[cur]
 		what = fmt.Sprintf("event %d: %s %s", cur, e.Action, bytesStr(e.Size))
 		if e.TimeUS > 0 && len(tl.Events) > 0 && tl.Events[0].TimeUS > 0 {
 			what += fmt.Sprintf(" at +%s", time.Duration(e.TimeUS-tl.Events[0].TimeUS)*time.Microsecond)
 		}
 	}
-	readout := fmt.Sprintf("cursor %s · %s allocated · %s reserved", what, th.fg(palette.Real).Render(bytesStr(alloc)), bytesStr(resv))
+	readout := fmt.Sprintf("cursor %s · %s active · %s reserved", what, th.fg(palette.Real).Render(bytesStr(alloc)), bytesStr(resv))
 	for _, m := range tl.Markers {
 		if m.Index == cur {
 			readout += " · " + th.warn.Render(m.Label)
@@ -334,7 +334,7 @@ func (t *timelineTab) series(a *App, cols int) ([]chartSeries, float64) {
 		}
 		return xs, out, mx
 	}
-	ax, ay, am := pick(tl.Allocated)
+	ax, ay, am := pick(tl.Active)
 	rx, ry, rm := pick(tl.Reserved)
 	th := a.th
 	t.chartS = []chartSeries{{xs: rx, ys: ry, style: th.fg(palette.Reserved)}, {xs: ax, ys: ay, style: th.fg(palette.Real)}}

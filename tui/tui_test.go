@@ -322,7 +322,7 @@ func TestTimelineCursor(t *testing.T) {
 		t.Errorf("[ jumps to the previous annotation:\n%s", s)
 	}
 	press(a, "p")
-	if a.timeline.cursor != tl.Peak.EventIndex || !strings.Contains(screen(a), "Live at the cursor: 532.5 MiB") {
+	if a.timeline.cursor != tl.Peak.EventIndex || !strings.Contains(screen(a), "Live at the cursor: "+bytesStr(tl.Peak.Active)) {
 		t.Errorf("p jumps to the peak:\n%s", screen(a))
 	}
 	span := a.timeline.x1 - a.timeline.x0

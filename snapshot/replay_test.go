@@ -1,0 +1,247 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The memory_viz semantics on small traces whose answers are worked out by
+// hand from MemoryViz.js's process_alloc_data.
+func TestReplaySemantics(t *testing.T) {
+	const MiB = 1 << 20
+	alloc := func(addr uint64, size int64) TraceEntry {
+		return TraceEntry{Action: ActionAlloc, Addr: addr, Size: size}
+	}
+	freeReq := func(addr uint64, size int64) TraceEntry {
+		return TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: size}
+	}
+	freeDone := func(addr uint64, size int64) TraceEntry {
+		return TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: size}
+	}
+	seg := func(a Action, addr uint64, size int64) TraceEntry {
+		return TraceEntry{Action: a, Addr: addr, Size: size}
+	}
+	cases := []struct {
+		name     string
+		trace    []TraceEntry
+		segments []Segment
+		// want: the level after each event, the level before the first,
+		// the peak and its event.
+		active   []int64
+		base     int64
+		peak     int64
+		peakAt   int
+		reserved []int64
+	}{
+		{
+			// A free_requested far from its free_completed (record_stream):
+			// the memory stays active until the completion.
+			name: "cross-stream free",
+			trace: []TraceEntry{alloc(0x1000, 4*MiB), freeReq(0x1000, 4*MiB), alloc(0x9000, 2*MiB),
+				freeReq(0x9000, 2*MiB), freeDone(0x9000, 2*MiB), freeDone(0x1000, 4*MiB)},
+			active: []int64{4 * MiB, 4 * MiB, 6 * MiB, 4 * MiB, 4 * MiB, 0},
+			peak:   6 * MiB, peakAt: 2,
+		},
+		{
+			// A ring buffer that starts with frees of allocations it never
+			// saw: they were live at the start, with the free's size; a lone
+			// free_requested closes nothing.
+			name: "window starts with frees",
+			trace: []TraceEntry{freeReq(0x1000, 3*MiB), freeDone(0x1000, 3*MiB), freeReq(0x2000, 5*MiB),
+				alloc(0x3000, 1*MiB), freeDone(0x2000, 5*MiB)},
+			segments: []Segment{{Address: 0x3000, TotalSize: 2 * MiB, Blocks: []Block{
+				{Address: 0x3000, Size: 1 * MiB, RequestedSize: 1 * MiB, State: StateActiveAllocated},
+				{Address: 0x3000 + MiB, Size: MiB, RequestedSize: 7 * MiB / 8, State: StateActiveAllocated},
+			}}},
+			// Live at the start: 3 + 5 MiB freed without alloc, and the
+			// second block (not allocated in the trace, requested size).
+			base:   3*MiB + 5*MiB + 7*MiB/8,
+			active: []int64{5*MiB + 7*MiB/8, 5*MiB + 7*MiB/8, 5*MiB + 7*MiB/8, 6*MiB + 7*MiB/8, 1*MiB + 7*MiB/8},
+			peak:   8*MiB + 7*MiB/8, peakAt: -1,
+		},
+		{
+			// Expandable segments: reserved follows map/unmap, undone from the
+			// final segments.
+			name: "expandable segments",
+			trace: []TraceEntry{seg(ActionSegmentMap, 0x100000, 2*MiB), alloc(0x100000, 2*MiB),
+				seg(ActionSegmentMap, 0x300000, 2*MiB), alloc(0x300000, 2*MiB), freeReq(0x100000, 2*MiB),
+				freeDone(0x100000, 2*MiB), seg(ActionSegmentUnmap, 0x100000, 2*MiB)},
+			segments: []Segment{{Address: 0x300000, TotalSize: 2 * MiB, Expandable: true, Blocks: []Block{
+				{Address: 0x300000, Size: 2 * MiB, RequestedSize: 2 * MiB, State: StateActiveAllocated}}}},
+			active:   []int64{0, 2 * MiB, 2 * MiB, 4 * MiB, 2 * MiB, 2 * MiB, 2 * MiB},
+			reserved: []int64{2 * MiB, 2 * MiB, 4 * MiB, 4 * MiB, 4 * MiB, 4 * MiB, 2 * MiB},
+			peak:     4 * MiB, peakAt: 3,
+		},
+		{
+			// No alloc or free at all: memory_viz draws the final blocks flat.
+			name:  "no actions",
+			trace: []TraceEntry{{Action: ActionSnapshot}},
+			segments: []Segment{{Address: 0x1000, TotalSize: 4 * MiB, Blocks: []Block{
+				{Address: 0x1000, Size: 2 * MiB, RequestedSize: 2*MiB - 100, State: StateActiveAllocated},
+				{Address: 0x1000 + 2*MiB, Size: 2 * MiB, State: StateInactive}}}},
+			base:   2*MiB - 100,
+			active: []int64{2*MiB - 100},
+			peak:   2*MiB - 100, peakAt: -1,
+		},
+		{
+			// memory_viz keeps an allocation whose address is allocated again
+			// without a free live to the end.
+			name:   "alloc over an open address",
+			trace:  []TraceEntry{alloc(0x1000, MiB), alloc(0x1000, 2*MiB), freeReq(0x1000, 2*MiB), freeDone(0x1000, 2*MiB)},
+			active: []int64{MiB, 3 * MiB, MiB, MiB},
+			peak:   3 * MiB, peakAt: 1,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Snapshot{Segments: c.segments, Traces: [][]TraceEntry{c.trace}}
+			tl := Replay(s, 0, nil)
+			if tl.BaseActive != c.base {
+				t.Errorf("level at the start %d, want %d", tl.BaseActive, c.base)
+			}
+			for i, want := range c.active {
+				if tl.Active[i] != want {
+					t.Errorf("active after event %d (%s): %d, want %d", i, c.trace[i].Action, tl.Active[i], want)
+				}
+			}
+			for i, want := range c.reserved {
+				if tl.Reserved[i] != want {
+					t.Errorf("reserved after event %d: %d, want %d", i, tl.Reserved[i], want)
+				}
+			}
+			if tl.Peak.Active != c.peak || tl.Peak.EventIndex != c.peakAt {
+				t.Errorf("peak %d at %d, want %d at %d", tl.Peak.Active, tl.Peak.EventIndex, c.peak, c.peakAt)
+			}
+			var live int64
+			for _, l := range tl.Peak.Live {
+				live += l.Size
+			}
+			if live != tl.Peak.Active {
+				t.Errorf("live set at the peak sums to %d, peak %d", live, tl.Peak.Active)
+			}
+		})
+	}
+}
+
+// TestPeakMatchesMemoryVizPort checks every sample against the committed
+// output of scripts/memviz_port.py, a port of MemoryViz.js.
+func TestPeakMatchesMemoryVizPort(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/reference/memviz_port.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref map[string][]struct {
+		Device     int   `json:"device"`
+		PeakBytes  int64 `json:"peak_bytes"`
+		PeakAt     int   `json:"peak_event_index"`
+		StartBytes int64 `json:"start_bytes"`
+		EndBytes   int64 `json:"end_bytes"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]string{}
+	for _, dir := range []string{"../testdata/snapshots", "../testdata/snapshots/h200", "../testdata/snapshots/synthetic"} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			paths[e.Name()] = filepath.Join(dir, e.Name())
+		}
+	}
+	if len(ref) < 20 {
+		t.Fatalf("only %d files in the reference", len(ref))
+	}
+	for name, devs := range ref {
+		s, err := Open(context.Background(), paths[name])
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		a := Analyze(s, nil)
+		for _, want := range devs {
+			d := a.Device(want.Device)
+			if d == nil {
+				t.Errorf("%s cuda:%d missing", name, want.Device)
+				continue
+			}
+			if d.Peak.Active != want.PeakBytes || d.Peak.EventIndex != want.PeakAt {
+				t.Errorf("%s cuda:%d: peak %d at %d, memory_viz port %d at %d", name, want.Device,
+					d.Peak.Active, d.Peak.EventIndex, want.PeakBytes, want.PeakAt)
+			}
+			if tl := a.Timeline(want.Device); tl != nil {
+				if tl.BaseActive != want.StartBytes || tl.EndActive != want.EndBytes {
+					t.Errorf("%s cuda:%d: start %d end %d, port %d %d", name, want.Device,
+						tl.BaseActive, tl.EndActive, want.StartBytes, want.EndBytes)
+				}
+			}
+		}
+	}
+}
+
+// TestPeakMatchesTorchMemoryStats checks real snapshots captured on an H200
+// (scripts/capture_real_snapshots.py) against torch.cuda.memory_stats taken
+// by PyTorch itself at the dump: where the trace covers the whole run and
+// nothing frees across streams at the peak, memory_viz's active peak is
+// requested_bytes.all.peak.
+func TestPeakMatchesTorchMemoryStats(t *testing.T) {
+	for _, name := range []string{"train.pickle", "expandable.pickle", "empty_cache.pickle", "cpp.pickle",
+		"record_stream.pickle", "html.html", "big.pickle.gz"} {
+		base := strings.SplitN(name, ".", 2)[0]
+		raw, err := os.ReadFile(filepath.Join("../testdata/snapshots/h200", base+".stats.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stats struct {
+			MemoryStats map[string]int64 `json:"memory_stats"`
+		}
+		if err := json.Unmarshal(raw, &stats); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(context.Background(), filepath.Join("../testdata/snapshots/h200", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := Analyze(s, nil)
+		d := a.Device(0)
+		if want := stats.MemoryStats["requested_bytes.all.peak"]; d.Peak.Active != want {
+			t.Errorf("%s: peak %d, torch requested_bytes.all.peak %d", name, d.Peak.Active, want)
+		}
+		if want := stats.MemoryStats["reserved_bytes.all.current"]; d.ReservedBytes != want {
+			t.Errorf("%s: reserved %d, torch reserved_bytes.all.current %d", name, d.ReservedBytes, want)
+		}
+		if want := stats.MemoryStats["allocated_bytes.all.current"]; d.AllocatedBytes != want {
+			t.Errorf("%s: allocated %d, torch allocated_bytes.all.current %d", name, d.AllocatedBytes, want)
+		}
+		if tl := a.Timeline(0); !tl.Complete {
+			t.Errorf("%s: a trace recorded from an empty allocator is not complete: %s", name, tl.Note)
+		}
+	}
+}
+
+// TestStateAtAgreesWithSeries replays the allocator state to every event of
+// real traces and checks it against the active and reserved series.
+func TestStateAtAgreesWithSeries(t *testing.T) {
+	for _, name := range []string{"train.pickle", "expandable.pickle", "record_stream.pickle"} {
+		s, err := Open(context.Background(), filepath.Join("../testdata/snapshots/h200", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := Replay(s, 0, nil)
+		step := max(1, len(tl.Events)/300)
+		for i := -1; i < len(tl.Events); i += step {
+			st := tl.StateAt(s, i)
+			if st.Reserved != tl.ReservedAt(i) {
+				t.Fatalf("%s event %d: state reserved %d, series %d", name, i, st.Reserved, tl.ReservedAt(i))
+			}
+			if st.Active != tl.ActiveAt(i) {
+				t.Fatalf("%s event %d: state active %d, series %d", name, i, st.Active, tl.ActiveAt(i))
+			}
+			if st.Free < 0 || st.LargestFree > st.Free {
+				t.Fatalf("%s event %d: free %d, largest %d", name, i, st.Free, st.LargestFree)
+			}
+		}
+	}
+}

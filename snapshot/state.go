@@ -1,0 +1,201 @@
+package snapshot
+
+import (
+	"cmp"
+	"slices"
+)
+
+// StateSegment is a segment of the allocator state at some event.
+type StateSegment struct {
+	Addr   uint64
+	Size   int64
+	Stream uint64
+}
+
+// StateBlock is a live block of the allocator state at some event. Size is
+// the requested size, as memory_viz draws it; PendingFree marks a block
+// freed but waiting on another stream.
+type StateBlock struct {
+	Addr        uint64
+	Size        int64
+	PendingFree bool
+	Frames      Stack
+}
+
+// AllocatorState is the device's segments and live blocks right after one
+// event: memory_viz's Allocator State History.
+type AllocatorState struct {
+	Event    int // -1: before the first event
+	Segments []StateSegment
+	Blocks   []StateBlock
+	// Reserved is the segments' total; Active the blocks' total.
+	Reserved, Active int64
+	// Free is Reserved minus the live blocks; LargestFree the largest gap
+	// between live blocks inside one segment (the largest request that fits
+	// without a new segment), and ExternalPct 100 * (1 - LargestFree/Free).
+	Free, LargestFree int64
+	ExternalPct       float64
+}
+
+// StateAt rebuilds the allocator state right after event i (-1: before the
+// first) by undoing every later event from the final segments, as
+// memory_viz's simulate_memory does: a later alloc removes its block, a later
+// free restores it, a later segment_alloc/map removes segment memory and a
+// later segment_free/unmap restores it (merging neighbours for expandable
+// segments).
+func (t *Timeline) StateAt(s *Snapshot, i int) *AllocatorState {
+	st := &AllocatorState{Event: i}
+	var segs []StateSegment
+	blocks := map[uint64]StateBlock{}
+	for si := range s.Segments {
+		seg := &s.Segments[si]
+		if seg.Device != t.Device {
+			continue
+		}
+		segs = append(segs, StateSegment{Addr: seg.Address, Size: seg.TotalSize, Stream: seg.Stream})
+		for bi := range seg.Blocks {
+			b := &seg.Blocks[bi]
+			if b.State.Active() {
+				blocks[b.Address] = StateBlock{Addr: b.Address, Size: b.RequestedSize,
+					PendingFree: b.State == StateActivePendingFree, Frames: b.Frames}
+			}
+		}
+	}
+	slices.SortFunc(segs, func(a, b StateSegment) int { return cmp.Compare(a.Addr, b.Addr) })
+	ev := t.Events
+	for j := len(ev) - 1; j > i && j >= 0; j-- {
+		e := &ev[j]
+		switch e.Action {
+		case ActionFreeCompleted:
+			if j > 0 && ev[j-1].Action == ActionFreeRequested && ev[j-1].Addr == e.Addr {
+				if j-1 > i {
+					// The pair is one free, and both are undone.
+					blocks[e.Addr] = StateBlock{Addr: e.Addr, Size: e.Size, Frames: e.Frames}
+					j--
+					continue
+				}
+				// The cursor sits on the free_requested of a merged pair:
+				// memory_viz shows the free as done.
+				continue
+			}
+			blocks[e.Addr] = StateBlock{Addr: e.Addr, Size: e.Size, PendingFree: true, Frames: e.Frames}
+		case ActionFreeRequested:
+			if b, ok := blocks[e.Addr]; ok {
+				b.PendingFree = false
+				blocks[e.Addr] = b
+			}
+		case ActionAlloc:
+			delete(blocks, e.Addr)
+		case ActionSegmentFree, ActionSegmentUnmap:
+			segs = mapSegment(segs, e.Action == ActionSegmentUnmap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: e.Stream})
+		case ActionSegmentAlloc, ActionSegmentMap:
+			segs = unmapSegment(segs, e.Action == ActionSegmentMap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: e.Stream})
+		}
+	}
+	st.Segments = segs
+	st.Blocks = make([]StateBlock, 0, len(blocks))
+	for _, b := range blocks {
+		st.Blocks = append(st.Blocks, b)
+	}
+	slices.SortFunc(st.Blocks, func(a, b StateBlock) int { return cmp.Compare(a.Addr, b.Addr) })
+	st.measure()
+	return st
+}
+
+// measure totals the state and finds its free gaps.
+func (st *AllocatorState) measure() {
+	bi := 0
+	var free int64
+	for _, seg := range st.Segments {
+		st.Reserved += seg.Size
+		end := seg.Addr + uint64(seg.Size)
+		for bi < len(st.Blocks) && st.Blocks[bi].Addr < seg.Addr {
+			bi++ // a block outside every segment (inconsistent input)
+		}
+		addr := seg.Addr
+		for bi < len(st.Blocks) && st.Blocks[bi].Addr < end {
+			b := &st.Blocks[bi]
+			if b.Addr > addr {
+				gap := int64(b.Addr - addr)
+				free += gap
+				st.LargestFree = max(st.LargestFree, gap)
+			}
+			addr = max(addr, b.Addr+uint64(max(b.Size, 0)))
+			bi++
+		}
+		if addr < end {
+			gap := int64(end - addr)
+			free += gap
+			st.LargestFree = max(st.LargestFree, gap)
+		}
+	}
+	for _, b := range st.Blocks {
+		st.Active += b.Size
+	}
+	st.Free = free
+	if free > 0 {
+		st.ExternalPct = 100 * (1 - float64(st.LargestFree)/float64(free))
+	}
+}
+
+// mapSegment puts a segment back (undoing a segment_free, or a
+// segment_unmap when merge is set: then it joins neighbours it touches).
+func mapSegment(segs []StateSegment, merge bool, seg StateSegment) []StateSegment {
+	idx, _ := slices.BinarySearchFunc(segs, seg.Addr, func(s StateSegment, a uint64) int { return cmp.Compare(s.Addr, a) })
+	segs = slices.Insert(segs, idx, seg)
+	if !merge {
+		return segs
+	}
+	if idx+1 < len(segs) {
+		next := segs[idx+1]
+		if seg.Addr+uint64(seg.Size) == next.Addr && seg.Stream == next.Stream {
+			segs[idx].Size += next.Size
+			segs = slices.Delete(segs, idx+1, idx+2)
+		}
+	}
+	if idx > 0 {
+		prev := &segs[idx-1]
+		if prev.Addr+uint64(prev.Size) == segs[idx].Addr && prev.Stream == segs[idx].Stream {
+			prev.Size += segs[idx].Size
+			segs = slices.Delete(segs, idx, idx+1)
+		}
+	}
+	return segs
+}
+
+// unmapSegment takes a segment away (undoing a segment_alloc, or a
+// segment_map when merge is set: then it may cut a piece out of a larger
+// mapped range).
+func unmapSegment(segs []StateSegment, merge bool, seg StateSegment) []StateSegment {
+	if !merge {
+		for k := range segs {
+			if segs[k].Addr == seg.Addr {
+				return slices.Delete(segs, k, k+1)
+			}
+		}
+		return segs
+	}
+	end := seg.Addr + uint64(seg.Size)
+	for k := range segs {
+		ex := &segs[k]
+		exEnd := ex.Addr + uint64(ex.Size)
+		if ex.Addr > seg.Addr || end > exEnd {
+			continue
+		}
+		switch {
+		case ex.Addr == seg.Addr:
+			ex.Addr += uint64(seg.Size)
+			ex.Size -= seg.Size
+			if ex.Size == 0 {
+				return slices.Delete(segs, k, k+1)
+			}
+		case exEnd == end:
+			ex.Size -= seg.Size
+		default:
+			ex.Size = int64(seg.Addr - ex.Addr)
+			return slices.Insert(segs, k+1, StateSegment{Addr: end, Size: int64(exEnd - end), Stream: ex.Stream})
+		}
+		return segs
+	}
+	return segs
+}
