@@ -13,6 +13,7 @@ import argparse
 import gzip
 import json
 import pickle
+import re
 import os
 import sys
 
@@ -20,17 +21,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import memviz_port  # noqa: E402
 
 RULES = [
-    ("Expert/MoE", ["moe", "expert", "router", "token_dispatcher", "grouped_gemm", "deepep", "deep_ep"]),
+    ("Expert/MoE", ["moe", "expert", "experts", "router", "token_dispatcher", "grouped_gemm", "deepep", "deep_ep"]),
     ("Attention", ["attention", "attn", "flash", "sdpa", "scaled_dot_product", "rotary", "kv_cache"]),
     ("Linear/MatMul", ["linear", "matmul", "addmm", "gemm", "bmm", "einsum", "baddbmm"]),
-    ("Optimizer State", ["optim", "adam", "sgd", "lamb", "lion", "zero_grad", "_multi_tensor", "_fused_adam",
-                         "distrib_optimizer"]),
-    ("Communication", ["nccl", "all_gather", "allgather", "reduce_scatter", "all_to_all", "alltoall", "all_reduce",
-                       "allreduce", "distributed_c10d", "c10d", "broadcast", "deepep", "_functional_collectives"]),
-    ("FSDP", ["fsdp", "flat_param", "fully_shard", "_fsdp_"]),
-    ("Gradient", ["backward", "autograd", "grad_acc", "accumulate_grad", "_grad", "grad_buffer"]),
-    ("Activation", ["forward", "activation", "gelu", "relu", "silu", "swiglu", "dropout", "layer_norm", "layernorm",
-                    "rmsnorm", "softmax", "checkpoint", "embedding"]),
+    ("Optimizer State", ["optim", "optimizer", "adam", "adamw", "sgd", "lamb", "lion", "zero_grad", "multi_tensor",
+                         "fused_adam", "fused_adamw", "distrib_optimizer"]),
+    ("Communication", ["nccl", "all_gather", "reduce_scatter", "all_to_all", "all_reduce", "distributed_c10d", "c10d",
+                       "broadcast", "deepep", "functional_collectives"]),
+    ("FSDP", ["fsdp", "flat_param", "fully_shard"]),
+    ("Gradient", ["backward", "autograd", "grad_acc", "accumulate_grad", "grad", "grad_buffer"]),
+    ("Activation", ["forward", "activation", "activations", "gelu", "relu", "silu", "swiglu", "dropout", "layer_norm",
+                    "rms_norm", "softmax", "checkpoint", "embedding", "embeddings"]),
 ]
 ORDER = {name: i for i, (name, _) in enumerate(RULES)}
 ORDER["Unknown"] = len(RULES)
@@ -72,6 +73,26 @@ def location(frames):
     return fmt_frame(first) if first is not None else ""
 
 
+# Identifier words: runs of letters/digits, split before an upper-case letter
+# that follows a lower-case letter or digit, or that starts a capitalised
+# word after an acronym (NCCLComm -> NCCL, Comm).
+WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+[a-z]*")
+
+
+def words(text):
+    out = []
+    for chunk in re.split(r"[^0-9A-Za-z]+", text):
+        out += [w.lower() for w in WORD.findall(chunk)]
+    return out
+
+
+def keyword_matches(kw, ws):
+    """kw (its words joined) equals some run of consecutive words joined."""
+    key = "".join(words(kw))
+    joined = ["".join(ws[i:j]) for i in range(len(ws)) for j in range(i + 1, len(ws) + 1)]
+    return key in joined
+
+
 def category(frames):
     if not frames:
         return "Unknown"
@@ -80,12 +101,13 @@ def category(frames):
         for f in frames:
             if noise(f) or (python_only and not f["filename"].endswith(".py")):
                 continue
-            texts += [f["filename"].lower(), f["name"].lower()]
+            base = re.split(r"[/\\]", f["filename"])[-1]
+            texts += [words(base), words(f["name"])]
         if texts:
             break
     for name, kws in RULES:
         for kw in kws:
-            if any(kw in t for t in texts):
+            if any(keyword_matches(kw, t) for t in texts):
                 return name
     return "Unknown"
 

@@ -14,7 +14,12 @@ type Allocation struct {
 	RequestedSize int64
 	State         BlockState
 	Category      string
-	Frames        Stack
+	// CategoryFrame is the index in Frames of the frame whose file or
+	// function name decided Category, and CategoryKeyword the keyword that
+	// matched; -1 and "" for Unknown.
+	CategoryFrame   int
+	CategoryKeyword string
+	Frames          Stack
 	// FramesFromTrace is set when the block had no frames of its own and
 	// Frames came from its last alloc event in the trace.
 	FramesFromTrace bool
@@ -278,11 +283,11 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 					fromTrace = false
 				}
 			}
-			st.Allocations = append(st.Allocations, Allocation{
+			st.Allocations = append(st.Allocations, decided(cat, Allocation{
 				Address: b.Address, Size: b.Size, RequestedSize: b.RequestedSize, State: b.State,
-				Category: cat.Category(frames), Frames: frames, FramesFromTrace: fromTrace,
+				Frames: frames, FramesFromTrace: fromTrace,
 				Stream: seg.Stream, SegmentType: seg.Type, SegmentAddress: seg.Address, PrivatePool: seg.Private(),
-			})
+			}))
 		}
 		if segFreeBlocks > 0 {
 			st.Fragmentation.SegmentsWithFree++
@@ -323,7 +328,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 	st.Categories = categoryTotals(st.Allocations, cat)
 
 	st.TraceEntries = len(trace)
-	analyzeTrace(s, trace, &st)
+	analyzeTrace(s, trace, tl, &st)
 	st.Peak = peakStats(s, &st, tl)
 	st.Recommendations = recommend(s, &st)
 	return st
@@ -366,22 +371,18 @@ func lastAllocFrames(trace []TraceEntry) map[uint64]Stack {
 	return m
 }
 
-func analyzeTrace(s *Snapshot, trace []TraceEntry, st *DeviceStats) {
-	allocated := map[uint64]bool{}
+func analyzeTrace(s *Snapshot, trace []TraceEntry, tl *Timeline, st *DeviceStats) {
 	for i := range trace {
-		e := &trace[i]
-		switch e.Action {
-		case ActionOOM:
+		if e := &trace[i]; e.Action == ActionOOM {
 			st.OOMs = append(st.OOMs, OOMEvent{Index: i, Size: e.Size, DeviceFree: e.DeviceFree, TimeUS: e.TimeUS, Frames: e.Frames})
-		case ActionAlloc:
-			allocated[e.Addr] = true
-		case ActionFreeRequested, ActionFreeCompleted:
-			if !allocated[e.Addr] {
-				if e.Action == ActionFreeCompleted {
-					st.FreesBeforeWindow++
-				}
-			} else if e.Action == ActionFreeCompleted {
-				delete(allocated, e.Addr)
+		}
+	}
+	if tl != nil {
+		// Frees of allocations the trace never saw: the replay's intervals
+		// that start before the window and end inside it.
+		for _, iv := range tl.Intervals {
+			if iv.PreWindow && int(iv.End) < len(trace) {
+				st.FreesBeforeWindow++
 			}
 		}
 	}
@@ -418,4 +419,11 @@ func peakStats(s *Snapshot, st *DeviceStats, tl *Timeline) PeakStats {
 	}
 	p.Rating = Rating(p.EfficiencyPct, p.Reserved)
 	return p
+}
+
+// decided fills an allocation's category from its frames.
+func decided(cat *Categorizer, a Allocation) Allocation {
+	d := cat.Decide(a.Frames)
+	a.Category, a.CategoryFrame, a.CategoryKeyword = d.Category, d.Frame, d.Keyword
+	return a
 }

@@ -6,15 +6,19 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode"
 )
 
 // Unknown is the category of allocations no rule matches (or that have no
 // frames at all).
 const Unknown = "Unknown"
 
-// Rule assigns a category to a stack when any of its keywords occurs
-// (case-insensitively) in the filename or function name of a shown frame
-// (Python frames when the stack has any; see Categorizer).
+// Rule assigns a category to a stack when any of its keywords matches the
+// base file name or the function name of a shown frame (Python frames when
+// the stack has any; see Categorizer). Names are split into identifier parts
+// (at punctuation and camelCase, lower-cased), and a keyword matches a run of
+// whole parts: "lamb" matches lamb.py but not <lambda>, "layernorm" matches
+// LayerNorm and layer_norm, and folder names never count.
 type Rule struct {
 	Name     string
 	Keywords []string
@@ -24,14 +28,14 @@ type Rule struct {
 // The order puts specific causes (MoE, attention, optimizer, collectives)
 // before generic ones ("forward" marks almost every activation).
 var defaultRules = []Rule{
-	{"Expert/MoE", []string{"moe", "expert", "router", "token_dispatcher", "grouped_gemm", "deepep", "deep_ep"}},
+	{"Expert/MoE", []string{"moe", "expert", "experts", "router", "token_dispatcher", "grouped_gemm", "deepep", "deep_ep"}},
 	{"Attention", []string{"attention", "attn", "flash", "sdpa", "scaled_dot_product", "rotary", "kv_cache"}},
 	{"Linear/MatMul", []string{"linear", "matmul", "addmm", "gemm", "bmm", "einsum", "baddbmm"}},
-	{"Optimizer State", []string{"optim", "adam", "sgd", "lamb", "lion", "zero_grad", "_multi_tensor", "_fused_adam", "distrib_optimizer"}},
-	{"Communication", []string{"nccl", "all_gather", "allgather", "reduce_scatter", "all_to_all", "alltoall", "all_reduce", "allreduce", "distributed_c10d", "c10d", "broadcast", "deepep", "_functional_collectives"}},
-	{"FSDP", []string{"fsdp", "flat_param", "fully_shard", "_fsdp_"}},
-	{"Gradient", []string{"backward", "autograd", "grad_acc", "accumulate_grad", "_grad", "grad_buffer"}},
-	{"Activation", []string{"forward", "activation", "gelu", "relu", "silu", "swiglu", "dropout", "layer_norm", "layernorm", "rmsnorm", "softmax", "checkpoint", "embedding"}},
+	{"Optimizer State", []string{"optim", "optimizer", "adam", "adamw", "sgd", "lamb", "lion", "zero_grad", "multi_tensor", "fused_adam", "fused_adamw", "distrib_optimizer"}},
+	{"Communication", []string{"nccl", "all_gather", "reduce_scatter", "all_to_all", "all_reduce", "distributed_c10d", "c10d", "broadcast", "deepep", "functional_collectives"}},
+	{"FSDP", []string{"fsdp", "flat_param", "fully_shard"}},
+	{"Gradient", []string{"backward", "autograd", "grad_acc", "accumulate_grad", "grad", "grad_buffer"}},
+	{"Activation", []string{"forward", "activation", "activations", "gelu", "relu", "silu", "swiglu", "dropout", "layer_norm", "rms_norm", "softmax", "checkpoint", "embedding", "embeddings"}},
 }
 
 // DefaultRules returns a copy of the built-in category rules.
@@ -48,7 +52,18 @@ func DefaultRules() []Rule {
 // stack).
 type Categorizer struct {
 	rules []Rule
-	cache map[*Frame]string
+	// keys are the rules' keywords as part runs with separators removed,
+	// in rule order: keys[i][j] belongs to rules[i].Keywords[j].
+	keys  [][]string
+	cache map[*Frame]Decision
+}
+
+// Decision says which rule categorised a stack: the frame (index into the
+// stack) and the keyword that matched. Frame is -1 for Unknown.
+type Decision struct {
+	Category string
+	Frame    int
+	Keyword  string
 }
 
 // NewCategorizer returns a categorizer over rules (DefaultRules when nil).
@@ -66,7 +81,13 @@ func NewCategorizer(rules []Rule) *Categorizer {
 		}
 		lower[i] = Rule{Name: r.Name, Keywords: kw}
 	}
-	return &Categorizer{rules: lower, cache: map[*Frame]string{}}
+	keys := make([][]string, len(lower))
+	for i, r := range lower {
+		for _, k := range r.Keywords {
+			keys[i] = append(keys[i], strings.Join(identParts(k, nil), ""))
+		}
+	}
+	return &Categorizer{rules: lower, keys: keys, cache: map[*Frame]Decision{}}
 }
 
 // Names lists the categories in rule order, then Unknown.
@@ -80,41 +101,107 @@ func (c *Categorizer) Names() []string {
 
 // Category returns the category of a stack.
 func (c *Categorizer) Category(st Stack) string {
+	return c.Decide(st).Category
+}
+
+// Decide returns the category of a stack with the frame and keyword that
+// decided it.
+func (c *Categorizer) Decide(st Stack) Decision {
 	if len(st) == 0 {
-		return Unknown
+		return Decision{Category: Unknown, Frame: -1}
 	}
-	if cat, ok := c.cache[&st[0]]; ok {
-		return cat
+	if d, ok := c.cache[&st[0]]; ok {
+		return d
 	}
-	cat := c.match(st)
-	c.cache[&st[0]] = cat
-	return cat
+	d := c.match(st)
+	c.cache[&st[0]] = d
+	return d
 }
 
 // match looks at the Python frames when the stack has any, else at every
 // shown frame: C++ frames of the dispatcher (autograd::VariableType,
 // at::native) appear under nearly every allocation and would otherwise
 // swamp the rules.
-func (c *Categorizer) match(st Stack) string {
-	lowered := make([]string, 0, 2*len(st))
-	for pass := 0; pass < 2 && len(lowered) == 0; pass++ {
-		for _, f := range st {
+func (c *Categorizer) match(st Stack) Decision {
+	type text struct {
+		frame int
+		parts []string
+	}
+	var texts []text
+	for pass := 0; pass < 2 && len(texts) == 0; pass++ {
+		for i, f := range st {
 			if IsNoise(f) || (pass == 0 && !strings.HasSuffix(f.Filename, ".py")) {
 				continue
 			}
-			lowered = append(lowered, strings.ToLower(f.Filename), strings.ToLower(f.Name))
+			texts = append(texts, text{i, identParts(baseName(f.Filename), nil)}, text{i, identParts(f.Name, nil)})
 		}
 	}
-	for _, r := range c.rules {
-		for _, kw := range r.Keywords {
-			for _, s := range lowered {
-				if strings.Contains(s, kw) {
-					return r.Name
+	// Rule order decides the category; within a rule the innermost frame
+	// that matches is the one named.
+	for ri, r := range c.rules {
+		for _, t := range texts {
+			for ki, key := range c.keys[ri] {
+				if matchParts(t.parts, key) {
+					return Decision{Category: r.Name, Frame: t.frame, Keyword: r.Keywords[ki]}
 				}
 			}
 		}
 	}
-	return Unknown
+	return Decision{Category: Unknown, Frame: -1}
+}
+
+// baseName is the file name without its folders (either separator: Windows
+// paths appear in real snapshots).
+func baseName(path string) string {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+// identParts splits a name into lower-case identifier parts: at every
+// character that is not a letter or digit, and at camelCase boundaries
+// ("MultiheadAttention" → multihead, attention; "NCCLComm" → nccl, comm).
+func identParts(s string, out []string) []string {
+	rs := []rune(s)
+	start := -1
+	isAlnum := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for i := 0; i <= len(rs); i++ {
+		if i == len(rs) || !isAlnum(rs[i]) {
+			if start >= 0 {
+				out = append(out, strings.ToLower(string(rs[start:i])))
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+			continue
+		}
+		prev, r := rs[i-1], rs[i]
+		upper := unicode.IsUpper(r)
+		if upper && (unicode.IsLower(prev) || unicode.IsDigit(prev)) ||
+			upper && unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1]) {
+			out = append(out, strings.ToLower(string(rs[start:i])))
+			start = i
+		}
+	}
+	return out
+}
+
+// matchParts reports whether key (parts joined without separators) equals
+// the concatenation of a run of consecutive parts.
+func matchParts(parts []string, key string) bool {
+	for i := range parts {
+		rest := key
+		for j := i; j < len(parts) && strings.HasPrefix(rest, parts[j]); j++ {
+			rest = rest[len(parts[j]):]
+			if rest == "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // LoadRules reads a user rules file: one rule a line, "Name: kw1, kw2, ...",
@@ -224,6 +311,11 @@ func Location(st Stack) string {
 var plumbing = []string{"CachingAllocator", "c10::cuda::", "at::detail::empty", "at::empty", "empty_strided",
 	"empty_cuda", "wrap_kernel_functor", "at::_ops::", "at::native::empty"}
 
+// IsPlumbing reports whether a frame is allocator or dispatcher plumbing
+// (CachingAllocator, empty_cuda, at::_ops): present under every allocation,
+// it never says who asked for the memory.
+func IsPlumbing(f Frame) bool { return isPlumbing(f) }
+
 func isPlumbing(f Frame) bool {
 	for _, p := range plumbing {
 		if strings.Contains(f.Name, p) {
@@ -235,6 +327,14 @@ func isPlumbing(f Frame) bool {
 
 // LocationFrame is the frame Location formats.
 func LocationFrame(st Stack) (Frame, bool) {
+	if i := LocationIndex(st); i >= 0 {
+		return st[i], true
+	}
+	return Frame{}, false
+}
+
+// LocationIndex is the index of the frame Location formats, or -1.
+func LocationIndex(st Stack) int {
 	first := -1
 	for i, f := range st {
 		if IsNoise(f) || isPlumbing(f) {
@@ -244,13 +344,10 @@ func LocationFrame(st Stack) (Frame, bool) {
 			first = i
 		}
 		if strings.HasSuffix(f.Filename, ".py") {
-			return f, true
+			return i
 		}
 	}
-	if first >= 0 {
-		return st[first], true
-	}
-	return Frame{}, false
+	return first
 }
 
 // Rules returns the categorizer's rules, in order.

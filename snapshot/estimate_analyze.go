@@ -148,9 +148,9 @@ func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceSt
 			st.StackGroups[gi].Bytes += t.Size
 			st.StackGroups[gi].Tensors++
 		}
-		st.Allocations = append(st.Allocations, Allocation{Size: t.Size, RequestedSize: t.Size, State: StateActiveAllocated,
-			Category: cat.Category(t.Create), Frames: t.Create, Shape: t.Shape, Module: t.Module, Phase: t.Phase,
-			ReleaseFrames: t.Release})
+		st.Allocations = append(st.Allocations, decided(cat, Allocation{Size: t.Size, RequestedSize: t.Size,
+			State: StateActiveAllocated, Frames: t.Create, Shape: t.Shape, Module: t.Module, Phase: t.Phase,
+			ReleaseFrames: t.Release}))
 	}
 	st.ModuleTree.finish()
 	if math.IsNaN(d.PeakMiB) {

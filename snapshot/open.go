@@ -110,6 +110,7 @@ func decodePickleSnapshot(ctx context.Context, data []byte, progress func(float6
 		runtime.GC() // the input is garbage now: reclaim it before binding
 	}
 	s, err := newBinder(g, size).bindRoot(root)
+	proto := g.proto
 	if size > gcThreshold {
 		g = nil
 		runtime.GC() // and the value graph, before analysis allocates
@@ -117,7 +118,7 @@ func decodePickleSnapshot(ctx context.Context, data []byte, progress func(float6
 	if err != nil {
 		return nil, err
 	}
-	s.Format = fmt.Sprintf("pickle protocol %d", g.proto)
+	s.Format = fmt.Sprintf("pickle protocol %d", proto)
 	return s, nil
 }
 

@@ -347,8 +347,8 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 			continue
 		}
 		iv := &t.Intervals[j]
-		out = append(out, Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size, State: StateActiveAllocated,
-			Category: t.cat.Category(iv.Frames), Frames: iv.Frames, FramesFromTrace: true})
+		out = append(out, decided(t.cat, Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size,
+			State: StateActiveAllocated, Frames: iv.Frames, FramesFromTrace: true}))
 		if limit > 0 && len(out) == limit {
 			break
 		}

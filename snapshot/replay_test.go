@@ -245,3 +245,43 @@ func TestStateAtAgreesWithSeries(t *testing.T) {
 		}
 	}
 }
+
+func TestCategoriesFromFileAndFunctionNames(t *testing.T) {
+	var every []string
+	for _, r := range DefaultRules() {
+		every = append(every, r.Keywords...)
+	}
+	folder := "/envs/" + strings.Join(every, "_") + "/SQAttn/lib/"
+	cat := NewCategorizer(nil)
+	cases := []struct {
+		frames  []Frame
+		want    string
+		keyword string
+	}{
+		// Folders never count, however many keywords they hold.
+		{[]Frame{{Filename: folder + "act_fn.py", Name: "silu", Line: 3}}, "Activation", "silu"},
+		{[]Frame{{Filename: folder + "model.py", Name: "helper", Line: 3}}, Unknown, ""},
+		// Whole identifier parts: lamb is not <lambda>.
+		{[]Frame{{Filename: folder + "module.py", Name: "<lambda>", Line: 1}}, Unknown, ""},
+		{[]Frame{{Filename: "/x/lamb.py", Name: "step", Line: 1}}, "Optimizer State", "lamb"},
+		// camelCase and snake_case spell the same keyword.
+		{[]Frame{{Filename: "/x/norms.py", Name: "LayerNorm", Line: 1}}, "Activation", "layer_norm"},
+		{[]Frame{{Filename: "/x/mha.py", Name: "MultiheadAttention", Line: 1}}, "Attention", "attention"},
+		{[]Frame{{Filename: `C:\Users\me\attn\train.py`, Name: "main", Line: 1}}, Unknown, ""},
+		// The innermost matching rule's frame is named.
+		{[]Frame{{Filename: "/x/utils.py", Name: "pad", Line: 1}, {Filename: "/x/moe_layer.py", Name: "route", Line: 9}}, "Expert/MoE", "moe"},
+	}
+	for _, c := range cases {
+		d := cat.Decide(c.frames)
+		if d.Category != c.want || d.Keyword != c.keyword {
+			t.Errorf("%v: %q by %q, want %q by %q", c.frames, d.Category, d.Keyword, c.want, c.keyword)
+		}
+		if d.Category != Unknown && (d.Frame < 0 || d.Frame >= len(c.frames)) {
+			t.Errorf("%v: decided by frame %d", c.frames, d.Frame)
+		}
+	}
+	parts := identParts("_multi_tensor_AdamW2NCCLComm", nil)
+	if got := strings.Join(parts, ","); got != "multi,tensor,adam,w2,nccl,comm" {
+		t.Errorf("identParts: %s", got)
+	}
+}

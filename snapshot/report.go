@@ -66,7 +66,12 @@ type jsonTop struct {
 	Address       uint64 `json:"address"`
 	State         string `json:"state"`
 	Category      string `json:"category"`
-	Location      string `json:"location"`
+	// CategoryFrame is the frame ("file:line function") whose base file
+	// name or function name decided the category, and CategoryKeyword the
+	// keyword that matched; both empty for Unknown.
+	CategoryFrame   string `json:"category_frame"`
+	CategoryKeyword string `json:"category_keyword"`
+	Location        string `json:"location"`
 }
 
 // jsonPeak is the peak of memory_viz's active series (see Timeline).
@@ -146,8 +151,12 @@ func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
 			break
 		}
 		n++
-		j.Top = append(j.Top, jsonTop{Size: al.Size, RequestedSize: al.RequestedSize, Address: al.Address,
-			State: al.State.String(), Category: al.Category, Location: al.Location()})
+		jt := jsonTop{Size: al.Size, RequestedSize: al.RequestedSize, Address: al.Address,
+			State: al.State.String(), Category: al.Category, CategoryKeyword: al.CategoryKeyword, Location: al.Location()}
+		if al.CategoryFrame >= 0 && al.CategoryFrame < len(al.Frames) {
+			jt.CategoryFrame = al.Frames[al.CategoryFrame].String()
+		}
+		j.Top = append(j.Top, jt)
 	}
 	for _, r := range d.Recommendations {
 		j.Recommendations = append(j.Recommendations, r.Text)

@@ -7,9 +7,13 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/snapshot"
 )
+
+// safe makes a string from a file printable (see textsafe).
+func safe(s string) string { return textsafe.Safe(s) }
 
 // stackOverlay shows a whole stack trace (and a release stack for
 // estimated tensors), outermost call last as PyTorch records it.
@@ -19,34 +23,67 @@ type stackOverlay struct {
 	noise     []bool
 	list      scroller
 	showNoise bool
+	// focus is the line of the allocation's location (the first user
+	// frame), shown and highlighted when the overlay opens; -1 for none.
+	focus  int
+	placed bool
+	// decision says which frame and keyword decided the category.
+	decision string
 }
 
 var okNoise = key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "show/hide interpreter and dispatcher frames"))
 
 func newStackOverlay(title string, create, release snapshot.Stack) *stackOverlay {
-	o := &stackOverlay{title: title}
-	add := func(head string, st snapshot.Stack) {
+	return newAllocStackOverlay(title, &snapshot.Allocation{Frames: create, ReleaseFrames: release, CategoryFrame: -1})
+}
+
+// newAllocStackOverlay shows an allocation's stacks with the frame that
+// decided its category and its location highlighted.
+func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
+	o := &stackOverlay{title: title, focus: -1}
+	create, release := al.Frames, al.ReleaseFrames
+	loc := snapshot.LocationIndex(create)
+	if al.Category != "" {
+		if al.CategoryFrame >= 0 {
+			o.decision = fmt.Sprintf("category %s: keyword %q in the frame marked ◆", al.Category, al.CategoryKeyword)
+		} else {
+			o.decision = fmt.Sprintf("category %s: no rule's keyword is in a file or function name", al.Category)
+		}
+	}
+	add := func(head string, st snapshot.Stack, mark bool) {
 		o.lines = append(o.lines, head)
 		o.noise = append(o.noise, false)
 		if len(st) == 0 {
 			o.lines = append(o.lines, "  (no frames recorded)")
 			o.noise = append(o.noise, false)
 		}
-		for _, f := range st {
-			line := "  " + f.String()
+		for i, f := range st {
+			prefix := "  "
+			if mark && i == loc {
+				prefix = "▶ "
+				o.focus = len(o.lines)
+			}
+			head, dir := frameLine(f)
+			line := prefix + safe(head)
+			if mark && i == al.CategoryFrame {
+				line += "  ◆ " + al.Category
+			}
+			if dir != "" {
+				line += "  · " + safe(dir)
+			}
 			o.lines = append(o.lines, line)
-			o.noise = append(o.noise, snapshot.IsNoise(f))
+			o.noise = append(o.noise, i != loc && (snapshot.IsNoise(f) || snapshot.IsPlumbing(f) || isInterpreter(f)))
 			if f.Source != "" {
-				o.lines = append(o.lines, "      "+f.Source)
+				o.lines = append(o.lines, "      "+safe(f.Source))
 				o.noise = append(o.noise, false)
 			}
 		}
 	}
-	add("allocated at (innermost call first):", create)
+	add("allocated at (innermost call first; ▶ the first user frame):", create, true)
 	if len(release) > 0 {
 		o.lines = append(o.lines, "")
 		o.noise = append(o.noise, false)
-		add("released at:", release)
+		add("released at:", release, false)
 	}
 	return o
 }
@@ -98,10 +135,30 @@ func (o *stackOverlay) view(a *App, w, h int) string {
 		note += " · n hides noise frames"
 	}
 	b.WriteString(th.dim.Render(fit(note, w)) + "\n")
+	if o.decision != "" {
+		b.WriteString(fit(safe(o.decision), w) + "\n")
+		o.list.setHeight(h - 4)
+	}
+	if !o.placed && o.focus >= 0 {
+		// Open with the first user frame in view, a few lines below the top
+		// so its callee is visible too.
+		o.placed = true
+		for i, j := range idx {
+			if j == o.focus {
+				// Two lines of context above it.
+				o.list.offset = max(0, i-2)
+				o.list.cursor = i
+				o.list.clamp()
+				break
+			}
+		}
+	}
 	from, to := o.list.visible()
 	for i := from; i < to; i++ {
 		l := o.lines[idx[i]]
-		if o.noise[idx[i]] {
+		if idx[i] == o.focus {
+			l = th.ok.Render(l)
+		} else if o.noise[idx[i]] {
 			l = th.dim.Render(l)
 		} else if strings.HasPrefix(l, "      ") {
 			l = th.dim.Render(l)
@@ -112,6 +169,38 @@ func (o *stackOverlay) view(a *App, w, h int) string {
 	}
 	b.WriteString(th.dim.Render(o.list.hint()))
 	return b.String()
+}
+
+// frameLine puts what tells frames apart first: "file.py:12 function",
+// then the folder, which is long and mostly shared.
+func frameLine(f snapshot.Frame) (head, folder string) {
+	dir, base := "", f.Filename
+	if i := strings.LastIndexAny(f.Filename, `/\`); i >= 0 {
+		dir, base = f.Filename[:i+1], f.Filename[i+1:]
+	}
+	s := base
+	if f.Line > 0 {
+		s += fmt.Sprintf(":%d", f.Line)
+	}
+	if s == "" {
+		s = "??"
+	}
+	return s + " " + f.Name, dir
+}
+
+// interpreterFiles are CPython's and PyTorch's binding layers: between a
+// Python call and the kernel they say nothing about who allocated.
+var interpreterFiles = []string{"Objects/", "Python/ceval", "Python/bltinmodule", "python_variable_methods.cpp",
+	"python_torch_functions", "python_nn_functions", "VariableType", "ADInplaceOrView", "RegisterCUDA",
+	"RegisterCompositeImplicit", "RegisterBackendSelect", "TraceType", "Functions.cpp"}
+
+func isInterpreter(f snapshot.Frame) bool {
+	for _, p := range interpreterFiles {
+		if strings.Contains(f.Filename, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // picker lists the sources: state, kind, errors; enter shows one in its

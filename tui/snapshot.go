@@ -226,7 +226,7 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 		if m, ok := msg.(tea.KeyPressMsg); ok && (key.Matches(m, skStackUp) || m.String() == "enter") {
 			if r := tv.cur(); r != nil && r.node.Alloc != nil {
 				al := r.node.Alloc
-				a.overlay = newStackOverlay(allocTitle(al), al.Frames, al.ReleaseFrames)
+				a.overlay = newAllocStackOverlay(allocTitle(al), al)
 				return nil
 			}
 		}

@@ -175,7 +175,7 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.ensureLive()
 			if t.list.cursor >= 0 && t.list.cursor < len(t.live) {
 				al := &t.live[t.list.cursor]
-				a.overlay = newStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al.Frames, nil)
+				a.overlay = newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)
 			}
 		case "e":
 			return exportTimeline(a, t)

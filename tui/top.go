@@ -279,7 +279,7 @@ func (t *topTab) openStack(a *App) {
 		return
 	}
 	al := &t.allocs[t.view_[t.list.cursor]]
-	a.overlay = newStackOverlay(allocTitle(al), al.Frames, al.ReleaseFrames)
+	a.overlay = newAllocStackOverlay(allocTitle(al), al)
 }
 
 func (t *topTab) view(a *App) string {

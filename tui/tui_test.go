@@ -265,7 +265,7 @@ func TestTopSortFilterStack(t *testing.T) {
 	if !a.top.capturing() {
 		t.Fatal("/ should open the filter")
 	}
-	for _, r := range "attention" {
+	for _, r := range "qwen2" {
 		press(a, string(r))
 	}
 	press(a, "enter")
@@ -274,12 +274,12 @@ func TestTopSortFilterStack(t *testing.T) {
 		t.Errorf("filter should narrow %d rows, got %d", all, n)
 	}
 	for _, i := range a.top.view_ {
-		if !strings.Contains(a.top.search[i], "attention") {
+		if !strings.Contains(a.top.search[i], "qwen2") {
 			t.Fatalf("row %d does not match the filter", i)
 		}
 	}
 	press(a, "q") // the filter is closed: q quits... so check it was not typed
-	if a.top.query != "attention" {
+	if a.top.query != "qwen2" {
 		t.Errorf("query changed after closing the filter: %q", a.top.query)
 	}
 	a = newTestApp(t, 140, 40, "../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle")
@@ -446,7 +446,7 @@ func TestEstimateVersusMeasured(t *testing.T) {
 	}
 	press(a, "enter", "c")
 	s := screen(a)
-	if !strings.Contains(s, "ESTIMATED") || !strings.Contains(s, "MEASURED") || !strings.Contains(s, "Attention") {
+	if !strings.Contains(s, "ESTIMATED") || !strings.Contains(s, "MEASURED") || !strings.Contains(s, "Activation") {
 		t.Errorf("estimate vs measured:\n%s", s)
 	}
 }
@@ -550,5 +550,33 @@ func TestExport(t *testing.T) {
 	csvs, _ := filepath.Glob(filepath.Join(dir, "*.csv"))
 	if len(pngs) < 7 || len(csvs) != 4 {
 		t.Errorf("exported %d pictures and %d tables: %v %v", len(pngs), len(csvs), pngs, csvs)
+	}
+}
+
+// TestStackOpensAtFirstUserFrame: the stack of MercuryB1's largest block
+// starts with allocator, dispatcher and CPython frames; the overlay opens
+// with the first Python frame in view and marked, and names the frame and
+// keyword that decided the category.
+func TestStackOpensAtFirstUserFrame(t *testing.T) {
+	a := newTestApp(t, 80, 24, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	press(a, "3", "enter")
+	o, ok := a.overlay.(*stackOverlay)
+	if !ok {
+		t.Fatalf("enter on Top opens no stack:\n%s", screen(a))
+	}
+	s := screen(a)
+	if !strings.Contains(s, "▶ ") || !strings.Contains(s, "modeling_qwen2.py:274") {
+		t.Errorf("first user frame not in view:\n%s", s)
+	}
+	if !strings.Contains(s, `category Activation: keyword "forward"`) || !strings.Contains(s, "◆ Activation") {
+		t.Errorf("the deciding frame and keyword are not named:\n%s", s)
+	}
+	shownBefore := len(o.shown())
+	press(a, "n")
+	if len(o.shown()) <= shownBefore {
+		t.Errorf("n shows the hidden plumbing frames: %d then %d lines", shownBefore, len(o.shown()))
+	}
+	if a.internalErr != "" {
+		t.Fatal(a.internalErr)
 	}
 }
