@@ -239,6 +239,11 @@ type decoder struct {
 	// millions of times.
 	small    [256]val
 	strIndex map[string]uint32
+	// puts counts PUT, BINPUT, LONG_BINPUT and MEMOIZE opcodes: the memo
+	// budget.
+	puts int
+	// ops counts opcodes between cancellation checks.
+	ops int
 }
 
 // decodePickle runs the restricted VM over data and returns the graph and
@@ -276,15 +281,22 @@ func newDecoder(data []byte) *decoder {
 	return d
 }
 
+// cancelEvery is how many opcodes run between cancellation checks (a power
+// of two): a few microseconds of work, so a cancelled load stops at once
+// even on inputs where each opcode is slow.
+const cancelEvery = 4096
+
 func (d *decoder) report(pos int) error {
-	d.nextReport = pos + progressStep
 	if d.ctx != nil {
 		if err := d.ctx.Err(); err != nil {
 			return err
 		}
 	}
-	if d.progress != nil && len(d.data) > 0 {
-		d.progress(float64(pos) / float64(len(d.data)))
+	if pos >= d.nextReport {
+		d.nextReport = pos + progressStep
+		if d.progress != nil && len(d.data) > 0 {
+			d.progress(float64(pos) / float64(len(d.data)))
+		}
 	}
 	return nil
 }
@@ -606,7 +618,13 @@ func (d *decoder) memoVal(r uint32) (val, bool) {
 	return val{k: memoKinds[r>>memoKindShift], ref: r&memoIDMask - 1}, true
 }
 
+// denseMemoGap is how far past the end of the dense memo table (and past
+// twice the memo opcodes seen) an index may land and still be stored
+// densely.
+const denseMemoGap = 4096
+
 func (d *decoder) setMemo(idx uint32, v val) {
+	d.puts++
 	if idx < uint32(len(d.small)) {
 		d.small[idx] = v
 	}
@@ -616,7 +634,11 @@ func (d *decoder) setMemo(idx uint32, v val) {
 		*d.memo.at(idx) = d.memoRef(v)
 	case int(idx) == n:
 		d.memo.push(d.memoRef(v))
-	case int(idx) < n+4096:
+	case int(idx) < n+denseMemoGap && int(idx) < 2*d.puts+denseMemoGap:
+		// Dense while the table stays within a small multiple of the
+		// PUT/MEMOIZE opcodes seen: indices that jump ahead (a hostile file,
+		// or an unusual writer) go to the map, so slots never outnumber
+		// opcodes by more than denseMemoGap.
 		for d.memo.len() < int(idx) {
 			d.memo.push(0)
 		}
@@ -660,7 +682,8 @@ func (d *decoder) run() (val, error) {
 	stack := d.stack
 	g := d.g
 	for {
-		if pos >= d.nextReport {
+		d.ops++
+		if pos >= d.nextReport || d.ops&(cancelEvery-1) == 0 {
 			if err := d.report(pos); err != nil {
 				return val{}, err
 			}
@@ -707,6 +730,7 @@ func (d *decoder) run() (val, error) {
 			if n := d.memo.len(); n < len(d.small) {
 				d.small[n] = v
 			}
+			d.puts++
 			d.memo.push(d.memoRef(v))
 		case opMark:
 			d.marks = append(d.marks, len(stack))
@@ -807,8 +831,6 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 			return false, val{}, d.errf(at, "STOP with an empty stack")
 		}
 		return true, d.stack[len(d.stack)-1], nil
-	case opMark:
-		d.marks = append(d.marks, len(d.stack))
 	case opPop:
 		if len(d.stack) > d.lastMark() {
 			d.stack = d.stack[:len(d.stack)-1]
@@ -835,24 +857,6 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		d.push(val{k: kBool, i: 1})
 	case opNewFalse:
 		d.push(val{k: kBool})
-	case opBinInt:
-		b, err := d.need(4, "BININT", at)
-		if err != nil {
-			return false, val{}, err
-		}
-		d.push(val{k: kInt, i: int64(int32(binary.LittleEndian.Uint32(b)))})
-	case opBinInt1:
-		b, err := d.need(1, "BININT1", at)
-		if err != nil {
-			return false, val{}, err
-		}
-		d.push(val{k: kInt, i: int64(b[0])})
-	case opBinInt2:
-		b, err := d.need(2, "BININT2", at)
-		if err != nil {
-			return false, val{}, err
-		}
-		d.push(val{k: kInt, i: int64(binary.LittleEndian.Uint16(b))})
 	case opLong1:
 		b, err := d.need(1, "LONG1", at)
 		if err != nil {
@@ -926,10 +930,6 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		}
 		b, _ = d.need(int(n), name, at)
 		d.pushStr(op != opBinUnicode8, b)
-	case opEmptyDict:
-		d.push(val{k: kDict, ref: d.newCont(kDict, nil)})
-	case opEmptyList:
-		d.push(val{k: kList, ref: d.newCont(kList, nil)})
 	case opEmptyTuple:
 		d.push(val{k: kTuple, ref: d.newCont(kTuple, nil)})
 	case opEmptySet:
@@ -978,11 +978,9 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if c := d.g.conts.at(t.ref); !(c.n == 0 && c.kind == cGeneric && d.tryStack(t.ref, one[:])) {
 			d.extend(t.ref, one[:])
 		}
-	case opAppends, opAddItems:
-		name, want := "APPENDS", kList
-		if op == opAddItems {
-			name, want = "ADDITEMS", kSet
-		}
+	case opAddItems:
+		// APPENDS is handled in run.
+		name, want := "ADDITEMS", kSet
 		m, err := d.popMark(at, name)
 		if err != nil {
 			return false, val{}, err
@@ -995,10 +993,7 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 			return false, val{}, d.errf(at, "%s to a %s, not a %s", name, t.k, want)
 		}
 		if items := d.stack[m:]; len(items) > 0 {
-			c := d.g.conts.at(t.ref)
-			if !(op == opAppends && c.n == 0 && c.kind == cGeneric && d.tryStack(t.ref, items)) {
-				d.extend(t.ref, items)
-			}
+			d.extend(t.ref, items)
 		}
 		d.stack = d.stack[:m]
 	case opSetItem:
@@ -1012,33 +1007,6 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		}
 		d.extend(t.ref, d.stack[n-2:])
 		d.stack = d.stack[:n-2]
-	case opSetItems:
-		m, err := d.popMark(at, "SETITEMS")
-		if err != nil {
-			return false, val{}, err
-		}
-		if m == 0 {
-			return false, val{}, d.errf(at, "SETITEMS with no dict before the MARK")
-		}
-		t := d.stack[m-1]
-		if t.k != kDict {
-			return false, val{}, d.errf(at, "SETITEMS on a %s, not a dict", t.k)
-		}
-		kv := d.stack[m:]
-		if len(kv)%2 != 0 {
-			return false, val{}, d.errf(at, "SETITEMS with an odd number of items (%d)", len(kv))
-		}
-		c := d.g.conts.at(t.ref)
-		if !(c.n == 0 && c.kind == cGeneric && (len(kv) == 6 && d.tryFrame(t.ref, kv) || len(kv) >= 4 && d.tryTrace(t.ref, kv))) && len(kv) > 0 {
-			d.extend(t.ref, kv)
-		}
-		d.stack = d.stack[:m]
-	case opMemoize:
-		v, err := d.top(at, "MEMOIZE")
-		if err != nil {
-			return false, val{}, err
-		}
-		d.memo.push(d.memoRef(v))
 	case opBinPut:
 		b, err := d.need(1, "BINPUT", at)
 		if err != nil {
@@ -1059,26 +1027,6 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 			return false, val{}, err
 		}
 		d.setMemo(binary.LittleEndian.Uint32(b), v)
-	case opBinGet:
-		b, err := d.need(1, "BINGET", at)
-		if err != nil {
-			return false, val{}, err
-		}
-		v, err := d.getMemo(uint32(b[0]), at)
-		if err != nil {
-			return false, val{}, err
-		}
-		d.push(v)
-	case opLongBinGet:
-		b, err := d.need(4, "LONG_BINGET", at)
-		if err != nil {
-			return false, val{}, err
-		}
-		v, err := d.getMemo(binary.LittleEndian.Uint32(b), at)
-		if err != nil {
-			return false, val{}, err
-		}
-		d.push(v)
 	default:
 		if name, ok := refusedOps[op]; ok {
 			return false, val{}, d.refuse(at, op, name)
