@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,4 +214,97 @@ func TestWatchAppendsAndTruncatedWrite(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestWatchBurstRenameAndNewRuns: a burst of 10,000 writes reloads once;
+// a file replaced by rename reloads; a run that gains sim/ becomes a
+// comparison; a snapshot renamed into place becomes a source; nothing keeps
+// running after the watcher stops.
+func TestWatchBurstRenameAndNewRuns(t *testing.T) {
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	real := filepath.Join(run, "real")
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(real, "memory_trace_rank0.json")
+	if err := os.WriteFile(p, []byte(traceJSON(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ws := New(ctx, nil)
+	ws.Open(dir)
+	ws.Wait()
+	if n := len(ws.Sources()); n != 1 {
+		t.Fatalf("%d sources", n)
+	}
+	id := ws.Sources()[0].ID
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A burst: 10,000 writes of the same file, then quiet.
+	body := []byte(traceJSON(2))
+	for i := 0; i < 10000; i++ {
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the burst's reload", func() bool { return w.reloads.Load() >= 1 })
+	time.Sleep(rescanEvery + 2*Debounce) // a rescan must not reload it again
+	if n := w.reloads.Load(); n != 1 {
+		t.Errorf("a burst of 10,000 writes reloaded %d times, want 1", n)
+	}
+
+	// Replaced by rename (an atomic writer).
+	tmp := filepath.Join(real, ".tmp-rank0")
+	if err := os.WriteFile(tmp, []byte(traceJSON(3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the renamed file", func() bool {
+		s := ws.Source(id)
+		return s.Real != nil && len(s.Real.Ranks) > 0 && len(s.Real.Ranks[0].Iterations) == 3
+	})
+
+	// The run gains a simulated side: sim/ appears with a trace.
+	sim := filepath.Join(run, "sim")
+	if err := os.MkdirAll(sim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sim, "memory_trace_rank0.json"), []byte(traceJSON(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the comparison", func() bool {
+		for _, s := range ws.Sources() {
+			if s.Kind.IsTrace() && s.Real != nil && s.Sim != nil {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A snapshot written under a temporary name, then renamed into place.
+	tmpSnap := filepath.Join(run, "late.pickle.part")
+	copyFile(t, "../testdata/snapshots/jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle", tmpSnap)
+	if err := os.Rename(tmpSnap, filepath.Join(run, "late.pickle")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the late snapshot", func() bool {
+		for _, s := range ws.Sources() {
+			if s.Kind == KindSnapshot && s.State == Loaded && strings.HasSuffix(s.Paths[0], "late.pickle") {
+				return true
+			}
+		}
+		return false
+	})
+
+	cancel()
+	w.Wait()
+	ws.Wait()
+	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before+1 })
 }

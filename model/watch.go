@@ -2,10 +2,12 @@ package model
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -24,20 +26,36 @@ const retryAfter = 2 * time.Second
 
 // Watcher reloads sources when their files change and adds snapshots and
 // trace files that appear in watched directories.
+//
+// One goroutine (loop) owns all of its state: fsnotify events, debounce
+// deadlines, the ticker and the rescans all arrive there, so nothing is
+// shared and nothing runs after it returns.
 type Watcher struct {
-	ws      *Workspace
-	fw      *fsnotify.Watcher
-	mu      sync.Mutex
-	dirs    map[string]bool
-	pending map[int]*time.Timer
-	known   map[string]bool
+	ws   *Workspace
+	fw   *fsnotify.Watcher
+	done chan struct{}
+	// The fields below belong to loop.
+	dirs  map[string]bool
+	known map[string]bool
+	// stamps records each file's size and modification time as last listed,
+	// so a rescan notices only what changed.
+	stamps  map[string]stamp
 	retries map[int]int
-	done    chan struct{}
+	// due holds each changed path's debounce deadline; one timer fires at
+	// the earliest.
+	due   map[string]time.Time
+	timer *time.Timer
+	// reloads counts reloads the watcher asked for (read by tests).
+	reloads atomic.Int64
 }
 
 // maxRetries bounds retries of a source that keeps failing without new
 // file events (a file that is simply broken).
 const maxRetries = 5
+
+// rescanEvery is how often watched directories are listed even without
+// events: a backstop for events the kernel dropped.
+const rescanEvery = 2 * time.Second
 
 // Watch starts watching the directories of the workspace's sources (and
 // of sources added later) until ctx is done.
@@ -46,7 +64,11 @@ func Watch(ctx context.Context, ws *Workspace) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{ws: ws, fw: fw, dirs: map[string]bool{}, pending: map[int]*time.Timer{}, known: map[string]bool{}, retries: map[int]int{}, done: make(chan struct{})}
+	w := &Watcher{ws: ws, fw: fw, dirs: map[string]bool{}, known: map[string]bool{}, retries: map[int]int{},
+		stamps: map[string]stamp{},
+		due:    map[string]time.Time{}, done: make(chan struct{})}
+	w.timer = time.NewTimer(time.Hour)
+	w.timer.Stop()
 	w.sync()
 	go w.loop(ctx)
 	return w, nil
@@ -79,7 +101,8 @@ func dirsOf(s *Source) []string {
 	return out
 }
 
-// sync adds watches for new sources' directories.
+// sync adds watches for new sources' directories (and new subfolders of
+// watched source folders).
 func (w *Watcher) sync() {
 	for _, s := range w.ws.Sources() {
 		for _, p := range s.Paths {
@@ -89,45 +112,117 @@ func (w *Watcher) sync() {
 			continue
 		}
 		for _, d := range dirsOf(s) {
-			d = filepath.Clean(d)
-			if !w.dirs[d] {
-				if err := w.fw.Add(d); err == nil {
-					w.dirs[d] = true
-				}
+			w.watchDir(filepath.Clean(d))
+		}
+		if s.Kind == KindTraceRun && len(s.Paths) > 0 {
+			// Its parent: a sibling run (sim/ beside real/) makes a
+			// comparison.
+			if st, err := os.Stat(s.Paths[0]); err == nil && st.IsDir() {
+				w.watchDir(filepath.Dir(filepath.Clean(s.Paths[0])))
 			}
 		}
+	}
+}
+
+type stamp struct {
+	size int64
+	mod  time.Time
+}
+
+func (w *Watcher) watchDir(d string) bool {
+	if w.dirs[d] {
+		return false
+	}
+	if err := w.fw.Add(d); err != nil {
+		return false
+	}
+	w.dirs[d] = true
+	w.list(d, func(string) {}) // what is there now is not news
+	return true
+}
+
+// list records the stamps of a directory's entries and calls news for each
+// entry that is new or changed since the last listing.
+func (w *Watcher) list(d string, news func(path string)) {
+	es, err := os.ReadDir(d)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		p := filepath.Join(d, e.Name())
+		st := stamp{info.Size(), info.ModTime()}
+		if e.IsDir() {
+			st = stamp{} // a folder's news is what appears inside it
+		}
+		if old, ok := w.stamps[p]; !ok || old != st {
+			w.stamps[p] = st
+			news(p)
+		}
+	}
+}
+
+// rescan lists every watched directory and treats files it has not seen as
+// changed: after an fsnotify error (a queue overflow drops events) and on
+// the ticker.
+func (w *Watcher) rescan(now time.Time) {
+	for _, d := range slices.Sorted(maps.Keys(w.dirs)) {
+		w.list(d, func(p string) { w.changed(p, now) })
 	}
 }
 
 func (w *Watcher) loop(ctx context.Context) {
 	defer close(w.done)
 	defer w.fw.Close()
-	tick := time.NewTicker(2 * time.Second)
+	defer w.timer.Stop()
+	tick := time.NewTicker(rescanEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			w.mu.Lock()
-			for _, t := range w.pending {
-				t.Stop()
-			}
-			w.mu.Unlock()
 			return
 		case ev, ok := <-w.fw.Events:
 			if !ok {
 				return
 			}
 			if ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) != 0 {
-				w.changed(ev.Name)
+				w.changed(ev.Name, time.Now())
 			}
 		case _, ok := <-w.fw.Errors:
 			if !ok {
 				return
 			}
-		case <-tick.C:
+			// Events were lost (overflow, or a watch failed): look again.
 			w.sync()
-			w.retryFailed()
+			w.rescan(time.Now())
+		case now := <-w.timer.C:
+			w.settle(now)
+		case now := <-tick.C:
+			w.sync()
+			w.rescan(now)
+			w.retryFailed(now)
 		}
+		w.arm()
+	}
+}
+
+// arm sets the timer to the earliest debounce deadline.
+func (w *Watcher) arm() {
+	var first time.Time
+	for _, t := range w.due {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	w.timer.Stop()
+	if !first.IsZero() {
+		w.timer.Reset(max(0, time.Until(first)))
 	}
 }
 
@@ -148,96 +243,130 @@ func (w *Watcher) owner(path string) *Source {
 	return nil
 }
 
-func (w *Watcher) changed(path string) {
-	base := filepath.Base(path)
-	if strings.HasPrefix(base, ".") {
+// changed (re)starts a path's debounce: it is looked at once it has been
+// quiet for Debounce.
+func (w *Watcher) changed(path string, now time.Time) {
+	if strings.HasPrefix(filepath.Base(path), ".") {
 		return // temporary files of atomic writers
 	}
-	// A file a source was opened from.
-	for _, s := range w.ws.Sources() {
-		for _, p := range s.Paths {
-			if filepath.Clean(p) == filepath.Clean(path) {
-				w.touch(s.ID)
-				return
-			}
+	w.due[filepath.Clean(path)] = now.Add(Debounce)
+}
+
+// settle handles the paths whose debounce has run out: a file a source was
+// opened from reloads it; a new snapshot becomes a source; a trace file
+// reloads the run of its folder (or becomes a run); a new subfolder of a
+// run is watched. Each source reloads at most once per settle.
+func (w *Watcher) settle(now time.Time) {
+	reload := map[int]bool{}
+	for path, t := range w.due {
+		if t.After(now) {
+			continue
 		}
-	}
-	// Anything else is looked at once it has settled: a new snapshot
-	// becomes a source; a trace file reloads the run of its directory.
-	time.AfterFunc(Debounce, func() {
+		delete(w.due, path)
+		if info, err := os.Stat(path); err == nil && !info.IsDir() {
+			w.stamps[path] = stamp{info.Size(), info.ModTime()} // seen: not news to the next rescan
+		}
+		if s := w.sourceOf(path); s != nil {
+			reload[s.ID] = true
+			continue
+		}
 		st, err := os.Stat(path)
-		if err != nil || st.IsDir() {
+		if err != nil {
 			if s := w.owner(path); s != nil {
-				w.touch(s.ID) // a trace file removed or renamed away
+				reload[s.ID] = true // a trace file removed or renamed away
 			}
-			return
+			continue
 		}
-		clean := filepath.Clean(path)
+		if st.IsDir() {
+			// A new folder beside a run (sim/ next to real/), or inside one.
+			if w.dirs[filepath.Dir(path)] {
+				w.watchDir(path)
+			}
+			if w.regroup(filepath.Dir(path)) {
+				continue
+			}
+			if s := w.owner(path); s != nil {
+				reload[s.ID] = true
+			}
+			continue
+		}
 		if k, _ := snapshot.SniffFile(path); k != snapshot.KindNone {
-			w.mu.Lock()
-			seen := w.known[clean]
-			w.known[clean] = true
-			w.mu.Unlock()
-			if !seen {
+			if !w.known[path] {
+				w.known[path] = true
 				w.ws.openFile(path, false)
 			}
-			return
+			continue
+		}
+		if s := w.owner(path); s != nil && s.Kind == KindTraceCompare {
+			reload[s.ID] = true
+			continue
+		}
+		k, _ := trace.SniffFile(path)
+		if k != "" && w.regroup(filepath.Dir(filepath.Dir(path))) {
+			w.known[path] = true
+			continue
 		}
 		if s := w.owner(path); s != nil {
-			w.touch(s.ID)
-			return
+			reload[s.ID] = true
+			continue
 		}
-		if k, _ := trace.SniffFile(path); k != "" {
-			w.mu.Lock()
-			seen := w.known[clean]
-			w.known[clean] = true
-			w.mu.Unlock()
-			if !seen {
-				w.ws.Add(KindTraceRun, path)
+		if k != "" && !w.known[path] {
+			w.known[path] = true
+			w.ws.Add(KindTraceRun, path)
+		}
+	}
+	ids := make([]int, 0, len(reload))
+	for id := range reload {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		delete(w.retries, id) // new data: retry afresh
+		w.reloads.Add(1)
+		w.ws.Reload(id)
+	}
+}
+
+// regroup makes a comparison of dir when it now holds real and simulated
+// runs and one of them is a run source.
+func (w *Watcher) regroup(dir string) bool {
+	real, sim, _, err := trace.SplitRuns(dir)
+	if err != nil {
+		return false
+	}
+	if w.ws.Regroup(dir, real, sim) {
+		w.watchDir(dir)
+		w.watchDir(real)
+		w.watchDir(sim)
+		return true
+	}
+	return false
+}
+
+// sourceOf is the source opened from exactly this path.
+func (w *Watcher) sourceOf(path string) *Source {
+	for _, s := range w.ws.Sources() {
+		for _, p := range s.Paths {
+			if filepath.Clean(p) == path {
+				return s
 			}
 		}
-	})
-}
-
-// touch schedules a reload of a source whose files changed.
-func (w *Watcher) touch(id int) {
-	w.mu.Lock()
-	delete(w.retries, id) // new data: retry afresh
-	w.mu.Unlock()
-	w.schedule(id)
-}
-
-// schedule reloads a source once its files have been quiet for Debounce.
-func (w *Watcher) schedule(id int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if t := w.pending[id]; t != nil {
-		t.Reset(Debounce)
-		return
 	}
-	w.pending[id] = time.AfterFunc(Debounce, func() {
-		w.mu.Lock()
-		delete(w.pending, id)
-		w.mu.Unlock()
-		w.ws.Reload(id)
-	})
+	return nil
 }
 
 // retryFailed reloads sources whose last reload failed (their data is the
 // previous good one) once the files have had time to be completed.
-func (w *Watcher) retryFailed() {
+func (w *Watcher) retryFailed(now time.Time) {
 	for _, s := range w.ws.Sources() {
-		w.mu.Lock()
 		if s.Err == nil {
 			delete(w.retries, s.ID)
+			continue
 		}
-		n := w.retries[s.ID]
-		w.mu.Unlock()
-		if s.Err != nil && s.Generation > 0 && n < maxRetries && time.Since(s.ChangedAt) > retryAfter {
-			w.mu.Lock()
+		if s.Generation > 0 && w.retries[s.ID] < maxRetries && now.Sub(s.ChangedAt) > retryAfter {
 			w.retries[s.ID]++
-			w.mu.Unlock()
-			w.schedule(s.ID)
+			w.reloads.Add(1)
+			w.ws.Reload(s.ID)
 		}
 	}
 }

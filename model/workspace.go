@@ -110,6 +110,32 @@ func (w *Workspace) Add(kind Kind, path string, paths ...string) int {
 	return s.ID
 }
 
+// Regroup turns a trace run into a real-vs-simulated comparison when its
+// folder gains a second side (run/real/ then run/sim/): same source, new
+// kind and paths, reloaded. It reports whether a source was regrouped.
+func (w *Workspace) Regroup(dir, real, sim string) bool {
+	id := 0
+	w.mu.Lock()
+	for _, s := range w.sources {
+		if s.Kind == KindTraceRun && len(s.Paths) > 0 {
+			if p := filepath.Clean(s.Paths[0]); p == filepath.Clean(real) || p == filepath.Clean(sim) || p == filepath.Clean(dir) {
+				id = s.ID
+				break
+			}
+		}
+	}
+	w.mu.Unlock()
+	if id == 0 {
+		return false
+	}
+	paths := []string{dir, real, sim}
+	w.update(id, func(s *Source) {
+		s.Kind, s.Path, s.Paths, s.Label = KindTraceCompare, dir, paths, labelFor(KindTraceCompare, paths)
+	})
+	w.Reload(id)
+	return true
+}
+
 // AddFailed registers a source that could not even be recognised.
 func (w *Workspace) AddFailed(path string, err error) int {
 	id := w.Add(KindUnknown, path)
