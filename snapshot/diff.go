@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"memscope/internal/textsafe"
 	"memscope/internal/units"
 )
 
@@ -250,6 +251,6 @@ func (d *Diff) WriteText(w io.Writer, top int) error {
 	}
 	writeRows(" AT THE PEAK", d.PeakCategories, d.PeakSites)
 	writeRows(" AT THE END", d.Categories, d.Sites)
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, textsafe.Lines(b.String()))
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"memscope/internal/textsafe"
 	"memscope/internal/units"
 )
 
@@ -211,7 +212,9 @@ func (t *textWriter) line(format string, args ...any) {
 	if t.err != nil {
 		return
 	}
-	_, t.err = fmt.Fprintf(t.w, format+"\n", args...)
+	// Frames, paths and annotations come from files: no control character
+	// of theirs reaches the terminal.
+	_, t.err = io.WriteString(t.w, textsafe.Lines(fmt.Sprintf(format, args...))+"\n")
 }
 
 func bar(frac float64, width int) string {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"memscope/internal/textsafe"
 	"memscope/internal/units"
 )
 
@@ -174,7 +175,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	for _, e := range c.Errors {
 		fmt.Fprintf(&b, "error: %v\n", e.Err)
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, textsafe.Lines(b.String()))
 	return err
 }
 
