@@ -188,7 +188,7 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	devices := fs.String("devices", "", "comma-separated GPU indices (default: all)")
 	pids := fs.String("pid", "", "comma-separated PIDs whose memory counts as allocated (default: all compute processes)")
 	source := fs.String("source", "nvml", "nvml, or fake (simulated GPUs)")
-	flush := fs.Duration("flush", 3*time.Second, "how often the files are rewritten")
+	flush := fs.Duration("flush", nvml.DefaultFlush, "how often the files are rewritten")
 	if _, err := parseFlags(fs, args); err != nil {
 		return false, err
 	}

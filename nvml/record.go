@@ -12,6 +12,10 @@ import (
 	"memscope/trace"
 )
 
+// DefaultFlush is how often recordings are rewritten unless told
+// otherwise: the most a crash can lose.
+const DefaultFlush = 3 * time.Second
+
 // RecordOptions configure Record.
 type RecordOptions struct {
 	OutDir   string
@@ -23,7 +27,8 @@ type RecordOptions struct {
 	// PIDs chooses the processes whose memory counts as allocated (nil:
 	// every compute process on the GPU).
 	PIDs []int
-	// FlushEvery is how often the files are rewritten (atomically).
+	// FlushEvery is how often the files are rewritten (atomically); 0 means
+	// DefaultFlush.
 	FlushEvery time.Duration
 	// Log receives progress lines (may be nil).
 	Log io.Writer
@@ -40,7 +45,7 @@ func Record(ctx context.Context, src Source, opt RecordOptions) error {
 		opt.Interval = time.Second
 	}
 	if opt.FlushEvery <= 0 {
-		opt.FlushEvery = 5 * time.Second
+		opt.FlushEvery = DefaultFlush
 	}
 	if err := os.MkdirAll(opt.OutDir, 0o755); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -413,5 +414,30 @@ func TestMinMaxKeepsPeaks(t *testing.T) {
 		if math.IsNaN(v) {
 			t.Errorf("column %d empty", c)
 		}
+	}
+}
+
+// TestWriteMegatronMode: recordings are readable by the team (0644 less
+// the umask), not 0600, and leave no temporary file behind.
+func TestWriteMegatronMode(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "memory_trace_rank0.json")
+	it := Iteration{Key: "0", T: []float64{0, 1}, Allocated: []float64{1, 2}, Reserved: []float64{2, 3},
+		PeakAllocated: Unset, Static: Unset, Theoretical: Unset}
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	if err := WriteMegatron(p, []Iteration{it}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", st.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("%d files left in the folder", len(ents))
 	}
 }

@@ -2,19 +2,50 @@ package trace
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
+// createTemp opens a new temporary file beside path with mode 0644 less
+// the umask (os.CreateTemp would make it 0600, unreadable to the rest of a
+// team sharing a trace folder).
+func createTemp(path string) (*os.File, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	for i := 0; ; i++ {
+		name := filepath.Join(dir, fmt.Sprintf(".tmp-%s-%d-%d", base, os.Getpid(), rand.Uint32()))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil || !errors.Is(err, fs.ErrExist) || i == 100 {
+			return f, err
+		}
+	}
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err // some filesystems cannot sync a directory: not an error
+	}
+	return nil
+}
+
 // WriteMegatron writes iterations as a Megatron memory_trace JSON file,
-// atomically: a temporary file in the same directory is renamed over path,
-// so readers (and a crash) never see a half-written file.
+// atomically and durably: a temporary file in the same directory is
+// synced and renamed over path, then the directory is synced, so readers
+// (and a crash) never see a half-written file.
 func WriteMegatron(path string, its []Iteration) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
+	f, err := createTemp(path)
 	if err != nil {
 		return err
 	}
@@ -68,7 +99,7 @@ func WriteMegatron(path string, its []Iteration) error {
 		return err
 	}
 	ok = true
-	return nil
+	return syncDir(filepath.Dir(path))
 }
 
 // pyNum formats a value as Python's json.dump would (NaN and Infinity
