@@ -67,14 +67,19 @@ func (o *diffOverlay) lines(a *App, w int) []string {
 	for _, r := range d.Totals {
 		out = append(out, row(strings.TrimSuffix(r.Name, "_bytes"), r.A, r.B, strings.HasSuffix(r.Name, "_bytes")))
 	}
-	out = append(out, "", th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "CATEGORY"), w)))
-	for _, r := range d.Categories {
-		out = append(out, row(th.category(r.Name).Render(r.Name), r.A, r.B, true))
+	tables := func(when string, cats, sites []snapshot.DiffRow) {
+		out = append(out, "", th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "CATEGORY "+when), w)))
+		for _, r := range cats {
+			out = append(out, row(th.category(r.Name).Render(safe(r.Name)), r.A, r.B, true))
+		}
+		out = append(out, "", th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "CALL SITE "+when+" (largest changes first)"), w)))
+		for _, r := range sites {
+			out = append(out, row(safe(r.Name), r.A, r.B, true))
+		}
 	}
-	out = append(out, "", th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "CALL SITE (largest changes first)"), w)))
-	for _, r := range d.Sites {
-		out = append(out, row(r.Name, r.A, r.B, true))
-	}
+	// The peak first: two runs often end alike and differ on the way.
+	tables("AT THE PEAK", d.PeakCategories, d.PeakSites)
+	tables("AT THE END", d.Categories, d.Sites)
 	return out
 }
 
@@ -85,7 +90,7 @@ func (o *diffOverlay) view(a *App, w, h int) string {
 	o.list.setN(len(lines))
 	o.list.cursor = o.list.offset // scroll view: the cursor follows the window
 	var b strings.Builder
-	b.WriteString(fit(th.bold.Render("Diff")+fmt.Sprintf(" · A: %s · B: %s", o.d.A, o.d.B), w) + "\n")
+	b.WriteString(fit(th.bold.Render("Diff")+fmt.Sprintf(" · A: %s · B: %s", safe(o.d.A), safe(o.d.B)), w) + "\n")
 	b.WriteString(th.dim.Render(fit("red: more memory in B · green: less · esc close · same as memscope diff A B", w)) + "\n")
 	from, to := o.list.visible()
 	for i := from; i < to; i++ {
