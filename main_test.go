@@ -360,3 +360,50 @@ func readRef(t *testing.T, p string) map[string]any {
 	}
 	return v
 }
+
+// TestPeakLiveSumsToPeak: the live set reported at the peak adds up to the
+// peak, with a trace and without one (device 1 of two_devices has none).
+func TestPeakLiveSumsToPeak(t *testing.T) {
+	out, _, code := runCLI(t, "report", "--json", "--top", "100000",
+		"testdata/snapshots/synthetic/two_devices.pickle", "testdata/snapshots/h200/train.pickle")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var got struct {
+		Files []struct {
+			Devices []struct {
+				Device string `json:"device"`
+				Peak   struct {
+					Active    int64 `json:"active_bytes"`
+					FromTrace bool  `json:"from_trace"`
+					Live      []struct {
+						Size int64 `json:"size"`
+					} `json:"live"`
+				} `json:"peak"`
+			} `json:"devices"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	traced, untraced := 0, 0
+	for _, f := range got.Files {
+		for _, d := range f.Devices {
+			var sum int64
+			for _, l := range d.Peak.Live {
+				sum += l.Size
+			}
+			if sum != d.Peak.Active {
+				t.Errorf("%s: live at the peak sums to %d, peak %d", d.Device, sum, d.Peak.Active)
+			}
+			if d.Peak.FromTrace {
+				traced++
+			} else {
+				untraced++
+			}
+		}
+	}
+	if traced == 0 || untraced == 0 {
+		t.Errorf("want devices with and without a trace: %d, %d", traced, untraced)
+	}
+}

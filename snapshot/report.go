@@ -173,6 +173,19 @@ func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
 			}
 			j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: Location(l.Frames)})
 		}
+	} else {
+		// No trace: the peak is the snapshot's active_allocated blocks at
+		// their requested sizes (what diff's peak rows use too).
+		for i := range d.Allocations {
+			al := &d.Allocations[i]
+			if al.State != StateActiveAllocated {
+				continue
+			}
+			if len(j.Peak.Live) == opt.TopN {
+				break
+			}
+			j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: al.RequestedSize, Category: al.Category, Location: al.Location()})
+		}
 	}
 	return j
 }
