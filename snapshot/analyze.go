@@ -421,6 +421,24 @@ func peakStats(s *Snapshot, st *DeviceStats, tl *Timeline) PeakStats {
 	return p
 }
 
+// PeakLive returns what was live on device d at its peak: the trace's live
+// set where there is a trace, else the active blocks at their requested
+// size (memory_viz draws a snapshot without a trace as a flat line at
+// those). The slice is shared; callers must not modify it.
+func (a *Analysis) PeakLive(d *DeviceStats) []Allocation {
+	if tl := a.Timeline(d.Device); tl != nil {
+		return tl.Peak.Live
+	}
+	var out []Allocation
+	for _, al := range d.Allocations {
+		if al.State == StateActiveAllocated {
+			al.Size = al.RequestedSize
+			out = append(out, al)
+		}
+	}
+	return out
+}
+
 // decided fills an allocation's category from its frames.
 func decided(cat *Categorizer, a Allocation) Allocation {
 	d := cat.Decide(a.Frames)

@@ -65,16 +65,7 @@ func SideOf(name string, a *Analysis) Side {
 	for i := range a.Devices {
 		d := &a.Devices[i]
 		peak += d.Peak.Active
-		if tl := a.Timeline(d.Device); tl != nil {
-			s.PeakAllocs = append(s.PeakAllocs, tl.Peak.Live...)
-			continue
-		}
-		for _, al := range d.Allocations {
-			if al.State == StateActiveAllocated {
-				al.Size = al.RequestedSize // the peak counts requested bytes
-				s.PeakAllocs = append(s.PeakAllocs, al)
-			}
-		}
+		s.PeakAllocs = append(s.PeakAllocs, a.PeakLive(d)...)
 	}
 	if len(a.Devices) > 0 {
 		s.Totals = append(s.Totals, DiffRow{Name: "peak_active_bytes", A: peak})

@@ -137,10 +137,11 @@ type EstimatedVsMeasured struct {
 	Estimated, Measured int64
 }
 
-// CompareByCategory puts an estimate's device beside a snapshot's device,
-// category by category (estimated bytes from creation stacks, measured from
-// active blocks), largest difference first.
-func CompareByCategory(est *EstimateDeviceStats, meas *DeviceStats) []EstimatedVsMeasured {
+// CompareByCategory puts an estimate's device beside what a measured
+// device held at its peak (live, from Analysis.PeakLive), category by
+// category, largest difference first. Both sides are peaks: an estimate
+// describes the peak, and a snapshot's final state can be far below it.
+func CompareByCategory(est *EstimateDeviceStats, live []Allocation) []EstimatedVsMeasured {
 	idx := map[string]int{}
 	var out []EstimatedVsMeasured
 	get := func(name string) *EstimatedVsMeasured {
@@ -155,8 +156,8 @@ func CompareByCategory(est *EstimateDeviceStats, meas *DeviceStats) []EstimatedV
 	for _, c := range est.Categories {
 		get(c.Name).Estimated += c.Bytes
 	}
-	for _, c := range meas.Categories {
-		get(c.Name).Measured += c.Bytes
+	for i := range live {
+		get(live[i].Category).Measured += live[i].Size
 	}
 	if est.UnlistedBytes > 0 {
 		get("(unlisted in estimate)").Estimated += est.UnlistedBytes

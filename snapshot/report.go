@@ -166,26 +166,13 @@ func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
 	j.Peak = &jsonPeak{ActiveBytes: pk.Active, EventIndex: pk.EventIndex, TimeUS: pk.TimeUS,
 		ReservedBytes: pk.Reserved, EfficiencyPct: round2(pk.EfficiencyPct), Rating: pk.Rating, FromTrace: pk.FromTrace,
 		FreeBytes: pk.Free, LargestFreeBytes: pk.LargestFree, ExternalFragPct: round2(pk.ExternalPct), Live: []jsonLiveItem{}}
-	if tl := a.Timeline(d.Device); tl != nil {
-		for i, l := range tl.Peak.Live {
-			if i == opt.TopN {
-				break
-			}
-			j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: Location(l.Frames)})
+	// Without a trace the live set is the active blocks at their requested
+	// sizes (what diff's peak rows use too).
+	for _, l := range a.PeakLive(d) {
+		if len(j.Peak.Live) == opt.TopN {
+			break
 		}
-	} else {
-		// No trace: the peak is the snapshot's active_allocated blocks at
-		// their requested sizes (what diff's peak rows use too).
-		for i := range d.Allocations {
-			al := &d.Allocations[i]
-			if al.State != StateActiveAllocated {
-				continue
-			}
-			if len(j.Peak.Live) == opt.TopN {
-				break
-			}
-			j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: al.RequestedSize, Category: al.Category, Location: al.Location()})
-		}
+		j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: Location(l.Frames)})
 	}
 	return j
 }

@@ -43,6 +43,11 @@ type snapTab struct {
 	groups scroller
 	// trees caches built trees per (device, mode).
 	trees map[[2]int]*treeView
+	// versus holds the user's picks of a measured device per estimate
+	// device; choosing shows the list of candidates (cands).
+	versus   map[versusKey]versusPick
+	choosing bool
+	cands    scroller
 }
 
 var (
@@ -51,6 +56,7 @@ var (
 	skDevice  = key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device"))
 	skVersus  = key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "estimate vs measured snapshot, by category"))
 	skStackUp = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stack of the selected allocation"))
+	skPick    = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "estimate vs measured: pick the measured snapshot"))
 )
 
 func newSnapTab() *snapTab { return &snapTab{trees: map[[2]int]*treeView{}} }
@@ -60,7 +66,7 @@ func (t *snapTab) name() string { return "Snapshot" }
 func (t *snapTab) capturing() bool { return false }
 
 func (t *snapTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skStackUp, kExport}
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skPick, skStackUp, kExport}
 }
 
 func (t *snapTab) resize(w, h int) { t.w, t.h = w, h }
@@ -178,10 +184,16 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 				t.mode = smMerged
 			} else {
 				t.mode = smVersus
+				t.choosing = false
 			}
 			return nil
 		case key.Matches(m, kExport):
 			return exportSnapshot(a, t)
+		case t.mode == smVersus:
+			if e := t.est(); e != nil {
+				t.versusUpdate(a, m, e)
+			}
+			return nil
 		case key.Matches(m, kBack) && t.mode == smSegments:
 			t.mode = smCategory
 			return nil

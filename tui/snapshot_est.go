@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/snapshot"
 )
@@ -130,41 +134,121 @@ func (t *snapTab) groupView(a *App, e *snapshot.EstimateDeviceStats, h int) stri
 	return b.String()
 }
 
-// measuredFor finds a loaded allocator snapshot of the estimate's rank: the
-// same rank in the file labels, else the same device index.
-func measuredFor(a *App, est *model.Source, e *snapshot.EstimateDeviceStats) (*model.Source, *snapshot.DeviceStats) {
-	rank := snapshot.ParseLabel(est.Path).Rank
+// versusKey names one device of one estimate source.
+type versusKey struct {
+	est int
+	dev string
+}
+
+// versusPick is a measured device: a source ID and a device number.
+type versusPick struct{ src, dev int }
+
+// measuredCandidates lists every device of every loaded allocator snapshot.
+func measuredCandidates(a *App) []versusPick {
+	var out []versusPick
+	for _, s := range a.sources {
+		if s.Kind != model.KindSnapshot || s.State != model.Loaded || s.Analysis == nil {
+			continue
+		}
+		for _, d := range s.Analysis.Devices {
+			out = append(out, versusPick{s.ID, d.Device})
+		}
+	}
+	return out
+}
+
+func (a *App) sourceByID(id int) *model.Source {
+	for _, s := range a.sources {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// measuredFor finds the allocator snapshot to set beside an estimate's
+// device: the user's pick, else a snapshot whose file name has the same
+// rank label. Device indices are never used to guess: they match unrelated
+// runs. how says which rule paired them.
+func (t *snapTab) measuredFor(a *App, e *snapshot.EstimateDeviceStats) (src *model.Source, d *snapshot.DeviceStats, how string) {
+	if p, ok := t.versus[versusKey{t.src.ID, e.Device}]; ok {
+		if s := a.sourceByID(p.src); s != nil && s.State == model.Loaded && s.Analysis != nil {
+			if d := s.Analysis.Device(p.dev); d != nil {
+				return s, d, "your pick"
+			}
+		}
+	}
+	rank := snapshot.ParseLabel(t.src.Path).Rank
+	if rank < 0 {
+		return nil, nil, ""
+	}
 	devN := -1
 	fmt.Sscanf(e.Device[strings.LastIndexByte(e.Device, ':')+1:], "%d", &devN)
-	var fallback *model.Source
-	var fallbackDev *snapshot.DeviceStats
 	for _, s := range a.sources {
 		if s.Kind != model.KindSnapshot || s.State != model.Loaded || s.Analysis == nil || len(s.Analysis.Devices) == 0 {
 			continue
 		}
-		r := snapshot.ParseLabel(s.Path).Rank
-		if rank >= 0 && r == rank {
-			return s, &s.Analysis.Devices[0]
+		if snapshot.ParseLabel(s.Path).Rank != rank {
+			continue
 		}
-		if rank < 0 && r == devN {
-			return s, &s.Analysis.Devices[0]
+		// A rank's process may see its GPU as cuda:0 or as cuda:rank.
+		if d := s.Analysis.Device(devN); d != nil {
+			return s, d, fmt.Sprintf("rank %d in both file names", rank)
 		}
-		if d := s.Analysis.Device(devN); d != nil && fallback == nil && r < 0 {
-			fallback, fallbackDev = s, d
-		}
+		return s, &s.Analysis.Devices[0], fmt.Sprintf("rank %d in both file names", rank)
 	}
-	return fallback, fallbackDev
+	return nil, nil, ""
+}
+
+// versusUpdate handles keys of the estimate-vs-measured view: p opens the
+// list of measured devices, enter there picks one.
+func (t *snapTab) versusUpdate(a *App, m tea.KeyPressMsg, e *snapshot.EstimateDeviceStats) {
+	cands := measuredCandidates(a)
+	if _, d, _ := t.measuredFor(a, e); d == nil && len(cands) > 0 {
+		t.choosing = true
+	}
+	if key.Matches(m, skPick) && len(cands) > 0 {
+		t.choosing = true
+		return
+	}
+	if !t.choosing {
+		return
+	}
+	t.cands.setN(len(cands))
+	if listMove(&t.cands, m) {
+		return
+	}
+	switch {
+	case key.Matches(m, kEnter) && t.cands.cursor < len(cands):
+		if t.versus == nil {
+			t.versus = map[versusKey]versusPick{}
+		}
+		t.versus[versusKey{t.src.ID, e.Device}] = cands[t.cands.cursor]
+		t.choosing = false
+	case key.Matches(m, kBack):
+		t.choosing = false
+	}
 }
 
 func (t *snapTab) versusView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
 	th := a.th
-	src, meas := measuredFor(a, t.src, e)
-	if meas == nil {
-		return th.dim.Render("No allocator snapshot of the same rank is loaded.\n\nOpen one beside this estimate (memscope ESTIMATE.json SNAPSHOT.pickle): the rank comes from\nthe file names (rank3_…) or, failing that, the device index.")
+	src, meas, how := t.measuredFor(a, e)
+	cands := measuredCandidates(a)
+	if len(cands) == 0 {
+		return th.dim.Render("No allocator snapshot is loaded to compare with.\n\nOpen one beside this estimate (memscope ESTIMATE.json SNAPSHOT.pickle). Files whose names\ncarry the same rank (rank3_…) pair by themselves; otherwise press c and pick one.")
 	}
-	rows := snapshot.CompareByCategory(e, meas)
+	if t.choosing || meas == nil {
+		return t.pickView(a, cands, h)
+	}
+	rows := snapshot.CompareByCategory(e, src.Analysis.PeakLive(meas))
 	var b strings.Builder
-	b.WriteString(fit(fmt.Sprintf("estimate %s %s  vs  measured %s cuda:%d (active blocks)", t.src.Name(), e.Device, src.Name(), meas.Device), t.w) + "\n")
+	b.WriteString(fit(fmt.Sprintf("estimate  %s %s · estimated peak %s", textsafe.Safe(t.src.Path), e.Device, bytesStr(e.PeakBytes)), t.w) + "\n")
+	at := "at the snapshot (no trace)"
+	if meas.Peak.FromTrace {
+		at = fmt.Sprintf("at trace entry %d", meas.Peak.EventIndex)
+	}
+	b.WriteString(fit(fmt.Sprintf("measured  %s cuda:%d · peak active %s %s", textsafe.Safe(src.Path), meas.Device, bytesStr(meas.Peak.Active), at), t.w) + "\n")
+	b.WriteString(th.dim.Render(fit("paired by "+how+" · p pick another · both sides are peaks (the measured one is what was live at it)", t.w)) + "\n")
 	b.WriteString(th.header.Render(fit(fmt.Sprintf("%-24s %12s %12s %13s", "CATEGORY", "ESTIMATED", "MEASURED", "MEAS − EST"), t.w)) + "\n")
 	var te, tm int64
 	for _, r := range rows {
@@ -179,6 +263,29 @@ func (t *snapTab) versusView(a *App, e *snapshot.EstimateDeviceStats, h int) str
 			st.Render(fmt.Sprintf("%13s", signed(d)))), t.w) + "\n")
 	}
 	b.WriteString(th.bold.Render(fit(fmt.Sprintf("%-24s %12s %12s %13s", "total", bytesStr(te), bytesStr(tm), signed(tm-te)), t.w)))
+	return b.String()
+}
+
+// pickView lists the measured devices to choose from.
+func (t *snapTab) pickView(a *App, cands []versusPick, h int) string {
+	th := a.th
+	var b strings.Builder
+	b.WriteString(fit("Which allocator snapshot did this estimate predict? (enter picks · esc back)", t.w) + "\n")
+	b.WriteString(th.dim.Render(fit("Only files whose names carry the same rank pair by themselves; device numbers are not a match.", t.w)) + "\n")
+	b.WriteString(th.header.Render(fit(fmt.Sprintf("%-8s %12s  %s", "DEVICE", "PEAK", "FILE"), t.w)) + "\n")
+	t.cands.setHeight(h - 3)
+	t.cands.setN(len(cands))
+	from, to := t.cands.visible()
+	for i := from; i < to; i++ {
+		c := cands[i]
+		s := a.sourceByID(c.src)
+		d := s.Analysis.Device(c.dev)
+		line := fmt.Sprintf("cuda:%-3d %12s  %s", c.dev, bytesStr(d.Peak.Active), textsafe.Safe(s.Path))
+		if i == t.cands.cursor {
+			line = th.sel.Render(fit(line, t.w))
+		}
+		b.WriteString(fit(line, t.w) + "\n")
+	}
 	return b.String()
 }
 

@@ -431,33 +431,81 @@ func TestEstimateViews(t *testing.T) {
 	}
 }
 
-// TestEstimateVersusMeasured puts an estimate beside a snapshot of the
-// same rank.
+// TestEstimateVersusMeasured pairs an estimate with a snapshot only by
+// equal rank labels or by the user's pick, and compares peak with peak.
 func TestEstimateVersusMeasured(t *testing.T) {
-	dir := t.TempDir()
-	for src, dst := range map[string]string{
-		"../testdata/estimates/SYNTHETIC_peak_snapshot.json":                  "rank0_peak_snapshot.json",
-		"../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle": "rank0_memory_snapshot.pickle",
-	} {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
+	const est, meas = "../testdata/estimates/SYNTHETIC_peak_snapshot.json", "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle"
+	open := func(t *testing.T, estName, measName string) *App {
+		dir := t.TempDir()
+		for src, dst := range map[string]string{est: estName, meas: measName} {
+			b, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
-			t.Fatal(err)
+		a := newTestApp(t, 160, 30, filepath.Join(dir, estName), filepath.Join(dir, measName))
+		press(a, "o")
+		for i, s := range a.sources {
+			if s.Kind == model.KindEstimate {
+				a.overlay.(*picker).list.cursor = i
+			}
 		}
+		press(a, "enter", "c")
+		return a
 	}
-	a := newTestApp(t, 120, 30, filepath.Join(dir, "rank0_peak_snapshot.json"), filepath.Join(dir, "rank0_memory_snapshot.pickle"))
-	press(a, "o")
-	for i, s := range a.sources {
-		if s.Kind == model.KindEstimate {
-			a.overlay.(*picker).list.cursor = i
+	measuredPeak := func(a *App) int64 {
+		for _, s := range a.sources {
+			if s.Kind == model.KindSnapshot {
+				return s.Analysis.Devices[0].Peak.Active
+			}
 		}
+		t.Fatal("no snapshot loaded")
+		return 0
 	}
-	press(a, "enter", "c")
-	s := screen(a)
-	if !strings.Contains(s, "ESTIMATED") || !strings.Contains(s, "MEASURED") || !strings.Contains(s, "Activation") {
-		t.Errorf("estimate vs measured:\n%s", s)
+	totalLine := func(s string) string {
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "total") {
+				return l
+			}
+		}
+		return ""
+	}
+
+	t.Run("equal rank labels pair by themselves", func(t *testing.T) {
+		a := open(t, "rank0_peak_snapshot.json", "rank0_memory_snapshot.pickle")
+		s := screen(a)
+		if !strings.Contains(s, "ESTIMATED") || !strings.Contains(s, "rank 0 in both file names") || !strings.Contains(s, "rank0_memory_snapshot.pickle") {
+			t.Fatalf("estimate vs measured:\n%s", s)
+		}
+		// The measured column sums the live set at the measured peak.
+		if tl := totalLine(s); !strings.Contains(tl, bytesStr(measuredPeak(a))) {
+			t.Errorf("measured total is the measured peak %s: %q", bytesStr(measuredPeak(a)), tl)
+		}
+	})
+	for _, names := range [][2]string{{"peak_snapshot.json", "memory_snapshot.pickle"}, {"rank1_peak_snapshot.json", "rank0_memory_snapshot.pickle"}} {
+		t.Run("no guess for "+names[0]+" and "+names[1], func(t *testing.T) {
+			a := open(t, names[0], names[1])
+			s := screen(a)
+			if strings.Contains(s, "ESTIMATED") || !strings.Contains(s, "Which allocator snapshot") {
+				t.Fatalf("unlabelled files are not paired by device index:\n%s", s)
+			}
+			press(a, "enter")
+			s = screen(a)
+			if !strings.Contains(s, "paired by your pick") || !strings.Contains(totalLine(s), bytesStr(measuredPeak(a))) {
+				t.Errorf("enter pairs the picked snapshot:\n%s", s)
+			}
+			press(a, "p")
+			if !strings.Contains(screen(a), "Which allocator snapshot") {
+				t.Error("p reopens the pick list")
+			}
+			press(a, "esc")
+			if !strings.Contains(screen(a), "paired by your pick") {
+				t.Error("esc keeps the pick")
+			}
+		})
 	}
 }
 
