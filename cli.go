@@ -97,7 +97,7 @@ func printReports(ctx context.Context, paths []string, rules []snapshot.Rule, w 
 			fmt.Fprintln(w)
 		case s.Kind == model.KindTraceRun && s.Real != nil:
 			fmt.Fprintf(w, "━━ %s (one run)\n", s.Name())
-			c := trace.Compare(s.Real, &trace.Set{}, -1)
+			c := trace.Compare(s.Real, &trace.Set{}, -1, nil)
 			c.WriteText(w)
 			fmt.Fprintln(w)
 		}

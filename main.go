@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"memscope/internal/textsafe"
 	"memscope/plot"
 	"memscope/snapshot"
 	"memscope/trace"
@@ -29,7 +30,7 @@ Usage:
   memscope demo             open the explorer over bundled sample data
   memscope report [--json] [--top N] [--categories FILE] PATH...
                             analyse allocator snapshots and memory estimates
-  memscope compare [--json] [--iteration N] [--sort rank|error] REAL SIM
+  memscope compare [--json] [--iteration N] [--pair R:S,...] [--sort rank|error] REAL SIM
   memscope compare [--json] DIR
                             compare per-rank real and simulated memory traces
   memscope diff [--json] A B
@@ -310,10 +311,11 @@ func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Ca
 
 // cmdCompare implements `memscope compare`.
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	fs := newFlagSet("compare", "memscope compare [--json] [--iteration N] [--sort rank|error] [--plot DIR [--show-theoretical]] [--out DIR [--name NAME]] [--format png|svg] REAL SIM | DIR", stderr)
+	fs := newFlagSet("compare", "memscope compare [--json] [--iteration N] [--pair R:S,...] [--sort rank|error] [--plot DIR [--show-theoretical]] [--out DIR [--name NAME]] [--format png|svg] REAL SIM | DIR", stderr)
 	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
 	iteration := fs.Int("iteration", -1, "iteration to compare (default: each side's last)")
 	sortBy := fs.String("sort", "rank", "row order: rank, or error (largest |peak error| first)")
+	pairFlag := fs.String("pair", "", "compare real rank R with simulated rank S (R:S, comma-separated); ranks otherwise pair only by equal numbers")
 	plotDir := fs.String("plot", "", "write memory_comparison_rank_{R} pictures and an overview into DIR")
 	showTheo := fs.Bool("show-theoretical", false, "draw the theoretical memory line (red) in the pictures")
 	outDir := fs.String("out", "", "save text, JSON, pictures and a findings README into DIR/YYYYMMDD_HHMMSS_NAME/ (and a latest link)")
@@ -330,6 +332,11 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	ext, ok := pictureExt(*format)
 	if !ok {
 		fmt.Fprintf(stderr, "memscope compare: --format must be png or svg, not %q\n", *format)
+		return false, errUsage
+	}
+	pairs, err := trace.ParsePairing(*pairFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "memscope compare: %v\n", err)
 		return false, errUsage
 	}
 	var realPath, simPath, note string
@@ -353,9 +360,22 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	if err != nil {
 		return false, fmt.Errorf("simulated run: %w", err)
 	}
-	c := trace.Compare(real, sim, *iteration)
+	c := trace.Compare(real, sim, *iteration, pairs)
 	if note != "" {
 		c.Notes = append(c.Notes, note)
+	}
+	// Each file's warnings once, on stderr, whatever the output format.
+	seen := map[string]bool{}
+	for _, rc := range c.Ranks {
+		for _, sd := range []*trace.SideStats{rc.Real, rc.Sim} {
+			if sd == nil || seen[sd.Path] {
+				continue
+			}
+			seen[sd.Path] = true
+			for _, w := range sd.Warnings {
+				fmt.Fprintf(stderr, "memscope: warning: %s: %s\n", textsafe.Safe(sd.Path), textsafe.Safe(w))
+			}
+		}
 	}
 	if *sortBy == "error" {
 		c.SortByError()

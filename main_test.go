@@ -222,13 +222,19 @@ func TestCompareCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"61579.28     61579.28    +0.00%", "62193.85     62193.85    +0.00%", "(simulation only)", "4 ranks, 2 paired"} {
+	// The real files' peak_allocated_MB is cumulative: iteration 9's own
+	// maximum stands in, and the text says so.
+	for _, want := range []string{"61248.28     61579.28    +0.54%", "61589.41     62193.85    +0.98%", "(simulation only)", "4 ranks, 2 paired",
+		"rank 0 real: peak_allocated_MB 61579.28 is cumulative", "0.55x"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 	if strings.Count(out, "(simulation only)") != 2 {
 		t.Errorf("ranks 1 and 3 should be simulation-only:\n%s", out)
+	}
+	if !strings.Contains(stderr, "warning: testdata/traces/megatron_trace_memory/real/memory_trace_rank0_wd4_tp1_pp2_l32_bs1.json: peak_allocated_MB is cumulative") {
+		t.Errorf("each file's warnings go to stderr:\n%s", stderr)
 	}
 	// --sort error puts the worst rank first.
 	out, _, _ = runCLI(t, "compare", "--sort", "error", "testdata/traces/generated")

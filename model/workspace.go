@@ -281,7 +281,7 @@ func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error
 			return out, fmt.Errorf("simulated run: %w", err)
 		}
 		out.Real, out.Sim = real, sim
-		out.Comparison = trace.Compare(real, sim, -1)
+		out.Comparison = trace.Compare(real, sim, -1, nil)
 		out.Warnings = append(rankWarnings(real), rankWarnings(sim)...)
 	default:
 		return out, fmt.Errorf("nothing to load for a %s source", src.Kind)

@@ -68,7 +68,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 	}
 	// And compare reads them (real vs itself: no error).
-	c := trace.Compare(set, set, -1)
+	c := trace.Compare(set, set, -1, nil)
 	if c.Summary.Paired != 2 || c.Ranks[0].PeakErrorPct != 0 {
 		t.Errorf("compare: %+v", c.Summary)
 	}

@@ -62,22 +62,22 @@ func RankFigure(rc trace.RankComparison, opt Options) *Figure {
 	if rc.Sim != nil && rc.Sim.It != nil {
 		f.Series = append(f.Series, Series{Name: fmt.Sprintf("simulated (iteration %d)", rc.Sim.Iteration), X: relTime(rc.Sim.It), Y: conv(rc.Sim.It.Allocated), Color: palette.Sim, Dashed: true})
 	}
-	static, theo := trace.Unset, trace.Unset
-	for _, s := range []*trace.SideStats{rc.Real, rc.Sim} {
-		if s != nil {
-			if static < 0 {
-				static = s.Static
-			}
-			if theo < 0 {
-				theo = s.Theoretical
-			}
+	// Static and theoretical memory per side, as the fork's visualizer
+	// draws them: real solid, simulated dashed; only values above 0.
+	for _, sd := range []struct {
+		name   string
+		s      *trace.SideStats
+		dashed bool
+	}{{"Real", rc.Real, false}, {"Sim", rc.Sim, true}} {
+		if sd.s == nil {
+			continue
 		}
-	}
-	if static >= 0 {
-		f.HLines = append(f.HLines, Series{Name: fmt.Sprintf("static memory (%s)", units.BytesF(static*units.MiB)), Y: []float64{static * units.MiB / div}, Color: palette.Static})
-	}
-	if opt.ShowTheoretical && theo >= 0 {
-		f.HLines = append(f.HLines, Series{Name: fmt.Sprintf("theoretical memory (%s)", units.BytesF(theo*units.MiB)), Y: []float64{theo * units.MiB / div}, Color: palette.Theoretical, Dashed: true})
+		if v := sd.s.Static; v > 0 {
+			f.HLines = append(f.HLines, Series{Name: fmt.Sprintf("Static Memory (%s) %s", sd.name, units.BytesF(v*units.MiB)), Y: []float64{v * units.MiB / div}, Color: palette.Static, Dashed: sd.dashed})
+		}
+		if v := sd.s.Theoretical; opt.ShowTheoretical && v > 0 {
+			f.HLines = append(f.HLines, Series{Name: fmt.Sprintf("Theoretical Memory (%s) %s", sd.name, units.BytesF(v*units.MiB)), Y: []float64{v * units.MiB / div}, Color: palette.Theoretical, Dashed: sd.dashed})
+		}
 	}
 	return f
 }
@@ -123,7 +123,8 @@ func OverviewFigure(c *trace.Comparison) *Figure {
 // ComparisonOverview saves OverviewFigure.
 func ComparisonOverview(path string, c *trace.Comparison) error { return Save(OverviewFigure(c), path) }
 
-// CompareDir writes memory_comparison_rank_{R}.EXT per paired rank and
+// CompareDir writes memory_comparison_rank_{R}.EXT per rank (one-sided
+// ranks too, as the fork's visualizer does) and
 // memory_comparison_overview.EXT into dir.
 func CompareDir(dir, ext string, c *trace.Comparison, opt Options) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -131,10 +132,11 @@ func CompareDir(dir, ext string, c *trace.Comparison, opt Options) ([]string, er
 	}
 	var out []string
 	for _, rc := range c.Ranks {
-		if rc.Real == nil || rc.Sim == nil {
-			continue
+		name := fmt.Sprintf("memory_comparison_rank_%d%s", rc.Rank, ext)
+		if rc.Sim != nil && rc.SimRank != rc.Rank {
+			name = fmt.Sprintf("memory_comparison_rank_%d_sim_%d%s", rc.Rank, rc.SimRank, ext)
 		}
-		p := filepath.Join(dir, fmt.Sprintf("memory_comparison_rank_%d%s", rc.Rank, ext))
+		p := filepath.Join(dir, name)
 		if err := RankComparison(p, rc, opt); err != nil {
 			return out, err
 		}

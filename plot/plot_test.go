@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"memscope/internal/units"
@@ -27,7 +30,7 @@ func comparison(t *testing.T) *trace.Comparison {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return trace.Compare(real, sim, -1)
+	return trace.Compare(real, sim, -1, nil)
 }
 
 // TestOverviewSeriesAreTheJSONPeaks: the bars drawn are the peaks the JSON
@@ -77,11 +80,11 @@ func TestRankFigure(t *testing.T) {
 	if len(f.Series) != 2 || f.Series[0].Dashed || !f.Series[1].Dashed {
 		t.Fatalf("real solid, sim dashed: %+v", f.Series)
 	}
-	if len(f.HLines) != 1 || f.HLines[0].Color != "#009E73" {
-		t.Errorf("static line only (theoretical off by default): %+v", f.HLines)
+	if len(f.HLines) != 2 || f.HLines[0].Color != "#009E73" || f.HLines[1].Color != "#009E73" {
+		t.Errorf("static lines only, one per side (theoretical off by default): %+v", f.HLines)
 	}
-	if f := RankFigure(rc, Options{ShowTheoretical: true}); len(f.HLines) != 2 {
-		t.Errorf("--show-theoretical adds the red line: %+v", f.HLines)
+	if f := RankFigure(rc, Options{ShowTheoretical: true}); len(f.HLines) != 4 {
+		t.Errorf("--show-theoretical adds the red lines: %+v", f.HLines)
 	}
 	// Relative time starts at 0; values are the iteration's, in the unit.
 	div := float64(units.GiB)
@@ -169,5 +172,43 @@ func TestSavePNGAndSVG(t *testing.T) {
 	}
 	if err := Save(OverviewFigure(comparison(t)), filepath.Join(dir, "x.bmp")); err == nil {
 		t.Error("unknown formats are refused")
+	}
+}
+
+// TestRankFigureLinesPerSide: static and theoretical memory are drawn per
+// side (real solid, simulated dashed), only when above 0, and one-sided
+// ranks get their picture.
+func TestRankFigureLinesPerSide(t *testing.T) {
+	c := comparison(t)
+	for _, rc := range c.Ranks {
+		f := RankFigure(rc, Options{ShowTheoretical: true})
+		want := map[string]bool{}
+		for _, sd := range []struct {
+			name string
+			s    *trace.SideStats
+		}{{"Real", rc.Real}, {"Sim", rc.Sim}} {
+			if sd.s != nil && sd.s.Static > 0 {
+				want["Static Memory ("+sd.name+")"] = sd.name == "Sim"
+			}
+			if sd.s != nil && sd.s.Theoretical > 0 {
+				want["Theoretical Memory ("+sd.name+")"] = sd.name == "Sim"
+			}
+		}
+		got := map[string]bool{}
+		for _, h := range f.HLines {
+			got[h.Name[:strings.Index(h.Name, ")")+1]] = h.Dashed
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("rank %d lines %v, want %v (name: dashed)", rc.Rank, got, want)
+		}
+	}
+	// Rank 0 writes static 0: no line at 0 on either side.
+	if f := RankFigure(c.Ranks[0], Options{ShowTheoretical: true}); strings.Contains(fmt.Sprint(f.HLines), "Static") {
+		t.Errorf("a static value of 0 is not drawn: %v", f.HLines)
+	}
+	one := &trace.Comparison{Ranks: []trace.RankComparison{{Rank: 4, SimRank: 4, Real: c.Ranks[1].Real, PeakErrorPct: math.NaN()}}}
+	pics, err := CompareDir(t.TempDir(), ".png", one, Options{})
+	if err != nil || len(pics) != 2 || filepath.Base(pics[0]) != "memory_comparison_rank_4.png" {
+		t.Errorf("a one-sided rank gets its picture: %v %v", pics, err)
 	}
 }

@@ -9,7 +9,10 @@ benchmarks (256 ranks, ~2 GB):
 
 writes OUTDIR/memory_traces/memory_trace_rank{R}_x.json (real, iterations
 0..K-1) and OUTDIR/memory_traces_scaling/memory_trace_rank{R}_x_sim.json (one
-iteration). Some figures are -1 (unset), some samples NaN, and the
+iteration). Some figures are -1 (unset) or 0 (no line), some samples NaN
+or Infinity, peak_allocated_MB comes in four shapes (unset, reset every
+iteration, cumulative: never reset, and distinct values above the
+samples), static memory differs between the sides on some ranks, and the
 simulation under- or overestimates some ranks, so every code path runs.
 """
 import argparse
@@ -50,7 +53,7 @@ def main():
     for r in range(a.ranks):
         base = 20000 + 1000 * (r % 4)
         peak = 60000 + 500 * r
-        static = 18000.0 + r if r % 3 else -1
+        static = 18000.0 + r if r % 3 else (0.0 if r % 6 == 0 else -1)
         theo = 58000.0 + 400 * r if r % 2 == 0 else -1
         real = {}
         t = 5.0
@@ -58,14 +61,19 @@ def main():
             samples = curve(rng, a.samples, base, peak, t, 1.5, 50)
             if r == 1 and it == a.iterations - 1 and samples:
                 samples[len(samples) // 3]["allocated_memory_MB"] = float("nan")
-            real[str(it)] = {"samples": samples, "peak_allocated_MB": -1 if r % 4 == 3 else peak + 10,
+            if r == 2 and it == a.iterations - 1 and len(samples) > 2:
+                samples[1]["timestamp_s"] = float("inf")
+            own = max(x["allocated_memory_MB"] for x in samples if not math.isnan(x["allocated_memory_MB"]))
+            pk = {3: -1, 1: peak + 10, 0: round(own, 2), 2: round(own + 5 + it, 2)}[r % 4]
+            real[str(it)] = {"samples": samples, "peak_allocated_MB": pk,
                              "static_memory_MB": static, "theoretical_memory_MB": theo}
             t += 2.0
         # the simulation: some ranks under, some over, one exact
         factor = {0: 1.0, 1: 0.97, 2: 1.02}.get(r % 5, 1.0 + (r % 7 - 3) / 100.0)
         sim_samples = curve(rng, max(a.samples * 2 // 3, 1), base * factor, peak * factor, 0.0, 0.9, 20)
+        sim_static = static * 0.98 if r % 2 and static > 0 else static
         sim = {"0": {"samples": sim_samples, "peak_allocated_MB": round(peak * factor + 10, 2),
-                     "static_memory_MB": static, "theoretical_memory_MB": theo}}
+                     "static_memory_MB": sim_static, "theoretical_memory_MB": theo}}
         with open(os.path.join(real_dir, "memory_trace_rank%d_tp2_pp4.json" % r), "w") as f:
             json.dump(real, f, indent=indent)
         with open(os.path.join(sim_dir, "memory_trace_rank%d_tp2_pp4_sim.json" % r), "w") as f:

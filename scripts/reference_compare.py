@@ -44,20 +44,60 @@ def pick(data, iteration):
     raise KeyError(iteration)
 
 
+def fin(v):
+    return isinstance(v, (int, float)) and not math.isnan(v) and not math.isinf(v)
+
+
+def series(it):
+    """The samples with a finite time and allocated value (the README: others are skipped)."""
+    t, a, res = [], [], []
+    for x in it.get("samples", []):
+        tt, aa = x.get("timestamp_s"), x.get("allocated_memory_MB")
+        if not fin(tt) or not fin(aa):
+            continue
+        r = x.get("reserved_memory_MB")
+        t.append(tt)
+        a.append(aa)
+        res.append(r if fin(r) else float("nan"))
+    return t, a, res
+
+
+def written_peak(it):
+    v = it.get("peak_allocated_MB", -1)
+    return v if fin(v) and v >= 0 else None
+
+
+def cumulative(data, key):
+    """README: a peak_allocated_MB equal (within 0.006 MiB, the fork rounds to
+    two decimals) to a neighbouring iteration's and more than 0.006 MiB above
+    the iteration's own samples is cumulative."""
+    keys = sorted((int(k), k) for k in data if k.lstrip("-").isdigit())
+    pos = [k for _, k in keys].index(key)
+    mine = written_peak(data[key])
+    if mine is None:
+        return False
+    same = False
+    for j in (pos - 1, pos + 1):
+        if 0 <= j < len(keys):
+            other = written_peak(data[keys[j][1]])
+            if other is not None and abs(other - mine) <= 0.006:
+                same = True
+    own = nmax(series(data[key])[1])
+    return same and not math.isnan(own) and mine - own > 0.006
+
+
 def side(path, data, iteration):
     num, key = pick(data, iteration)
     it = data[key]
-    s = it.get("samples", [])
-    t = [x.get("timestamp_s", float("nan")) for x in s]
-    a = [x.get("allocated_memory_MB", float("nan")) for x in s]
-    res = [x.get("reserved_memory_MB", float("nan")) for x in s]
-    pk = it.get("peak_allocated_MB", -1)
-    if pk is None or pk < 0 or math.isnan(pk):
+    t, a, res = series(it)
+    pk = written_peak(it)
+    cum = cumulative(data, key)
+    if pk is None or cum:
         pk = nmax(a)
-    opt = lambda v: None if v is None or v < 0 or math.isnan(v) or math.isinf(v) else v
-    st = dict(path=path, iteration=num, samples=len(s), duration_s=(t[-1] - t[0]) if len(t) >= 2 else 0,
-              peak=pk, max_alloc=nmax(a), max_res=nmax(res),
-              static=opt(it.get("static_memory_MB", -1)), theo=opt(it.get("theoretical_memory_MB", -1)))
+    pos = lambda v: v if fin(v) and v > 0 else None
+    st = dict(path=path, iteration=num, samples=len(t), duration_s=(max(t) - min(t)) if len(t) >= 2 else 0,
+              peak=pk, max_alloc=nmax(a), max_res=nmax(res), cum=cum, file_peak=written_peak(it),
+              static=pos(it.get("static_memory_MB")), theo=pos(it.get("theoretical_memory_MB")))
     return st, (t, a)
 
 
@@ -95,7 +135,8 @@ def main():
     real, sim = load_dir(a.real), load_dir(a.sim)
     rows = []
     for r in sorted(set(real) | set(sim)):
-        row = {"rank": r, "real": None, "sim": None, "peak_error_pct": None, "curve_error_pct": None}
+        row = {"rank": r, "real": None, "sim": None, "peak_error_pct": None, "curve_error_pct": None,
+               "duration_ratio": None}
         sides = {}
         for name, src in (("real", real), ("sim", sim)):
             if r in src:
@@ -105,8 +146,12 @@ def main():
                                  duration_s=st["duration_s"], peak_bytes=to_bytes(st["peak"]),
                                  max_allocated_bytes=to_bytes(st["max_alloc"]),
                                  max_reserved_bytes=to_bytes(st["max_res"]),
-                                 static_bytes=to_bytes(st["static"]), theoretical_bytes=to_bytes(st["theo"]))
+                                 static_bytes=to_bytes(st["static"]), theoretical_bytes=to_bytes(st["theo"]),
+                                 file_peak_bytes=to_bytes(st["file_peak"]), peak_cumulative=st["cum"])
         if len(sides) == 2:
+            rd, sd = sides["real"][0]["duration_s"], sides["sim"][0]["duration_s"]
+            if rd > 0:
+                row["duration_ratio"] = sd / rd
             rp, sp = sides["real"][0]["peak"], sides["sim"][0]["peak"]
             if rp > 0 and not math.isnan(sp):
                 row["peak_error_pct"] = (sp - rp) / rp * 100

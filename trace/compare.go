@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // CurvePoints is the number of points of the common relative-time axis the
@@ -26,6 +27,9 @@ type SideStats struct {
 	Theoretical  float64 // Unset when absent
 	// It is the compared iteration.
 	It *Iteration
+	// Warnings are the file's (skipped samples, a cumulative peak, fields
+	// not understood).
+	Warnings []string
 }
 
 // RankComparison is one row of a comparison. Real or Sim is nil when that
@@ -35,6 +39,12 @@ type RankComparison struct {
 	Real, Sim     *SideStats
 	PeakErrorPct  float64
 	CurveErrorPct float64
+	// DurationRatio is the simulated iteration's duration over the real
+	// one's.
+	DurationRatio float64
+	// SimRank is the simulated rank paired with Rank (equal unless --pair
+	// said otherwise).
+	SimRank int
 }
 
 // Summary is the comparison's conclusion.
@@ -59,26 +69,54 @@ type Comparison struct {
 	Notes []string
 }
 
-// Compare pairs the ranks of real and sim by rank number and compares them
-// on one iteration: iteration (when >= 0, on each side that has it; a side
-// with a single iteration uses that one) or else each side's last. When both
-// sets hold exactly one rank, they are paired whatever their numbers.
-func Compare(real, sim *Set, iteration int) *Comparison {
+// Pairing maps real ranks to the simulated ranks they are compared with,
+// for runs whose rank numbers differ. Ranks not in it pair by equal numbers.
+type Pairing map[int]int
+
+// ParsePairing reads "R:S[,R:S...]" (real rank R against simulated rank S).
+func ParsePairing(s string) (Pairing, error) {
+	p := Pairing{}
+	if s == "" {
+		return p, nil
+	}
+	usedSim := map[int]int{}
+	for _, part := range strings.Split(s, ",") {
+		var r, sim int
+		if n, err := fmt.Sscanf(strings.TrimSpace(part), "%d:%d", &r, &sim); n != 2 || err != nil || r < 0 || sim < 0 {
+			return nil, fmt.Errorf("--pair: %q is not REAL:SIM (two rank numbers)", part)
+		}
+		if _, dup := p[r]; dup {
+			return nil, fmt.Errorf("--pair: real rank %d is paired twice", r)
+		}
+		if prev, dup := usedSim[sim]; dup {
+			return nil, fmt.Errorf("--pair: simulated rank %d is paired with real ranks %d and %d", sim, prev, r)
+		}
+		p[r], usedSim[sim] = sim, r
+	}
+	return p, nil
+}
+
+// Compare pairs the ranks of real and sim by rank number (or as pairs says)
+// and compares them on one iteration: iteration (when >= 0, on each side
+// that has it; a side with a single iteration uses that one) or else each
+// side's last. Ranks are never paired by position: a real rank 0 and a
+// simulated rank 3 stay apart unless pairs joins them.
+func Compare(real, sim *Set, iteration int, pairs Pairing) *Comparison {
 	c := &Comparison{}
 	c.Errors = append(c.Errors, real.Errors...)
 	c.Errors = append(c.Errors, sim.Errors...)
+	simToReal := map[int]int{}
+	for r, s := range pairs {
+		simToReal[s] = r
+	}
 	byRank := map[int]*RankComparison{}
 	get := func(n int) *RankComparison {
 		if rc := byRank[n]; rc != nil {
 			return rc
 		}
-		rc := &RankComparison{Rank: n, PeakErrorPct: math.NaN(), CurveErrorPct: math.NaN()}
+		rc := &RankComparison{Rank: n, SimRank: n, PeakErrorPct: math.NaN(), CurveErrorPct: math.NaN(), DurationRatio: math.NaN()}
 		byRank[n] = rc
 		return rc
-	}
-	single := len(real.Ranks) == 1 && len(sim.Ranks) == 1 && real.Ranks[0].Rank != sim.Ranks[0].Rank
-	if single {
-		c.Notes = append(c.Notes, fmt.Sprintf("one trace on each side: paired real rank %d with simulated rank %d", real.Ranks[0].Rank, sim.Ranks[0].Rank))
 	}
 	for _, r := range real.Ranks {
 		st, err := sideStats(r, iteration)
@@ -95,28 +133,64 @@ func Compare(real, sim *Set, iteration int) *Comparison {
 			continue
 		}
 		n := r.Rank
-		if single {
-			n = real.Ranks[0].Rank
+		if rr, ok := simToReal[n]; ok {
+			n = rr
+		} else if _, taken := pairs[n]; taken {
+			// Real rank n is paired with another simulated rank: this one
+			// stands alone, under its own number but apart.
+			n = -1 - n
 		}
-		get(n).Sim = st
+		rc := get(n)
+		rc.Sim, rc.SimRank = st, r.Rank
+		if n < 0 {
+			rc.Rank = r.Rank
+		}
 	}
+	for r, s := range pairs {
+		if rc := byRank[r]; rc == nil || rc.Real == nil || rc.Sim == nil {
+			c.Notes = append(c.Notes, fmt.Sprintf("--pair %d:%d: no such real or simulated rank", r, s))
+		} else if r != s {
+			c.Notes = append(c.Notes, fmt.Sprintf("real rank %d compared with simulated rank %d (--pair)", r, s))
+		}
+	}
+	slices.Sort(c.Notes)
 	for _, rc := range byRank {
 		c.Ranks = append(c.Ranks, *rc)
 	}
-	slices.SortFunc(c.Ranks, func(a, b RankComparison) int { return a.Rank - b.Rank })
+	slices.SortFunc(c.Ranks, func(a, b RankComparison) int {
+		if a.Rank != b.Rank {
+			return a.Rank - b.Rank
+		}
+		return a.SimRank - b.SimRank
+	})
 	for i := range c.Ranks {
 		rc := &c.Ranks[i]
 		if rc.Real == nil || rc.Sim == nil {
 			continue
 		}
-		rp, sp := rc.Real.Peak, rc.Sim.Peak
-		if rp > 0 && !math.IsNaN(sp) {
-			rc.PeakErrorPct = (sp - rp) / rp * 100
-			rc.CurveErrorPct = curveError(rc.Real.It, rc.Sim.It, rp)
-		}
+		rc.PeakErrorPct, rc.CurveErrorPct, rc.DurationRatio = CompareIterations(rc.Real.It, rc.Sim.It)
 	}
 	c.Summary = summarize(c.Ranks)
 	return c
+}
+
+// CompareIterations gives the peak error (simulated over real peak, minus
+// one, in percent), the curve error and the duration ratio (simulated over
+// real duration) of two iterations; NaN where undefined.
+func CompareIterations(real, sim *Iteration) (peakErrPct, curveErrPct, durRatio float64) {
+	peakErrPct, curveErrPct, durRatio = math.NaN(), math.NaN(), math.NaN()
+	if real == nil || sim == nil {
+		return
+	}
+	if d := real.Duration(); d > 0 {
+		durRatio = sim.Duration() / d
+	}
+	rp, sp := real.Peak(), sim.Peak()
+	if rp > 0 && !math.IsNaN(sp) {
+		peakErrPct = (sp - rp) / rp * 100
+		curveErrPct = curveError(real, sim, rp)
+	}
+	return
 }
 
 func sideStats(r *Rank, iteration int) (*SideStats, error) {
@@ -135,7 +209,7 @@ func sideStats(r *Rank, iteration int) (*SideStats, error) {
 	return &SideStats{
 		Path: r.Path, Iteration: it.Num, Samples: len(it.T), Duration: it.Duration(), Peak: it.Peak(),
 		MaxAllocated: maxOf(it.Allocated), MaxReserved: maxOf(it.Reserved),
-		Static: it.Static, Theoretical: it.Theoretical, It: it,
+		Static: it.Static, Theoretical: it.Theoretical, It: it, Warnings: r.Warnings,
 	}, nil
 }
 
@@ -153,7 +227,7 @@ func summarize(rows []RankComparison) Summary {
 	for _, rc := range rows {
 		if rc.Real != nil && rc.Sim != nil {
 			s.Paired++
-			if rc.Sim.Peak < rc.Real.Peak {
+			if !math.IsNaN(rc.PeakErrorPct) && rc.Sim.Peak < rc.Real.Peak {
 				s.Underestimated = append(s.Underestimated, rc.Rank)
 			}
 		}

@@ -72,6 +72,7 @@ func ParseMegatron(path string, data []byte) (*Rank, error) {
 	sc := jsonscan.New(data)
 	byNum := map[int]int{}
 	unknown := map[string]bool{}
+	skipped := 0
 	err := sc.Object(func(kb []byte) error {
 		key := string(kb)
 		num, err := strconv.Atoi(key)
@@ -79,8 +80,8 @@ func ParseMegatron(path string, data []byte) (*Rank, error) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("iteration key %q is not a number: skipped", key))
 			return sc.Skip()
 		}
-		it := Iteration{Key: key, Num: num, X: Seconds, PeakAllocated: Unset, Static: Unset, Theoretical: Unset}
-		if err := parseIteration(sc, &it, unknown); err != nil {
+		it := Iteration{Key: key, Num: num, X: Seconds, PeakAllocated: Unset, Static: Unset, Theoretical: Unset, FilePeak: Unset}
+		if err := parseIteration(sc, &it, unknown, &skipped); err != nil {
 			return fmt.Errorf("iteration %q: %w", key, err)
 		}
 		if i, dup := byNum[num]; dup {
@@ -100,12 +101,47 @@ func ParseMegatron(path string, data []byte) (*Rank, error) {
 	for k := range unknown {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("unknown iteration field %q ignored", k))
 	}
+	if skipped > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d samples without a finite timestamp_s or allocated_memory_MB skipped", skipped))
+	}
 	slices.Sort(r.Warnings)
 	slices.SortFunc(r.Iterations, func(a, b Iteration) int { return a.Num - b.Num })
+	if n := markCumulativePeaks(r.Iterations); n > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("peak_allocated_MB is cumulative (never reset between iterations) in %d iterations: their own maximum sample is used", n))
+	}
 	return r, nil
 }
 
-func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown map[string]bool) error {
+// cumulativeTol is how far (MiB) a written peak may sit above the samples'
+// maximum, or from a neighbour's peak, and still count as the same value:
+// the fork rounds peak_allocated_MB to two decimals (at most 0.005 off).
+const cumulativeTol = 0.006
+
+// markCumulativePeaks finds iterations whose peak_allocated_MB equals a
+// neighbouring iteration's and lies above their own samples: the fork's
+// torch.cuda.max_memory_allocated() was not reset, so the value is the
+// run's peak so far, not the iteration's. It returns how many it marked.
+func markCumulativePeaks(its []Iteration) int {
+	n := 0
+	same := func(i, j int) bool {
+		return j >= 0 && j < len(its) && its[i].FilePeak >= 0 && its[j].FilePeak >= 0 &&
+			math.Abs(its[i].FilePeak-its[j].FilePeak) <= cumulativeTol
+	}
+	for i := range its {
+		it := &its[i]
+		if !same(i, i-1) && !same(i, i+1) {
+			continue
+		}
+		if own := maxOf(it.Allocated); !math.IsNaN(own) && it.FilePeak-own > cumulativeTol {
+			it.PeakCumulative = true
+			it.PeakAllocated = Unset
+			n++
+		}
+	}
+	return n
+}
+
+func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown map[string]bool, skipped *int) error {
 	if sc.Peek() != '{' {
 		return sc.Errorf("expected an object for the iteration")
 	}
@@ -113,19 +149,20 @@ func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown map[string]bool
 		var err error
 		switch string(kb) {
 		case "samples":
-			if err := parseSamples(sc, it); err != nil {
+			if err := parseSamples(sc, it, skipped); err != nil {
 				return fmt.Errorf("samples: %w", err)
 			}
 		case "peak_allocated_MB":
 			if it.PeakAllocated, err = optNumber(sc); err != nil {
 				return fmt.Errorf("peak_allocated_MB: %w", err)
 			}
+			it.FilePeak = it.PeakAllocated
 		case "static_memory_MB":
-			if it.Static, err = optNumber(sc); err != nil {
+			if it.Static, err = optPositive(sc); err != nil {
 				return fmt.Errorf("static_memory_MB: %w", err)
 			}
 		case "theoretical_memory_MB":
-			if it.Theoretical, err = optNumber(sc); err != nil {
+			if it.Theoretical, err = optPositive(sc); err != nil {
 				return fmt.Errorf("theoretical_memory_MB: %w", err)
 			}
 		case "source":
@@ -158,6 +195,16 @@ func optNumber(sc *jsonscan.Scanner) (float64, error) {
 	return v, nil
 }
 
+// optPositive reads a memory line's value: only values above 0 are lines
+// (the fork's visualizer draws them only then); anything else is unset.
+func optPositive(sc *jsonscan.Scanner) (float64, error) {
+	v, err := optNumber(sc)
+	if err != nil || v <= 0 {
+		return Unset, err
+	}
+	return v, nil
+}
+
 // number reads a number; null reads as NaN.
 func number(sc *jsonscan.Scanner) (float64, error) {
 	switch c := sc.Peek(); {
@@ -175,7 +222,10 @@ func number(sc *jsonscan.Scanner) (float64, error) {
 
 // parseSamples is the hot loop of trace loading (millions of samples), so
 // it walks the JSON by hand rather than through Object/Array callbacks.
-func parseSamples(sc *jsonscan.Scanner, it *Iteration) error {
+// Samples without a finite time or allocated value are skipped (counted in
+// skipped): they cannot be placed on a chart, and one NaN must not poison
+// a peak or a duration.
+func parseSamples(sc *jsonscan.Scanner, it *Iteration, skipped *int) error {
 	if sc.Peek() != '[' {
 		return sc.Errorf("expected an array")
 	}
@@ -223,8 +273,17 @@ func parseSamples(sc *jsonscan.Scanner, it *Iteration) error {
 				return fmt.Errorf("%s: %w", kb, err)
 			}
 		}
+		if !finite(t) || !finite(alloc) {
+			*skipped++
+			continue
+		}
+		if !finite(res) {
+			res = math.NaN()
+		}
 		it.T = append(it.T, t)
 		it.Allocated = append(it.Allocated, alloc)
 		it.Reserved = append(it.Reserved, res)
 	}
 }
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -46,9 +46,18 @@ type Iteration struct {
 	// or step numbers (X == Steps).
 	T, Allocated, Reserved []float64
 	// PeakAllocated, Static and Theoretical are Unset when absent.
+	// PeakAllocated is the file's peak_allocated_MB unless that value is
+	// cumulative (PeakCumulative), in which case it is Unset and FilePeak
+	// keeps what the file wrote.
 	PeakAllocated float64
 	Static        float64
 	Theoretical   float64
+	// FilePeak is peak_allocated_MB as written (Unset when absent).
+	FilePeak float64
+	// PeakCumulative says the file's peak is torch.cuda.max_memory_allocated
+	// never reset: the same value in neighbouring iterations and above this
+	// iteration's own samples. Peak then uses the samples.
+	PeakCumulative bool
 	// Source is the "source" field of recorded traces ("nvml").
 	Source string
 }
@@ -66,12 +75,19 @@ func (it *Iteration) Peak() float64 {
 	return maxOf(it.Reserved)
 }
 
-// Duration is the time between the first and last sample.
+// Duration is the time between the first and last sample with a finite
+// time; 0 with fewer than two.
 func (it *Iteration) Duration() float64 {
-	if len(it.T) < 2 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, t := range it.T {
+		if !math.IsNaN(t) && !math.IsInf(t, 0) {
+			lo, hi = math.Min(lo, t), math.Max(hi, t)
+		}
+	}
+	if hi <= lo {
 		return 0
 	}
-	return it.T[len(it.T)-1] - it.T[0]
+	return hi - lo
 }
 
 // Rank is everything one file says about one rank.

@@ -24,18 +24,22 @@ type jsonRank struct {
 	Sim           *jsonSide `json:"sim"`
 	PeakErrorPct  *float64  `json:"peak_error_pct"`
 	CurveErrorPct *float64  `json:"curve_error_pct"`
+	DurationRatio *float64  `json:"duration_ratio"`
 }
 
 type jsonSide struct {
-	Path             string  `json:"path"`
-	Iteration        int     `json:"iteration"`
-	Samples          int     `json:"samples"`
-	DurationS        float64 `json:"duration_s"`
-	PeakBytes        *int64  `json:"peak_bytes"`
-	MaxAllocated     *int64  `json:"max_allocated_bytes"`
-	MaxReserved      *int64  `json:"max_reserved_bytes"`
-	StaticBytes      *int64  `json:"static_bytes"`
-	TheoreticalBytes *int64  `json:"theoretical_bytes"`
+	Path             string   `json:"path"`
+	Iteration        int      `json:"iteration"`
+	Samples          int      `json:"samples"`
+	DurationS        *float64 `json:"duration_s"`
+	PeakBytes        *int64   `json:"peak_bytes"`
+	FilePeakBytes    *int64   `json:"file_peak_bytes"`
+	PeakCumulative   bool     `json:"peak_cumulative"`
+	MaxAllocated     *int64   `json:"max_allocated_bytes"`
+	MaxReserved      *int64   `json:"max_reserved_bytes"`
+	StaticBytes      *int64   `json:"static_bytes"`
+	TheoreticalBytes *int64   `json:"theoretical_bytes"`
+	Warnings         []string `json:"warnings"`
 }
 
 type jsonSummary struct {
@@ -72,9 +76,16 @@ func sideJSON(s *SideStats) *jsonSide {
 	if s == nil {
 		return nil
 	}
-	return &jsonSide{Path: s.Path, Iteration: s.Iteration, Samples: s.Samples, DurationS: s.Duration,
+	j := &jsonSide{Path: s.Path, Iteration: s.Iteration, Samples: s.Samples, DurationS: floatOrNil(s.Duration),
 		PeakBytes: bytesOf(s.Peak), MaxAllocated: bytesOf(s.MaxAllocated), MaxReserved: bytesOf(s.MaxReserved),
-		StaticBytes: bytesOf(s.Static), TheoreticalBytes: bytesOf(s.Theoretical)}
+		StaticBytes: bytesOf(s.Static), TheoreticalBytes: bytesOf(s.Theoretical), Warnings: s.Warnings}
+	if s.It != nil {
+		j.FilePeakBytes, j.PeakCumulative = bytesOf(s.It.FilePeak), s.It.PeakCumulative
+	}
+	if j.Warnings == nil {
+		j.Warnings = []string{}
+	}
+	return j
 }
 
 // WriteJSON writes the comparison as the documented JSON.
@@ -82,7 +93,7 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 	out := jsonCompare{Ranks: []jsonRank{}, Errors: []jsonError{}}
 	for _, rc := range c.Ranks {
 		out.Ranks = append(out.Ranks, jsonRank{Rank: rc.Rank, Real: sideJSON(rc.Real), Sim: sideJSON(rc.Sim),
-			PeakErrorPct: floatOrNil(rc.PeakErrorPct), CurveErrorPct: floatOrNil(rc.CurveErrorPct)})
+			PeakErrorPct: floatOrNil(rc.PeakErrorPct), CurveErrorPct: floatOrNil(rc.CurveErrorPct), DurationRatio: floatOrNil(rc.DurationRatio)})
 	}
 	s := c.Summary
 	out.Summary = jsonSummary{Ranks: s.Ranks, Paired: s.Paired, MeanAbsPeakErrorPct: floatOrNil(s.MeanAbsPeakErrorPct),
@@ -113,16 +124,24 @@ func pct(v float64) string {
 	return fmt.Sprintf("%+.2f%%", v)
 }
 
+func ratio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
 // WriteText writes the comparison as a table, one row per rank, then the
-// summary and any errors.
+// figures that differ per side, the summary and any errors.
 func (c *Comparison) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, n := range c.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
-	fmt.Fprintf(&b, "%5s  %12s %12s %9s %8s  %12s %12s %12s  %s\n", "RANK", "REAL PEAK", "SIM PEAK", "ERROR", "CURVE",
+	fmt.Fprintf(&b, "%7s  %12s %12s %9s %8s %8s  %12s %12s %12s  %s\n", "RANK", "REAL PEAK", "SIM PEAK", "ERROR", "CURVE", "TIME S/R",
 		"STATIC", "THEORETICAL", "REAL RESV", "ITER (REAL/SIM), SAMPLES")
-	fmt.Fprintf(&b, "%5s  %12s %12s %9s %8s  %12s %12s %12s\n", "", "MiB", "MiB", "", "", "MiB", "MiB", "MiB")
+	fmt.Fprintf(&b, "%7s  %12s %12s %9s %8s %8s  %12s %12s %12s\n", "", "MiB", "MiB", "", "", "", "MiB", "MiB", "MiB")
+	var sides []string
 	for _, rc := range c.Ranks {
 		rp, sp, st, th, rr := math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		iters := ""
@@ -153,8 +172,19 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		default:
 			samples = fmt.Sprintf("%d/%d", rc.Real.Samples, rc.Sim.Samples)
 		}
-		fmt.Fprintf(&b, "%5d  %12s %12s %9s %8s  %12s %12s %12s  %s, %s\n", rc.Rank, mib(rp), mib(sp), pct(rc.PeakErrorPct),
-			strings.TrimPrefix(pct(rc.CurveErrorPct), "+"), mib(st), mib(th), mib(rr), iters, samples)
+		label := fmt.Sprint(rc.Rank)
+		if rc.Sim != nil && rc.SimRank != rc.Rank {
+			label = fmt.Sprintf("%d:%d", rc.Rank, rc.SimRank)
+		}
+		fmt.Fprintf(&b, "%7s  %12s %12s %9s %8s %8s  %12s %12s %12s  %s, %s\n", label, mib(rp), mib(sp), pct(rc.PeakErrorPct),
+			strings.TrimPrefix(pct(rc.CurveErrorPct), "+"), ratio(rc.DurationRatio), mib(st), mib(th), mib(rr), iters, samples)
+		sides = append(sides, perSideNotes(rc)...)
+	}
+	if len(sides) > 0 {
+		b.WriteString("\n")
+		for _, l := range sides {
+			b.WriteString(l + "\n")
+		}
 	}
 	s := c.Summary
 	fmt.Fprintf(&b, "\n%d ranks, %d paired", s.Ranks, s.Paired)
@@ -177,6 +207,33 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, textsafe.Lines(b.String()))
 	return err
+}
+
+// perSideNotes says what the table's single columns hide: static or
+// theoretical memory that differs between the sides, and a peak taken from
+// the samples because the file's was cumulative.
+func perSideNotes(rc RankComparison) []string {
+	var out []string
+	if rc.Real != nil && rc.Sim != nil {
+		for _, f := range []struct {
+			name string
+			r, s float64
+		}{{"static", rc.Real.Static, rc.Sim.Static}, {"theoretical", rc.Real.Theoretical, rc.Sim.Theoretical}} {
+			if f.r != f.s {
+				out = append(out, fmt.Sprintf("rank %d: %s memory real %s MiB, simulated %s MiB", rc.Rank, f.name, mib(f.r), mib(f.s)))
+			}
+		}
+	}
+	for _, sd := range []struct {
+		name string
+		s    *SideStats
+	}{{"real", rc.Real}, {"simulated", rc.Sim}} {
+		if sd.s != nil && sd.s.It != nil && sd.s.It.PeakCumulative {
+			out = append(out, fmt.Sprintf("rank %d %s: peak_allocated_MB %s is cumulative (the same in the next or previous iteration, above this one's samples): the iteration's own maximum %s is used",
+				rc.Rank, sd.name, mib(sd.s.It.FilePeak), mib(sd.s.Peak)))
+		}
+	}
+	return out
 }
 
 func joinInts(v []int) string {

@@ -24,7 +24,10 @@ type traceRow struct {
 	simPeak       float64
 	errPct        float64
 	curvePct      float64
-	static, theo  float64
+	durRatio      float64
+	// Static and theoretical memory per side (Unset or NaN when unknown).
+	realStatic, simStatic float64
+	realTheo, simTheo     float64
 }
 
 type tracesMode int
@@ -49,8 +52,14 @@ type tracesTab struct {
 	iterIdx   int // index into the detail rank's real iterations
 	lo, hi    float64
 	heatSim   bool
+	relTime   bool // detail chart: 0-100% of each iteration instead of seconds
 	sparkW    int
 	sparkMemo map[sparkKey]string
+	// The time axis shared by sparklines and heatmap rows: seconds since
+	// each iteration's start up to the longest iteration (span), or steps
+	// from stepLo to stepHi for step-based sources.
+	span           float64
+	stepLo, stepHi float64
 }
 
 type sparkKey struct {
@@ -67,6 +76,7 @@ var (
 	tkIterP   = key.NewBinding(key.WithKeys("["), key.WithHelp("[", "previous iteration"))
 	tkIterN   = key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next iteration"))
 	tkHeatSrc = key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "heatmap: real / simulated"))
+	tkRelTime = key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "detail: seconds / % of each iteration"))
 )
 
 func newTracesTab() *tracesTab { return &tracesTab{sparkMemo: map[sparkKey]string{}} }
@@ -76,7 +86,7 @@ func (t *tracesTab) name() string { return "Traces" }
 func (t *tracesTab) capturing() bool { return false }
 
 func (t *tracesTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, tkSort, tkDetail, kBack, tkHeat, tkHeatSrc, tkTheo, tkResv, tkIterP, tkIterN, kExport}
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, tkSort, tkDetail, kBack, tkHeat, tkHeatSrc, tkTheo, tkResv, tkIterP, tkIterN, tkRelTime, kExport}
 }
 
 func (t *tracesTab) resize(w, h int) {
@@ -115,23 +125,19 @@ func (t *tracesTab) build() {
 	nan := math.NaN()
 	if s.Comparison != nil {
 		for _, rc := range s.Comparison.Ranks {
-			r := traceRow{rank: rc.Rank, errPct: rc.PeakErrorPct, curvePct: rc.CurveErrorPct, realPeak: nan, simPeak: nan, static: nan, theo: nan}
+			r := traceRow{rank: rc.Rank, errPct: rc.PeakErrorPct, curvePct: rc.CurveErrorPct, durRatio: rc.DurationRatio,
+				realPeak: nan, simPeak: nan, realStatic: nan, simStatic: nan, realTheo: nan, simTheo: nan}
 			if rc.Real != nil {
 				r.real, r.realIt, r.realPeak = s.Real.Rank(rc.Rank), rc.Real.It, rc.Real.Peak
-				r.static, r.theo = rc.Real.Static, rc.Real.Theoretical
+				r.realStatic, r.realTheo = rc.Real.Static, rc.Real.Theoretical
 			}
 			if rc.Sim != nil {
 				r.simIt, r.simPeak = rc.Sim.It, rc.Sim.Peak
+				r.simStatic, r.simTheo = rc.Sim.Static, rc.Sim.Theoretical
 				for _, sr := range s.Sim.Ranks {
 					if sr.Path == rc.Sim.Path {
 						r.sim = sr
 					}
-				}
-				if r.static < 0 || math.IsNaN(r.static) {
-					r.static = rc.Sim.Static
-				}
-				if r.theo < 0 || math.IsNaN(r.theo) {
-					r.theo = rc.Sim.Theoretical
 				}
 			}
 			t.rows = append(t.rows, r)
@@ -139,14 +145,16 @@ func (t *tracesTab) build() {
 	} else if s.Real != nil {
 		for _, rk := range s.Real.Ranks {
 			it := rk.Last()
-			r := traceRow{rank: rk.Rank, real: rk, realIt: it, errPct: nan, curvePct: nan, simPeak: nan, realPeak: nan, static: nan, theo: nan}
+			r := traceRow{rank: rk.Rank, real: rk, realIt: it, errPct: nan, curvePct: nan, durRatio: nan, simPeak: nan, realPeak: nan,
+				realStatic: nan, simStatic: nan, realTheo: nan, simTheo: nan}
 			if it != nil {
-				r.realPeak, r.static, r.theo = it.Peak(), it.Static, it.Theoretical
+				r.realPeak, r.realStatic, r.realTheo = it.Peak(), it.Static, it.Theoretical
 			}
 			t.rows = append(t.rows, r)
 		}
 	}
 	t.lo, t.hi = math.Inf(1), math.Inf(-1)
+	t.span, t.stepLo, t.stepHi = 0, math.Inf(1), math.Inf(-1)
 	for _, r := range t.rows {
 		for _, it := range []*trace.Iteration{r.realIt, r.simIt} {
 			if it == nil {
@@ -157,9 +165,39 @@ func (t *tracesTab) build() {
 					t.lo, t.hi = math.Min(t.lo, v), math.Max(t.hi, v)
 				}
 			}
+			if it.X == trace.Steps {
+				for _, x := range it.T {
+					t.stepLo, t.stepHi = math.Min(t.stepLo, x), math.Max(t.stepHi, x)
+				}
+			} else {
+				t.span = math.Max(t.span, it.Duration())
+			}
 		}
 	}
 	t.sortRows()
+}
+
+// columns reduces an iteration to w columns on the shared time axis.
+func (t *tracesTab) columns(it *trace.Iteration, w int) []float64 {
+	if it.X == trace.Steps {
+		return trace.TimeColumns(it.T, it.Allocated, w, t.stepLo, t.stepHi-t.stepLo)
+	}
+	origin := math.NaN()
+	for _, x := range it.T {
+		if !math.IsNaN(x) {
+			origin = x
+			break
+		}
+	}
+	return trace.TimeColumns(it.T, it.Allocated, w, origin, t.span)
+}
+
+// axisLabel names the shared time axis's end, for list and heatmap headers.
+func (t *tracesTab) axisLabel() string {
+	if t.stepHi >= t.stepLo && t.span == 0 {
+		return fmt.Sprintf("steps %.0f-%.0f", t.stepLo, t.stepHi)
+	}
+	return fmt.Sprintf("0-%.2fs", t.span)
 }
 
 func (t *tracesTab) sortRows() {
@@ -253,6 +291,8 @@ func (t *tracesTab) detailKey(a *App, m tea.KeyPressMsg) tea.Cmd {
 		t.showTheo = !t.showTheo
 	case key.Matches(m, tkResv):
 		t.showResv = !t.showResv
+	case key.Matches(m, tkRelTime):
+		t.relTime = !t.relTime
 	case key.Matches(m, tkIterP), key.Matches(m, tkIterN):
 		if r == nil || r.real == nil || len(r.real.Iterations) == 0 {
 			return nil
@@ -365,27 +405,27 @@ func (t *tracesTab) spark(it *trace.Iteration, w int, st lipgloss.Style) string 
 	if s, ok := t.sparkMemo[k]; ok {
 		return s
 	}
-	_, maxs := trace.Columns(it.Allocated, w)
-	s := spark(maxs, t.lo, t.hi, st)
+	s := spark(t.columns(it, w), t.lo, t.hi, st)
 	t.sparkMemo[k] = s
 	return s
 }
 
 func (t *tracesTab) listView(a *App) string {
 	th := a.th
-	fixed := 6 + 11 + 11 + 10 + 4
+	fixed := 6 + 11 + 11 + 10 + 8 + 7 + 3
 	sw := max(4, (t.w-fixed)/2)
 	var b strings.Builder
 	b.WriteString(fit(t.header(a), t.w) + "\n")
-	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s", "RANK", sw, fit("REAL allocated (compared iteration)", sw), sw, fit("SIMULATED", sw), "REAL PEAK", "SIM PEAK", "ERROR")
+	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s %7s %6s", "RANK", sw, fit("REAL allocated, "+t.axisLabel(), sw), sw, fit("SIMULATED, same axis", sw),
+		"REAL PEAK", "SIM PEAK", "ERROR", "CURVE", "TIME")
 	b.WriteString(th.header.Render(fit(hdr, t.w)) + "\n")
 	realSt, simSt := th.fg(palette.Real), th.fg(palette.Sim)
 	from, to := t.list.visible()
 	for i := from; i < to; i++ {
 		r := &t.rows[i]
 		es, est := errStyle(th, r.errPct)
-		line := fmt.Sprintf("%4d  %s %s %10s %10s %s", r.rank, t.spark(r.realIt, sw, realSt), t.spark(r.simIt, sw, simSt),
-			mibStr(r.realPeak), mibStr(r.simPeak), est.Render(fitLeft(es, 9)))
+		line := fmt.Sprintf("%4d  %s %s %10s %10s %s %7s %6s", r.rank, t.spark(r.realIt, sw, realSt), t.spark(r.simIt, sw, simSt),
+			mibStr(r.realPeak), mibStr(r.simPeak), est.Render(fitLeft(es, 9)), pctStr(r.curvePct), ratioStr(r.durRatio))
 		if i == t.list.cursor {
 			line = th.sel.Render(fit(stripStyle(line), t.w))
 		}
@@ -397,12 +437,19 @@ func (t *tracesTab) listView(a *App) string {
 	for i := to - from; i < t.list.height; i++ {
 		b.WriteString("\n")
 	}
-	hint := "enter detail · s sort · h heatmap · o sources"
+	hint := "TIME = simulated / real iteration time · enter detail · s sort · h heatmap · o sources"
 	if h := t.list.hint(); h != "" {
 		hint = h + " · " + hint
 	}
-	b.WriteString(th.dim.Render(hint))
+	b.WriteString(th.dim.Render(fit(hint, t.w)))
 	return b.String()
+}
+
+func ratioStr(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2fx", v)
 }
 
 // stripStyle drops ANSI styling (for the reverse-video selected row).
@@ -423,6 +470,7 @@ func (t *tracesTab) detailView(a *App) string {
 	steps := (realIt != nil && realIt.X == trace.Steps) || (simIt != nil && simIt.X == trace.Steps)
 	var series []chartSeries
 	ymin, ymax := math.Inf(1), math.Inf(-1)
+	xmin, xmax := math.Inf(1), math.Inf(-1)
 	add := func(it *trace.Iteration, ys []float64, st lipgloss.Style) {
 		if it == nil || len(it.T) == 0 {
 			return
@@ -430,10 +478,13 @@ func (t *tracesTab) detailView(a *App) string {
 		xs := make([]float64, len(it.T))
 		t0, t1 := it.T[0], it.T[len(it.T)-1]
 		for i, x := range it.T {
-			if steps {
+			switch {
+			case steps:
 				xs[i] = x
-			} else if t1 > t0 {
+			case t.relTime && t1 > t0:
 				xs[i] = (x - t0) / (t1 - t0)
+			case !t.relTime:
+				xs[i] = x - t0
 			}
 		}
 		for _, v := range ys {
@@ -441,6 +492,7 @@ func (t *tracesTab) detailView(a *App) string {
 				ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
 			}
 		}
+		xmin, xmax = math.Min(xmin, xs[0]), math.Max(xmax, xs[len(xs)-1])
 		series = append(series, chartSeries{xs: xs, ys: ys, style: st})
 	}
 	if t.showResv {
@@ -457,74 +509,108 @@ func (t *tracesTab) detailView(a *App) string {
 	if realIt != nil {
 		add(realIt, realIt.Allocated, th.fg(palette.Real))
 	}
-	var lines []chartLine
-	static, theo := r.static, r.theo
+	// Static and theoretical memory per side: real solid, simulated
+	// dotted; only values above 0 are lines.
+	realStatic, realTheo := r.realStatic, r.realTheo
 	if realIt != nil && realIt != r.realIt {
-		static, theo = realIt.Static, realIt.Theoretical
+		realStatic, realTheo = realIt.Static, realIt.Theoretical
 	}
-	if static >= 0 {
-		lines = append(lines, chartLine{at: static, style: th.fg(palette.Static)})
-		ymin = math.Min(ymin, static)
-	}
-	if t.showTheo && theo >= 0 {
-		lines = append(lines, chartLine{at: theo, style: th.fg(palette.Theoretical), dotted: true})
-		ymax = math.Max(ymax, theo)
+	var lines []chartLine
+	var legendLines []string
+	for _, l := range []struct {
+		v      float64
+		name   string
+		color  string
+		dotted bool
+		show   bool
+	}{
+		{realStatic, "static (real)", palette.Static, false, true},
+		{r.simStatic, "static (sim)", palette.Static, true, true},
+		{realTheo, "theoretical (real)", palette.Theoretical, false, t.showTheo},
+		{r.simTheo, "theoretical (sim)", palette.Theoretical, true, t.showTheo},
+	} {
+		if !l.show || !(l.v > 0) {
+			continue
+		}
+		lines = append(lines, chartLine{at: l.v, style: th.fg(l.color), dotted: l.dotted})
+		ymin, ymax = math.Min(ymin, l.v), math.Max(ymax, l.v)
+		glyph := "━ "
+		if l.dotted {
+			glyph = "┄ "
+		}
+		legendLines = append(legendLines, th.fg(l.color).Render(glyph+l.name+" "+mibStr(l.v)))
 	}
 	ymin, ymax = niceRange(ymin, ymax)
-	xmin, xmax := 0.0, 1.0
-	if steps {
-		xmin, xmax = math.Inf(1), math.Inf(-1)
-		for _, s := range series {
-			if len(s.xs) > 0 {
-				xmin, xmax = math.Min(xmin, s.xs[0]), math.Max(xmax, s.xs[len(s.xs)-1])
-			}
-		}
+	switch {
+	case t.relTime && !steps:
+		xmin, xmax = 0, 1
+	case math.IsInf(xmin, 0):
+		xmin, xmax = 0, 1
 	}
+	errPct, curvePct, durRatio := trace.CompareIterations(realIt, simIt)
 	var b strings.Builder
 	title := fmt.Sprintf("Rank %d", r.rank)
+	dur := func(it *trace.Iteration) string {
+		if steps {
+			return fmt.Sprintf(" (%d samples)", len(it.T))
+		}
+		return fmt.Sprintf(" (%.2fs, %d samples)", it.Duration(), len(it.T))
+	}
 	if realIt != nil {
 		title += fmt.Sprintf(" · real iteration %s", realIt.Key)
 		if r.real != nil && len(r.real.Iterations) > 1 {
-			title += fmt.Sprintf(" ([ ] of %d)", len(r.real.Iterations))
+			title += fmt.Sprintf(" [ ] of %d", len(r.real.Iterations))
 		}
+		title += dur(realIt)
 	}
 	if simIt != nil {
-		title += " · sim iteration " + simIt.Key
+		title += " · sim iteration " + simIt.Key + dur(simIt)
+	}
+	if !math.IsNaN(durRatio) && !steps {
+		title += " · sim/real time " + ratioStr(durRatio)
 	}
 	b.WriteString(fit(th.bold.Render(title), t.w) + "\n")
 	legend := []string{th.fg(palette.Real).Render("━ real allocated"), th.fg(palette.Sim).Render("━ simulated allocated")}
-	if static >= 0 {
-		legend = append(legend, th.fg(palette.Static).Render("━ static "+mibStr(static)))
-	}
-	if t.showTheo {
-		if theo >= 0 {
-			legend = append(legend, th.fg(palette.Theoretical).Render("┄ theoretical "+mibStr(theo)))
-		} else {
-			legend = append(legend, th.dim.Render("theoretical: not in the file"))
-		}
+	legend = append(legend, legendLines...)
+	if t.showTheo && !(realTheo > 0) && !(r.simTheo > 0) {
+		legend = append(legend, th.dim.Render("theoretical: not in the files"))
 	}
 	if t.showResv {
 		legend = append(legend, th.fg(palette.Reserved).Render("━ reserved (device)"))
 	}
 	b.WriteString(fit(strings.Join(legend, "  "), t.w) + "\n")
-	xfmt := func(_ int, v float64) string { return fmt.Sprintf("%.0f%%", v*100) }
-	if steps {
+	xfmt := func(_ int, v float64) string { return fmt.Sprintf("%.2fs", v) }
+	switch {
+	case steps:
 		xfmt = func(_ int, v float64) string { return fmt.Sprintf("%.0f", v) }
+	case t.relTime:
+		xfmt = func(_ int, v float64) string { return fmt.Sprintf("%.0f%%", v*100) }
 	}
 	yfmt := func(_ int, v float64) string { return units.BytesF(v * units.MiB) }
 	chartH := max(4, t.h-6)
 	b.WriteString(renderChart(chartSpec{w: t.w, h: chartH, xmin: xmin, xmax: xmax, ymin: ymin, ymax: ymax,
 		xfmt: xfmt, yfmt: yfmt, series: series, lines: lines, axis: th.dim, label: th.dim}) + "\n")
-	es, est := errStyle(th, r.errPct)
-	stats := fmt.Sprintf("real peak %s · sim peak %s · peak error %s · curve error %s", mibStr(r.realPeak), mibStr(r.simPeak),
-		est.Render(strings.TrimSpace(es)), pctStr(r.curvePct))
+	// The statistics are those of the iterations on screen.
+	realPeak, simPeak := math.NaN(), math.NaN()
 	if realIt != nil {
-		stats += fmt.Sprintf(" · %d samples over %.2fs", len(realIt.T), realIt.Duration())
+		realPeak = realIt.Peak()
+	}
+	if simIt != nil {
+		simPeak = simIt.Peak()
+	}
+	es, est := errStyle(th, errPct)
+	stats := fmt.Sprintf("real peak %s · sim peak %s · peak error %s · curve error %s", mibStr(realPeak), mibStr(simPeak),
+		est.Render(strings.TrimSpace(es)), pctStr(curvePct))
+	if realIt != nil && realIt.PeakCumulative {
+		stats += th.warn.Render(fmt.Sprintf(" · file peak %s is cumulative: max sample used", mibStr(realIt.FilePeak)))
 	}
 	b.WriteString(fit(stats, t.w) + "\n")
-	xl := "x: time relative to each iteration's start"
-	if steps {
+	xl := "x: seconds since each iteration's start (x: % of each)"
+	switch {
+	case steps:
 		xl = "x: step / iteration"
+	case t.relTime:
+		xl = "x: % of each iteration (x: seconds)"
 	}
 	b.WriteString(th.dim.Render(fit(xl+" · esc back · ↑↓ rank · t theoretical · r reserved · [ ] iteration", t.w)))
 	return b.String()
@@ -550,7 +636,11 @@ func (t *tracesTab) heatmapView(a *App) string {
 		which, mibStr(t.lo), mibStr(t.hi)), t.w) + "\n")
 	cols := max(4, t.w-6)
 	from, to := t.list.visible()
-	b.WriteString(th.dim.Render(fit(fmt.Sprintf("%4s  0%%%s100%%", "RANK", strings.Repeat(" ", max(0, cols-7))), t.w)) + "\n")
+	lo, hi := "0s", fmt.Sprintf("%.2fs", t.span)
+	if t.span == 0 && t.stepHi >= t.stepLo {
+		lo, hi = fmt.Sprintf("step %.0f", t.stepLo), fmt.Sprintf("step %.0f", t.stepHi)
+	}
+	b.WriteString(th.dim.Render(fit(fmt.Sprintf("%4s  %s%s%s", "RANK", lo, strings.Repeat(" ", max(0, cols-len(lo)-len(hi))), hi), t.w)) + "\n")
 	for i := from; i < to; i++ {
 		r := &t.rows[i]
 		it := r.realIt
@@ -561,8 +651,7 @@ func (t *tracesTab) heatmapView(a *App) string {
 		if it == nil {
 			cells.WriteString(th.dim.Render(fit("(no trace)", cols)))
 		} else {
-			_, maxs := trace.Columns(it.Allocated, cols)
-			for _, v := range maxs {
+			for _, v := range t.columns(it, cols) {
 				cells.WriteString(heatCell(th, v, t.lo, t.hi))
 			}
 		}

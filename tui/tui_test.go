@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 
 	"memscope/model"
 	"memscope/nvml"
+	"memscope/trace"
 )
 
 // updating reports whether -update was given (the flag is defined by
@@ -210,9 +212,17 @@ func TestTracesSortAndDetail(t *testing.T) {
 	}
 	press(a, "home", "enter")
 	s := screen(a)
-	if !strings.Contains(s, "Rank 1 · real iteration 2") || !strings.Contains(s, "━ static") {
-		t.Errorf("detail view:\n%s", s)
+	if !strings.Contains(s, "Rank 1 · real iteration 2 [ ] of 3 (1.50s, 119 samples)") || !strings.Contains(s, "━ static (real)") || !strings.Contains(s, "┄ static (sim)") {
+		t.Errorf("detail view, static memory per side:\n%s", s)
 	}
+	if !strings.Contains(s, "0.41s") || !strings.Contains(s, "sim/real time 0.60x") {
+		t.Errorf("the detail chart is in seconds and gives the duration ratio:\n%s", s)
+	}
+	press(a, "x")
+	if s := screen(a); !strings.Contains(s, "55%") || strings.Contains(s, "0.41s") || !strings.Contains(s, "x: % of each iteration") {
+		t.Errorf("x switches to relative time:\n%s", s)
+	}
+	press(a, "x")
 	if strings.Contains(s, "┄ theoretical") {
 		t.Error("theoretical line must be off by default")
 	}
@@ -221,8 +231,16 @@ func TestTracesSortAndDetail(t *testing.T) {
 		t.Errorf("t shows the theoretical line:\n%s", s)
 	}
 	press(a, "[")
-	if s := screen(a); !strings.Contains(s, "real iteration 1") {
+	s = screen(a)
+	if !strings.Contains(s, "real iteration 1") {
 		t.Errorf("[ switches to the previous iteration:\n%s", s)
+	}
+	// The statistics follow the iteration on screen.
+	rk := a.traces.cur().real
+	it1 := rk.Iteration(1)
+	wantErr, _, _ := trace.CompareIterations(it1, a.traces.cur().simIt)
+	if !strings.Contains(s, "real peak "+mibStr(it1.Peak())) || !strings.Contains(s, fmt.Sprintf("%+.2f%%", wantErr)) {
+		t.Errorf("statistics of iteration 1 (peak %s, error %+.2f%%):\n%s", mibStr(it1.Peak()), wantErr, s)
 	}
 	press(a, "esc", "h")
 	if s := screen(a); !strings.Contains(s, "Rank × time heatmap") {
