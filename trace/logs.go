@@ -11,12 +11,40 @@ import (
 
 var (
 	// [Rank 3] (after 10 iterations) memory (MB) | allocated: 9554.87 | max allocated: 12003.60 | reserved: 12232.0 | max reserved: 12232.0
-	reMegatronLine = regexp.MustCompile(`(?:\[Rank (\d+)\])?.*?\(after (\d+) iterations\) memory \(MB\) \| allocated: ([-+\d.eE]+) \| max allocated: ([-+\d.eE]+) \| reserved: ([-+\d.eE]+) \| max reserved: ([-+\d.eE]+)`)
+	reMegatronLine = regexp.MustCompile(`\(after (\d+) iterations\) memory \(MB\) \| allocated: ([-+\d.eE]+) \| max allocated: ([-+\d.eE]+) \| reserved: ([-+\d.eE]+) \| max reserved: ([-+\d.eE]+)`)
 	// Theoretical memory footprints: weight and optimizer=W MB, activation=A MB, total=T MB
-	reTheoryLine = regexp.MustCompile(`Theoretical memory footprints: weight and optimizer=([\d.eE+-]+) MB(?:, activation=([\d.eE+-]+) MB, total=([\d.eE+-]+) MB)?`)
+	// (a fork writes "Theoretical memory footprints (estimated): ...").
+	reTheoryLine = regexp.MustCompile(`Theoretical memory footprints(?:\s*\([^)]*\))?:\s*weight and optimizer=([\d.eE+-]+) MB(?:, activation=([\d.eE+-]+) MB, total=([\d.eE+-]+) MB)?`)
 	// [rank0]:[titan] 2025-06-04 08:51:48,074 - root - INFO - step:  1  loss: 12.2254  memory: 27.34GiB(28.78%)  tps: 375
-	reTitanLine = regexp.MustCompile(`(?:\[rank(\d+)\])?.*?step:\s*(\d+)\b.*?memory:\s*([\d.]+)\s*GiB(?:\(([\d.]+)%\))?`)
+	// (a fork adds "peak: 30.12GiB").
+	reTitanStep = regexp.MustCompile(`\bstep:\s*(\d+)\b`)
+	reTitanMem  = regexp.MustCompile(`\bmemory:\s*([\d.]+)\s*GiB`)
+	reTitanPeak = regexp.MustCompile(`\bpeak:\s*([\d.]+)\s*GiB`)
+	reEvalWord  = regexp.MustCompile(`(?i)\b(?:validat\w*|eval\w*)\b`)
+
+	// Rank markers, strongest first: Megatron's own "[Rank N]", torchrun's
+	// "[rankN]:", srun -l's "N: " at the start of the line, torchelastic's
+	// "[defaultN]:". They are looked for only before the memory figures, so
+	// timestamps and logger fields may come first.
+	reRankMarkers = []*regexp.Regexp{
+		regexp.MustCompile(`\[Rank (\d+)\]`),
+		regexp.MustCompile(`(?i)\[rank\s*(\d+)\]`),
+		regexp.MustCompile(`^\s*(\d+):\s`),
+		regexp.MustCompile(`\[default(\d+)\]`),
+	}
 )
+
+// rankIn finds the rank marker in a line's prefix; -1 when there is none.
+func rankIn(prefix []byte) int {
+	for _, re := range reRankMarkers {
+		if m := re.FindSubmatch(prefix); m != nil {
+			if n, err := strconv.Atoi(string(m[1])); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
 
 // logSeries accumulates one rank's values from a log.
 type logSeries struct {
@@ -41,9 +69,11 @@ func (s *logSeries) add(step int, alloc, res float64) {
 // ParseLog reads memory lines from a Megatron or torchtitan training log:
 // one Rank per rank that logged, each a single step-based series. Megatron
 // lines give max allocated and max reserved per logged iteration (MiB);
-// torchtitan lines give max reserved (GiB, converted to MiB) per step. ANSI
-// colour codes are ignored. Lines without a rank prefix belong to the rank
-// in the file name, else rank 0.
+// torchtitan lines give max reserved (GiB, converted to MiB) per step, and
+// the fork's "peak:" field as allocated. The rank comes from a marker before
+// the figures (see reRankMarkers), else the file name, else 0. ANSI colour
+// codes are ignored, CRLF and carriage-return progress output are split
+// into lines, and validation/evaluation steps are not training steps.
 func ParseLog(path string, data []byte) ([]*Rank, error) {
 	defRank := RankFromName(path)
 	if defRank < 0 {
@@ -61,67 +91,94 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 		}
 		return s
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	rankOf := func(prefix []byte) int {
+		if r := rankIn(prefix); r >= 0 {
+			return r
+		}
+		return defRank
+	}
 	bad := 0
-	for sc.Scan() {
-		line := sc.Bytes()
+	evals := map[int]int{}
+	handle := func(line []byte) {
 		if bytes.IndexByte(line, 0x1b) >= 0 {
 			line = reANSI.ReplaceAll(line, nil)
 		}
 		switch {
 		case bytes.Contains(line, []byte("memory (MB) | allocated:")):
-			m := reMegatronLine.FindSubmatch(line)
+			m := reMegatronLine.FindSubmatchIndex(line)
 			if m == nil {
 				bad++
-				continue
+				return
 			}
-			rank := defRank
-			if len(m[1]) > 0 {
-				rank, _ = strconv.Atoi(string(m[1]))
-			}
-			step, _ := strconv.Atoi(string(m[2]))
-			maxAlloc, err1 := strconv.ParseFloat(string(m[4]), 64)
-			maxRes, err2 := strconv.ParseFloat(string(m[6]), 64)
+			step, _ := strconv.Atoi(string(line[m[2]:m[3]]))
+			maxAlloc, err1 := strconv.ParseFloat(string(line[m[6]:m[7]]), 64)
+			maxRes, err2 := strconv.ParseFloat(string(line[m[10]:m[11]]), 64)
 			if err1 != nil || err2 != nil {
 				bad++
-				continue
+				return
 			}
-			get(rank, KindMegatronLog).add(step, maxAlloc, maxRes)
+			get(rankOf(line[:m[0]]), KindMegatronLog).add(step, maxAlloc, maxRes)
 		case bytes.Contains(line, []byte("Theoretical memory footprints")):
 			if m := reTheoryLine.FindSubmatch(line); m != nil {
 				v := m[1]
 				if len(m[3]) > 0 {
 					v = m[3]
 				}
-				if f, err := strconv.ParseFloat(string(v), 64); err == nil {
+				if f, err := strconv.ParseFloat(string(v), 64); err == nil && f > 0 {
 					theoretical = f
 				}
 			}
 		case bytes.Contains(line, []byte("memory:")) && bytes.Contains(line, []byte("step:")):
-			m := reTitanLine.FindSubmatch(line)
-			if m == nil {
-				continue
+			st := reTitanStep.FindSubmatchIndex(line)
+			mem := reTitanMem.FindSubmatch(line)
+			if st == nil || mem == nil {
+				return
 			}
-			rank := defRank
-			if len(m[1]) > 0 {
-				rank, _ = strconv.Atoi(string(m[1]))
+			prefix := line[:st[0]]
+			if reEvalWord.Match(prefix) {
+				evals[rankOf(prefix)]++
+				return
 			}
-			step, _ := strconv.Atoi(string(m[2]))
-			gib, err := strconv.ParseFloat(string(m[3]), 64)
+			step, _ := strconv.Atoi(string(line[st[2]:st[3]]))
+			gib, err := strconv.ParseFloat(string(mem[1]), 64)
 			if err != nil {
 				bad++
-				continue
+				return
 			}
-			get(rank, KindTorchtitanLog).add(step, nan(), gib*1024)
+			alloc := nan()
+			if pk := reTitanPeak.FindSubmatch(line); pk != nil {
+				if f, err := strconv.ParseFloat(string(pk[1]), 64); err == nil {
+					alloc = f * 1024
+				}
+			}
+			get(rankOf(prefix), KindTorchtitanLog).add(step, alloc, gib*1024)
+		}
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := bytes.TrimRight(sc.Bytes(), "\r")
+		// Progress bars redraw a line with \r: each part is a line.
+		for len(line) > 0 {
+			k := bytes.IndexByte(line, '\r')
+			if k < 0 {
+				handle(line)
+				break
+			}
+			handle(line[:k])
+			line = line[k+1:]
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	if len(series) == 0 {
-		if theoretical >= 0 {
-			return nil, fmt.Errorf("only a theoretical memory line; no per-iteration memory lines")
+		if theoretical > 0 {
+			// A log with only the estimate: a rank with no samples still
+			// carries the theoretical line.
+			it := Iteration{Key: "log", Num: 0, X: Steps, PeakAllocated: Unset, Static: Unset, Theoretical: theoretical, FilePeak: Unset}
+			return []*Rank{{Rank: defRank, Path: path, Kind: KindMegatronLog, Iterations: []Iteration{it},
+				Warnings: []string{"only the theoretical memory line: no per-iteration memory lines"}}}, nil
 		}
 		return nil, fmt.Errorf("no memory lines found (looked for Megatron \"(after N iterations) memory (MB)\" and torchtitan \"step: N ... memory: X GiB\")")
 	}
@@ -129,7 +186,7 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 	for rank, s := range series {
 		r := &Rank{Rank: rank, Path: path, Kind: kinds[rank]}
 		it := Iteration{Key: "log", Num: 0, X: Steps, T: s.steps, Allocated: s.alloc, Reserved: s.res,
-			PeakAllocated: Unset, Static: Unset, Theoretical: Unset}
+			PeakAllocated: Unset, Static: Unset, Theoretical: Unset, FilePeak: Unset}
 		// Megatron prints the estimate once, on rank 0; it describes every
 		// rank of a uniform layout.
 		if kinds[rank] == KindMegatronLog {
@@ -139,6 +196,9 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 		r.Iterations = []Iteration{it}
 		if bad > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%d memory lines could not be parsed", bad))
+		}
+		if n := evals[rank]; n > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d validation/evaluation lines are not training steps: skipped", n))
 		}
 		out = append(out, r)
 	}

@@ -60,6 +60,13 @@ func Parse(path string, data []byte) ([]*Rank, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("empty file")
 	}
+	if !isBinaryOrJSON(data) {
+		// Sniff looks at the head only; a file named explicitly is read
+		// whole: its memory lines may come after a long preamble.
+		if r, err := ParseLog(path, data); err == nil {
+			return r, nil
+		}
+	}
 	return nil, fmt.Errorf("not a memory trace (expected Megatron memory_trace JSON, a torchtitan memory export or a training log)")
 }
 

@@ -13,7 +13,7 @@ const sniffLimit = 4 << 20
 
 var (
 	reMegatronMem  = regexp.MustCompile(`\(after \d+ iterations\) memory \(MB\)`)
-	reTheoretical  = regexp.MustCompile(`Theoretical memory footprints:`)
+	reTheoretical  = regexp.MustCompile(`Theoretical memory footprints(?:\s*\([^)]*\))?:`)
 	reTorchtitanMe = regexp.MustCompile(`step:\s*\d+.*memory:\s*[\d.]+\s*GiB`)
 	reANSI         = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
 	// A Megatron trace: an object keyed by iteration numbers whose values
@@ -58,7 +58,15 @@ func Sniff(head []byte) Kind {
 	return ""
 }
 
-// SniffFile sniffs the head of a file.
+// sniffChunk is how much of a log SniffFile looks at a time (the previous
+// chunk's tail included) while looking for its first memory line; Sniff
+// looks at no more.
+const sniffChunk = sniffLimit
+
+// SniffFile sniffs a file. JSON is judged by its head; a text file is read
+// chunk by chunk until a memory line turns up, so a log whose first one
+// comes after a long preamble (NCCL_DEBUG output, a stack of warnings) is
+// still found.
 func SniffFile(path string) (Kind, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -71,15 +79,35 @@ func SniffFile(path string) (Kind, error) {
 		return "", err
 	}
 	k := Sniff(buf[:n])
-	if k == "" && n == len(buf) {
-		// A log whose memory lines come late: look further.
-		more := make([]byte, sniffLimit)
-		copy(more, buf)
-		m, _ := io.ReadFull(f, more[n:])
-		k = Sniff(more[:n+m])
-		if k != KindMegatronLog && k != KindTorchtitanLog {
-			k = ""
-		}
+	if k != "" || n < len(buf) || isBinaryOrJSON(buf[:n]) {
+		return k, nil
 	}
-	return k, nil
+	// A log whose memory lines come late: read on, keeping the tail of the
+	// previous chunk so a line cut in two is seen whole.
+	const overlap = 64 << 10
+	chunk := make([]byte, sniffChunk)
+	carry := copy(chunk, buf[n-min(n, overlap):n])
+	for {
+		m, err := io.ReadFull(f, chunk[carry:])
+		if m == 0 {
+			return "", nil
+		}
+		if k := Sniff(chunk[:carry+m]); k == KindMegatronLog || k == KindTorchtitanLog {
+			return k, nil
+		}
+		if err != nil {
+			return "", nil
+		}
+		end := carry + m
+		carry = copy(chunk, chunk[end-overlap:end])
+	}
+}
+
+// isBinaryOrJSON says the head is not a log: a NUL byte, or JSON.
+func isBinaryOrJSON(head []byte) bool {
+	if bytes.IndexByte(head[:min(len(head), 4096)], 0) >= 0 {
+		return true
+	}
+	t := bytes.TrimLeft(head, " \t\r\n\xef\xbb\xbf")
+	return len(t) > 0 && t[0] == '{'
 }

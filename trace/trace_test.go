@@ -636,3 +636,124 @@ func TestTimeColumns(t *testing.T) {
 		t.Errorf("zero span: %v", z)
 	}
 }
+
+// TestLogsAsLaunchersWriteThem reads the fixtures of
+// scripts/gen_log_fixtures.py: every rank keeps its own series whatever
+// wraps its lines.
+func TestLogsAsLaunchersWriteThem(t *testing.T) {
+	const dir = "../testdata/traces/logs/"
+	type want struct {
+		steps         []float64
+		alloc, res    []float64 // MiB; nil: not checked
+		theoretical   float64
+		warningSubstr string
+	}
+	gib := func(v ...float64) []float64 {
+		for i := range v {
+			v[i] *= 1024
+		}
+		return v
+	}
+	cases := []struct {
+		file  string
+		ranks map[int]want
+	}{
+		{"megatron_torchrun.log", map[int]want{
+			0: {steps: []float64{10, 20}, alloc: []float64{12010, 12020}, res: []float64{14000, 14000}, theoretical: 52960.50},
+			1: {steps: []float64{10, 20}, alloc: []float64{12110, 12120}, res: []float64{14100, 14100}, theoretical: 52960.50},
+			2: {steps: []float64{10, 20}, alloc: []float64{12210, 12220}},
+			3: {steps: []float64{10, 20}, alloc: []float64{12310, 12320}},
+		}},
+		{"megatron_logger.log", map[int]want{
+			0: {steps: []float64{10, 20}, alloc: []float64{11010, 11020}, theoretical: 49960},
+			1: {steps: []float64{10, 20}, alloc: []float64{11060, 11070}, theoretical: 49960},
+		}},
+		{"titan_srun.log", map[int]want{
+			2: {steps: []float64{1, 2, 3, 9}, res: gib(22.1, 22.2, 22.3, 99)},
+			3: {steps: []float64{1, 2, 3}, res: gib(23.1, 23.2, 23.3)},
+		}},
+		{"titan_default.log", map[int]want{
+			0: {steps: []float64{10, 20}, alloc: gib(28.1, 28.2), res: gib(30, 30), warningSubstr: "2 validation/evaluation lines"},
+			1: {steps: []float64{10, 20}, alloc: gib(29.1, 29.2), res: gib(31, 31)},
+		}},
+		{"megatron_theory_only.log", map[int]want{0: {theoretical: 49960, warningSubstr: "only the theoretical"}}},
+	}
+	near := func(a, b []float64) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if math.Abs(a[i]-b[i]) > 1e-6 {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			if k, err := SniffFile(dir + c.file); err != nil || k == "" {
+				t.Fatalf("not recognised as a log: %q %v", k, err)
+			}
+			ranks, err := ReadFile(dir + c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ranks) != len(c.ranks) {
+				t.Fatalf("%d ranks, want %d", len(ranks), len(c.ranks))
+			}
+			for _, r := range ranks {
+				w, ok := c.ranks[r.Rank]
+				if !ok {
+					t.Errorf("unexpected rank %d", r.Rank)
+					continue
+				}
+				it := r.Iterations[0]
+				if !near(it.T, w.steps) || (w.alloc != nil && !near(it.Allocated, w.alloc)) || (w.res != nil && !near(it.Reserved, w.res)) {
+					t.Errorf("rank %d: steps %v alloc %v res %v", r.Rank, it.T, it.Allocated, it.Reserved)
+				}
+				if w.theoretical != 0 && it.Theoretical != w.theoretical {
+					t.Errorf("rank %d: theoretical %v, want %v", r.Rank, it.Theoretical, w.theoretical)
+				}
+				if w.warningSubstr != "" && !strings.Contains(strings.Join(r.Warnings, "|"), w.warningSubstr) {
+					t.Errorf("rank %d warnings %v lack %q", r.Rank, r.Warnings, w.warningSubstr)
+				}
+			}
+		})
+	}
+}
+
+// TestLogAfterLongPreamble: a log whose first memory line comes after more
+// than one sniffing chunk is found in a directory and read when named.
+func TestLogAfterLongPreamble(t *testing.T) {
+	line := "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | reserved: 3.0 | max reserved: 4.0\n"
+	noise := strings.Repeat("NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC/read\n", 1+2*sniffChunk/56)
+	for _, c := range []struct {
+		name   string
+		body   string
+		wantOK bool
+	}{
+		{"just inside the first read", strings.Repeat("x\n", 1000) + line, true},
+		{"past two chunks", noise + line, true},
+		{"straddling the first chunk edge", noise[:sniffChunk-41] + "\n" + line, true},
+		{"no memory line at all", noise, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "train.log")
+			if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files, _ := FindFiles(dir)
+			if got := len(files) == 1; got != c.wantOK {
+				t.Errorf("found in a directory: %v, want %v", got, c.wantOK)
+			}
+			ranks, err := ReadFile(p)
+			if (err == nil) != c.wantOK {
+				t.Fatalf("read when named: %v", err)
+			}
+			if c.wantOK && ranks[0].Iterations[0].Peak() != 2 {
+				t.Errorf("series: %+v", ranks[0].Iterations[0])
+			}
+		})
+	}
+}
