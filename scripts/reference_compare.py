@@ -146,6 +146,7 @@ def main():
                                  duration_s=st["duration_s"], peak_bytes=to_bytes(st["peak"]),
                                  max_allocated_bytes=to_bytes(st["max_alloc"]),
                                  max_reserved_bytes=to_bytes(st["max_res"]),
+                                 max_active_bytes=None,  # Megatron traces give no active memory
                                  static_bytes=to_bytes(st["static"]), theoretical_bytes=to_bytes(st["theo"]),
                                  file_peak_bytes=to_bytes(st["file_peak"]), peak_cumulative=st["cum"])
         if len(sides) == 2:

@@ -23,6 +23,8 @@ type SideStats struct {
 	Peak         float64
 	MaxAllocated float64
 	MaxReserved  float64
+	// MaxActive is NaN unless the source gives active memory apart.
+	MaxActive float64
 	Static       float64 // Unset when absent
 	Theoretical  float64 // Unset when absent
 	// It is the compared iteration.
@@ -208,7 +210,7 @@ func sideStats(r *Rank, iteration int) (*SideStats, error) {
 	}
 	return &SideStats{
 		Path: r.Path, Iteration: it.Num, Samples: len(it.T), Duration: it.Duration(), Peak: it.Peak(),
-		MaxAllocated: maxOf(it.Allocated), MaxReserved: maxOf(it.Reserved),
+		MaxAllocated: maxOf(it.Allocated), MaxReserved: maxOf(it.Reserved), MaxActive: maxOf(it.Active),
 		Static: it.Static, Theoretical: it.Theoretical, It: it, Warnings: r.Warnings,
 	}, nil
 }

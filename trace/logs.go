@@ -221,9 +221,24 @@ func sortSeries(it *Iteration) {
 		}
 		return 0
 	})
-	t, a, r := make([]float64, len(idx)), make([]float64, len(idx)), make([]float64, len(idx))
-	for i, j := range idx {
-		t[i], a[i], r[i] = it.T[j], it.Allocated[j], it.Reserved[j]
+	perm := func(v []float64) []float64 {
+		if v == nil {
+			return nil
+		}
+		out := make([]float64, len(idx))
+		for i, j := range idx {
+			out[i] = v[j]
+		}
+		return out
 	}
-	it.T, it.Allocated, it.Reserved = t, a, r
+	it.T, it.Allocated, it.Reserved, it.Active = perm(it.T), perm(it.Allocated), perm(it.Reserved), perm(it.Active)
+	slices.SortStableFunc(it.Marks, func(a, b Mark) int {
+		switch {
+		case a.X < b.X:
+			return -1
+		case a.X > b.X:
+			return 1
+		}
+		return 0
+	})
 }

@@ -45,6 +45,12 @@ type Iteration struct {
 	// T, Allocated and Reserved are the samples. T is seconds (X == Seconds)
 	// or step numbers (X == Steps).
 	T, Allocated, Reserved []float64
+	// Active is max active memory where a source gives it apart from
+	// Allocated (torchtitan exports with the fork's peak allocated); nil
+	// otherwise.
+	Active []float64
+	// Marks are events at an X: allocation retries and OOMs.
+	Marks []Mark
 	// PeakAllocated, Static and Theoretical are Unset when absent.
 	// PeakAllocated is the file's peak_allocated_MB unless that value is
 	// cumulative (PeakCumulative), in which case it is Unset and FilePeak
@@ -60,6 +66,14 @@ type Iteration struct {
 	PeakCumulative bool
 	// Source is the "source" field of recorded traces ("nvml").
 	Source string
+}
+
+// Mark is an event of a trace at one X (a step): allocation retries or an
+// OOM.
+type Mark struct {
+	X     float64
+	Label string
+	OOM   bool
 }
 
 // Peak is peak_allocated_MB when the file gives it (>= 0), else the largest

@@ -37,6 +37,7 @@ type jsonSide struct {
 	PeakCumulative   bool     `json:"peak_cumulative"`
 	MaxAllocated     *int64   `json:"max_allocated_bytes"`
 	MaxReserved      *int64   `json:"max_reserved_bytes"`
+	MaxActive        *int64   `json:"max_active_bytes"`
 	StaticBytes      *int64   `json:"static_bytes"`
 	TheoreticalBytes *int64   `json:"theoretical_bytes"`
 	Warnings         []string `json:"warnings"`
@@ -77,7 +78,7 @@ func sideJSON(s *SideStats) *jsonSide {
 		return nil
 	}
 	j := &jsonSide{Path: s.Path, Iteration: s.Iteration, Samples: s.Samples, DurationS: floatOrNil(s.Duration),
-		PeakBytes: bytesOf(s.Peak), MaxAllocated: bytesOf(s.MaxAllocated), MaxReserved: bytesOf(s.MaxReserved),
+		PeakBytes: bytesOf(s.Peak), MaxAllocated: bytesOf(s.MaxAllocated), MaxReserved: bytesOf(s.MaxReserved), MaxActive: bytesOf(s.MaxActive),
 		StaticBytes: bytesOf(s.Static), TheoreticalBytes: bytesOf(s.Theoretical), Warnings: s.Warnings}
 	if s.It != nil {
 		j.FilePeakBytes, j.PeakCumulative = bytesOf(s.It.FilePeak), s.It.PeakCumulative

@@ -34,7 +34,8 @@ func Sniff(head []byte) Kind {
 	}
 	switch t[0] {
 	case '{':
-		if bytes.Contains(head, []byte(`"device_mem_stats"`)) {
+		if bytes.Contains(head, []byte(`"device_mem_stats"`)) ||
+			(bytes.Contains(head, []byte(`"snapshots"`)) && bytes.Contains(head, []byte(`"memory_stats"`))) {
 			return KindTorchtitanJSON
 		}
 		if (reMegatronHead.Match(t) && reSamplesArray.Match(head)) || bytes.Equal(bytes.TrimSpace(t), []byte("{}")) {

@@ -1,24 +1,38 @@
 package trace
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+
+	"memscope/internal/jsonscan"
 )
 
 func nan() float64 { return math.NaN() }
 
-// ParseTorchtitanExport reads torchtitan's structured memory export: a list
-// of MemorySnapshot records {step, timestamp, device_mem_stats, metadata}, or
-// an object holding such a list under any key (e.g. "history"). It becomes a
-// step series of max active (as allocated) and max reserved memory, in MiB.
-// Allocation retries and OOMs are named in Warnings; fields it does not know
-// are listed there too.
+// statsFields is torchtitan's DeviceMemStats namedtuple in field order (a
+// namedtuple dumped by json.dump is an array), then the two fields the
+// memory_tracker fork adds.
+var statsFields = []string{"max_active_gib", "max_active_pct", "max_reserved_gib", "max_reserved_pct",
+	"num_alloc_retries", "num_ooms", "peak_allocated_gib", "peak_allocated_pct"}
+
+// ParseTorchtitanExport reads torchtitan's structured memory exports:
+//   - MemoryDataCollector's history: a list of {step, timestamp,
+//     device_mem_stats, metadata}, or an object holding one under any key
+//     (e.g. "history");
+//   - the memory_tracker fork's export_to_json: {"metadata", "snapshots":
+//     [{step, timestamp, memory_stats, metadata}]}.
+//
+// Stats are an object or an array in namedtuple order. NaN and Infinity
+// (Python's json writes them for a NaN loss) are accepted anywhere. The
+// series are peak allocated (the fork's peak_allocated_gib, else max
+// active) as Allocated, max active as Active and max reserved as
+// Reserved, in MiB; allocation retries and OOMs become marks and warnings.
 func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
-	var top any
-	if err := json.Unmarshal(data, &top); err != nil {
+	sc := jsonscan.New(data)
+	top, err := sc.Value()
+	if err != nil {
 		return nil, fmt.Errorf("torchtitan memory export: %w", err)
 	}
 	records, where, err := findRecords(top)
@@ -26,51 +40,66 @@ func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
 		return nil, err
 	}
 	r := &Rank{Rank: RankFromName(path), Path: path, Kind: KindTorchtitanJSON}
-	it := Iteration{Key: "steps", X: Steps, PeakAllocated: Unset, Static: Unset, Theoretical: Unset}
+	it := Iteration{Key: "steps", X: Steps, PeakAllocated: Unset, Static: Unset, Theoretical: Unset, FilePeak: Unset}
 	unknown := map[string]bool{}
+	hasPeak := false
+	var peaks []float64
 	for i, rec := range records {
 		m, ok := rec.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("%s[%d]: expected an object", where, i)
 		}
 		step, ok := num(m["step"])
-		if !ok {
+		if !ok || !finite(step) {
 			return nil, fmt.Errorf("%s[%d].step: expected a number", where, i)
 		}
-		stats, ok := m["device_mem_stats"].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s[%d].device_mem_stats: expected an object", where, i)
+		statsKey := "device_mem_stats"
+		if _, ok := m[statsKey]; !ok {
+			statsKey = "memory_stats"
+		}
+		stats, err := statsObject(m[statsKey])
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d].%s: %w", where, i, statsKey, err)
 		}
 		active, _ := num(stats["max_active_gib"])
 		reserved, _ := num(stats["max_reserved_gib"])
+		peak, okPeak := num(stats["peak_allocated_gib"])
+		hasPeak = hasPeak || okPeak
 		it.T = append(it.T, step)
-		it.Allocated = append(it.Allocated, active*1024)
-		it.Reserved = append(it.Reserved, reserved*1024)
+		it.Active = append(it.Active, gibToMiB(active, true))
+		it.Reserved = append(it.Reserved, gibToMiB(reserved, true))
+		peaks = append(peaks, gibToMiB(peak, okPeak))
 		if n, _ := num(stats["num_alloc_retries"]); n > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("step %v: %v allocation retries (the allocator freed its cache to satisfy a request)", step, n))
+			it.Marks = append(it.Marks, Mark{X: step, Label: fmt.Sprintf("%v alloc retries", n)})
 		}
 		if n, _ := num(stats["num_ooms"]); n > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("step %v: %v OOMs", step, n))
+			it.Marks = append(it.Marks, Mark{X: step, Label: fmt.Sprintf("%v OOMs", n), OOM: true})
 		}
 		if md, ok := m["metadata"].(map[string]any); ok && r.Rank < 0 {
-			if n, ok := num(md["rank"]); ok {
+			if n, ok := num(md["rank"]); ok && finite(n) {
 				r.Rank = int(n)
 			}
 		}
 		for k := range m {
 			switch k {
-			case "step", "timestamp", "device_mem_stats", "metadata":
+			case "step", "timestamp", "metadata", statsKey:
 			default:
 				unknown[k] = true
 			}
 		}
 		for k := range stats {
-			switch k {
-			case "max_active_gib", "max_active_pct", "max_reserved_gib", "max_reserved_pct", "num_alloc_retries", "num_ooms":
-			default:
-				unknown["device_mem_stats."+k] = true
+			if !slices.Contains(statsFields, k) {
+				unknown[statsKey+"."+k] = true
 			}
 		}
+	}
+	it.Allocated = it.Active
+	if hasPeak {
+		it.Allocated = peaks
+	} else {
+		it.Active = nil // the same series: draw it once
 	}
 	for k := range unknown {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("field %q not understood: ignored", k))
@@ -84,7 +113,43 @@ func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
 	return r, nil
 }
 
+// gibToMiB converts a GiB figure; NaN when absent or not finite.
+func gibToMiB(v float64, ok bool) float64 {
+	if !ok || !finite(v) {
+		return math.NaN()
+	}
+	return v * 1024
+}
+
+// statsObject accepts the stats as an object or as an array in namedtuple
+// order.
+func statsObject(v any) (map[string]any, error) {
+	switch s := v.(type) {
+	case map[string]any:
+		return s, nil
+	case []any:
+		if len(s) != 6 && len(s) != len(statsFields) {
+			return nil, fmt.Errorf("an array of %d values; expected 6 (DeviceMemStats) or %d", len(s), len(statsFields))
+		}
+		m := map[string]any{}
+		for i, x := range s {
+			m[statsFields[i]] = x
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("expected an object or an array")
+}
+
 func findRecords(top any) ([]any, string, error) {
+	isRecord := func(v any) bool {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		_, a := m["device_mem_stats"]
+		_, b := m["memory_stats"]
+		return a || b
+	}
 	switch t := top.(type) {
 	case []any:
 		return t, "records", nil
@@ -94,16 +159,22 @@ func findRecords(top any) ([]any, string, error) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
+		// "snapshots" (memory_tracker) first, then any list of records.
+		slices.SortStableFunc(keys, func(a, b string) int {
+			switch {
+			case a == "snapshots" && b != "snapshots":
+				return -1
+			case b == "snapshots" && a != "snapshots":
+				return 1
+			}
+			return 0
+		})
 		for _, k := range keys {
-			if l, ok := t[k].([]any); ok && len(l) > 0 {
-				if m, ok := l[0].(map[string]any); ok {
-					if _, ok := m["device_mem_stats"]; ok {
-						return l, strconv.Quote(k), nil
-					}
-				}
+			if l, ok := t[k].([]any); ok && len(l) > 0 && isRecord(l[0]) {
+				return l, strconv.Quote(k), nil
 			}
 		}
-		return nil, "", fmt.Errorf("no list of records with device_mem_stats found (keys: %v)", keys)
+		return nil, "", fmt.Errorf("no list of records with device_mem_stats or memory_stats found (keys: %v)", keys)
 	}
 	return nil, "", fmt.Errorf("expected a list of memory records or an object holding one")
 }

@@ -757,3 +757,47 @@ func TestLogAfterLongPreamble(t *testing.T) {
 		})
 	}
 }
+
+// TestTorchtitanExportsAsWritten reads the fixtures of
+// scripts/gen_titan_exports.py: json.dump's namedtuple arrays, NaN and
+// Infinity, the memory_tracker layout with its peak allocated field.
+func TestTorchtitanExportsAsWritten(t *testing.T) {
+	const dir = "../testdata/traces/titan/"
+	for _, f := range []string{"collector_rank2_memory.json", "memory_tracker_rank1.json"} {
+		if k, err := SniffFile(dir + f); k != KindTorchtitanJSON || err != nil {
+			t.Errorf("%s sniffed as %q (%v)", f, k, err)
+		}
+	}
+	ranks, err := ReadFile(dir + "collector_rank2_memory.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ranks[0]
+	it := r.Iterations[0]
+	if r.Rank != 2 || !reflect.DeepEqual(it.T, []float64{1, 2, 3, 4}) || it.Allocated[0] != 21*1024 || it.Reserved[3] != 28*1024 || it.Active != nil {
+		t.Errorf("collector: rank %d %+v", r.Rank, it)
+	}
+	if len(it.Marks) != 2 || it.Marks[0].X != 2 || it.Marks[0].OOM || it.Marks[1].X != 4 || !it.Marks[1].OOM {
+		t.Errorf("marks: %+v", it.Marks)
+	}
+	w := strings.Join(r.Warnings, "|")
+	if !strings.Contains(w, "step 2: 3 allocation retries") || !strings.Contains(w, "step 4: 1 OOMs") || strings.Contains(w, "not understood") {
+		t.Errorf("warnings: %v", r.Warnings)
+	}
+
+	ranks, err = ReadFile(dir + "memory_tracker_rank1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, it = ranks[0], ranks[0].Iterations[0]
+	if r.Rank != 1 || !reflect.DeepEqual(it.T, []float64{10, 20, 30}) || it.Allocated[1] != 34*1024 || it.Active[1] != 32*1024 ||
+		it.Reserved[2] != 39*1024 || it.Peak() != 35*1024 || len(r.Warnings) != 0 {
+		t.Errorf("memory_tracker: rank %d %+v %v", r.Rank, it, r.Warnings)
+	}
+
+	// Stats arrays of another length are refused with the file's position.
+	if _, err := ParseTorchtitanExport("x.json", []byte(`[{"step": 1, "device_mem_stats": [1, 2, 3]}]`)); err == nil ||
+		!strings.Contains(err.Error(), "records[0].device_mem_stats: an array of 3 values") {
+		t.Errorf("short stats array: %v", err)
+	}
+}

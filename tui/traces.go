@@ -506,6 +506,9 @@ func (t *tracesTab) detailView(a *App) string {
 	if simIt != nil {
 		add(simIt, simIt.Allocated, th.fg(palette.Sim))
 	}
+	if realIt != nil && realIt.Active != nil {
+		add(realIt, realIt.Active, th.fg(palette.Real).Faint(true))
+	}
 	if realIt != nil {
 		add(realIt, realIt.Allocated, th.fg(palette.Real))
 	}
@@ -540,6 +543,21 @@ func (t *tracesTab) detailView(a *App) string {
 		}
 		legendLines = append(legendLines, th.fg(l.color).Render(glyph+l.name+" "+mibStr(l.v)))
 	}
+	// Allocation retries and OOMs (torchtitan exports) at their steps.
+	var marks []string
+	for _, it := range []*trace.Iteration{realIt, simIt} {
+		if it == nil || !steps {
+			continue
+		}
+		for _, mk := range it.Marks {
+			st := th.warn
+			if mk.OOM {
+				st = th.errS
+			}
+			lines = append(lines, chartLine{at: mk.X, vert: true, style: st, dotted: !mk.OOM})
+			marks = append(marks, st.Render(fmt.Sprintf("│ step %.0f: %s", mk.X, mk.Label)))
+		}
+	}
 	ymin, ymax = niceRange(ymin, ymax)
 	switch {
 	case t.relTime && !steps:
@@ -570,8 +588,15 @@ func (t *tracesTab) detailView(a *App) string {
 		title += " · sim/real time " + ratioStr(durRatio)
 	}
 	b.WriteString(fit(th.bold.Render(title), t.w) + "\n")
-	legend := []string{th.fg(palette.Real).Render("━ real allocated"), th.fg(palette.Sim).Render("━ simulated allocated")}
+	legend := []string{th.fg(palette.Real).Render("━ real allocated")}
+	if simIt != nil {
+		legend = append(legend, th.fg(palette.Sim).Render("━ simulated allocated"))
+	}
+	if realIt != nil && realIt.Active != nil {
+		legend = append(legend, th.fg(palette.Real).Faint(true).Render("━ real max active"))
+	}
 	legend = append(legend, legendLines...)
+	legend = append(legend, marks...)
 	if t.showTheo && !(realTheo > 0) && !(r.simTheo > 0) {
 		legend = append(legend, th.dim.Render("theoretical: not in the files"))
 	}

@@ -656,3 +656,14 @@ func TestStackOpensAtFirstUserFrame(t *testing.T) {
 		t.Fatal(a.internalErr)
 	}
 }
+
+// TestTorchtitanMarks: allocation retries and OOMs of an export are marked
+// on the detail chart.
+func TestTorchtitanMarks(t *testing.T) {
+	a := newTestApp(t, 120, 30, "../testdata/traces/titan/collector_rank2_memory.json")
+	press(a, "1", "enter")
+	s := screen(a)
+	if !strings.Contains(s, "step 2: 3 alloc retries") || !strings.Contains(s, "step 4: 1 OOMs") || strings.Contains(s, "simulated allocated") {
+		t.Errorf("marks and legend:\n%s", s)
+	}
+}

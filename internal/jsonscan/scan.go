@@ -528,3 +528,51 @@ func (s *Scanner) Array(fn func(i int) error) error {
 		}
 	}
 }
+
+// MaxValueDepth bounds the nesting Value decodes: deeper input is refused
+// rather than risking the goroutine stack.
+const MaxValueDepth = 256
+
+// Value decodes one value of any kind as encoding/json does into an any
+// (map[string]any, []any, float64, string, bool, nil), but accepts NaN and
+// the infinities, which Python's json module writes.
+func (s *Scanner) Value() (any, error) { return s.value(0) }
+
+func (s *Scanner) value(depth int) (any, error) {
+	if depth > MaxValueDepth {
+		return nil, s.Errorf("nested deeper than %d levels", MaxValueDepth)
+	}
+	switch c := s.Peek(); c {
+	case '{':
+		m := map[string]any{}
+		err := s.Object(func(k []byte) error {
+			key := string(k)
+			v, err := s.value(depth + 1)
+			m[key] = v
+			return err
+		})
+		return m, err
+	case '[':
+		l := []any{}
+		err := s.Array(func(int) error {
+			v, err := s.value(depth + 1)
+			l = append(l, v)
+			return err
+		})
+		return l, err
+	case '"':
+		b, err := s.String()
+		return string(b), err
+	case 't', 'f', 'n':
+		lit, err := s.Literal()
+		switch {
+		case err != nil || lit == Null:
+			return nil, err
+		case lit == True:
+			return true, nil
+		}
+		return false, nil
+	}
+	f, _, _, err := s.Number()
+	return f, err
+}

@@ -127,3 +127,30 @@ func FuzzSkip(f *testing.F) {
 		}
 	})
 }
+
+func TestValue(t *testing.T) {
+	s := New([]byte(`{"a": [1, "x", true, false, null, NaN, -Infinity], "b": {"c": 2.5}}`))
+	v, err := s.Value()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(map[string]any)
+	a := m["a"].([]any)
+	if a[0] != 1.0 || a[1] != "x" || a[2] != true || a[3] != false || a[4] != nil || !math.IsNaN(a[5].(float64)) || !math.IsInf(a[6].(float64), -1) {
+		t.Errorf("array: %#v", a)
+	}
+	if m["b"].(map[string]any)["c"] != 2.5 {
+		t.Errorf("object: %#v", m["b"])
+	}
+	deep := strings.Repeat("[", MaxValueDepth+1) + strings.Repeat("]", MaxValueDepth+1)
+	if _, err := New([]byte(deep)).Value(); err != nil {
+		t.Errorf("%d levels are accepted: %v", MaxValueDepth+1, err)
+	}
+	deeper := strings.Repeat("[", MaxValueDepth+2) + strings.Repeat("]", MaxValueDepth+2)
+	if _, err := New([]byte(deeper)).Value(); err == nil || !strings.Contains(err.Error(), "nested deeper") {
+		t.Errorf("%d levels are refused: %v", MaxValueDepth+2, err)
+	}
+	if _, err := New([]byte(`{"a": }`)).Value(); err == nil {
+		t.Error("a missing value is an error")
+	}
+}
