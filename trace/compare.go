@@ -24,9 +24,9 @@ type SideStats struct {
 	MaxAllocated float64
 	MaxReserved  float64
 	// MaxActive is NaN unless the source gives active memory apart.
-	MaxActive float64
-	Static       float64 // Unset when absent
-	Theoretical  float64 // Unset when absent
+	MaxActive   float64
+	Static      float64 // Unset when absent
+	Theoretical float64 // Unset when absent
 	// It is the compared iteration.
 	It *Iteration
 	// Warnings are the file's (skipped samples, a cumulative peak, fields
