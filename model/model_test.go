@@ -79,11 +79,15 @@ func TestOpenSamplesDirectory(t *testing.T) {
 	ws.Wait()
 	k := byKind(ws)
 	// testdata holds the Megatron pair, the generated pair, snapshots,
-	// synthetic snapshots and estimates.
+	// synthetic snapshots, the three estimates, and the log and export
+	// fixtures (each folder a run of its own, not a comparison).
 	if len(k[KindTraceCompare]) != 2 {
 		t.Errorf("comparisons: %d", len(k[KindTraceCompare]))
 	}
-	if len(k[KindSnapshot]) < 7 || len(k[KindEstimate]) != 2 {
+	if len(k[KindTraceRun]) < 2 {
+		t.Errorf("the log and export folders open as runs: %d", len(k[KindTraceRun]))
+	}
+	if len(k[KindSnapshot]) < 7 || len(k[KindEstimate]) != 3 {
 		t.Errorf("snapshots %d estimates %d", len(k[KindSnapshot]), len(k[KindEstimate]))
 	}
 	for _, s := range ws.Sources() {

@@ -354,7 +354,11 @@ func (w *Workspace) openFile(p string, explicit bool) int {
 }
 
 func (w *Workspace) openDir(dir string, depth int) int {
-	if real, sim, _, err := trace.SplitRuns(dir); err == nil {
+	// Two run folders become a comparison only when their names say which
+	// is simulated (memory_traces_scaling, *sim*, *real*): two unrelated
+	// log folders side by side are opened each on its own. `memscope
+	// compare` still pairs them on request.
+	if real, sim, note, err := trace.SplitRuns(dir); err == nil && note == "" {
 		w.Add(KindTraceCompare, dir, real, sim)
 		return 1 + w.openSnapshotsOnly(dir)
 	}

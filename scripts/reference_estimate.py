@@ -16,11 +16,36 @@ NOISE_NAMES = ["unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp",
                "PyEval_", "PyObject_", "PyFunction_"]
 
 
+LIBRARY = ["/site-packages/", "/dist-packages/", "/torch/", "/lib/python", "<frozen"]
+
+
+def profiler_frame(f, fn):
+    """README: PyTorch-Memory-Profiler's package and the torch dispatch machinery it runs through."""
+    f = f.replace("\\", "/")
+    return ("/memory_profiler/" in f or f.startswith("memory_profiler/") or f.endswith("torch/utils/_pytree.py")
+            or f.endswith("torch/utils/_python_dispatch.py") or fn == "__torch_dispatch__")
+
+
+def fmt(f, line, fn):
+    return "%s:%s %s" % (f, line, fn) if int(line) > 0 else "%s %s" % (f, fn)
+
+
 def location(stack):
     frames = []
     for s in stack:
         if isinstance(s, str):
             frames += FRAME.findall(s)
+    frames = [(f, line, fn.strip()) for f, line, fn in frames]
+    kept = [x for x in reversed(frames) if not profiler_frame(x[0], x[2]) and not any(n in x[2] for n in NOISE_NAMES)]
+    # README: the innermost Megatron frame, else the innermost frame of the
+    # model's own code (outside installed libraries), else the old rule.
+    for f, line, fn in kept:
+        if "megatron/" in f.replace("\\", "/"):
+            return fmt(f, line, fn)
+    for f, line, fn in kept:
+        if not any(d in f.replace("\\", "/") for d in LIBRARY):
+            return fmt(f, line, fn)
+    frames = [x for x in frames if not profiler_frame(x[0], x[2])]
     for f, line, fn in reversed(frames):  # innermost first
         fn = fn.strip()
         if any(n in fn for n in NOISE_NAMES):
@@ -59,6 +84,8 @@ def device(key, d, top):
         p[1] += 1
         mod = t.get("module") or "Unknown"
         pat = ".".join("*" if x.isdigit() else x for x in mod.split("."))
+        if mod == "Unknown":
+            pat = "Unknown (%s)" % ph  # README: split by phase, as the profiler's viewer does
         m = mods.setdefault(pat, [0, 0, set()])
         m[0] += t["size_bytes"]
         m[1] += 1
@@ -71,7 +98,8 @@ def device(key, d, top):
                         for p, v in sorted(mods.items(), key=lambda kv: (-kv[1][0], kv[0]))],
             "top": [{"size": tensors[i]["size_bytes"], "shape": tensors[i].get("shape", ""),
                      "module": tensors[i].get("module") or "Unknown", "phase": tensors[i].get("phase") or "unknown",
-                     "location": location(tensors[i].get("create_stack_trace") or [])} for i in order[:top]]}
+                     "location": location(tensors[i].get("create_stack_trace") or tensors[i].get("stack_trace") or [])}
+                    for i in order[:top]]}
 
 
 def main():
@@ -84,7 +112,9 @@ def main():
         with open(p) as f:
             data = json.load(f)
         devs = [device(k, v, a.top) for k, v in data.items() if isinstance(v, dict)]
-        devs.sort(key=lambda d: int(d["device"].split(":")[-1]) if d["device"].split(":")[-1].isdigit() else 1 << 30)
+        # README: GPUs first by number, then the rest ("cpu") by name.
+        devs.sort(key=lambda d: (not d["device"].startswith("cuda"),
+                                 int(d["device"].split(":")[-1]) if d["device"].split(":")[-1].isdigit() else 1 << 30, d["device"]))
         files.append({"path": p, "kind": "estimated-snapshot", "error": None, "devices": devs})
     json.dump({"files": files}, sys.stdout, indent=1)
     print()

@@ -32,8 +32,22 @@ type Allocation struct {
 	ReleaseFrames        Stack
 }
 
-// Location is the allocation's call site (see Location).
-func (a *Allocation) Location() string { return Location(a.Frames) }
+// Location is the allocation's call site (see Location; for estimated
+// tensors, which carry a module, EstimateLocation).
+func (a *Allocation) Location() string {
+	if a.Module != "" {
+		return EstimateLocation(a.Frames)
+	}
+	return Location(a.Frames)
+}
+
+// LocationIndex is the index of the frame Location names, or -1.
+func (a *Allocation) LocationIndex() int {
+	if a.Module != "" {
+		return EstimateLocationIndex(a.Frames)
+	}
+	return LocationIndex(a.Frames)
+}
 
 // Bucket is one power-of-two bucket of a size histogram: sizes in [Lo, 2*Lo).
 type Bucket struct {

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"slices"
 	"bufio"
 	"fmt"
 	"io"
@@ -130,7 +131,7 @@ func (c *Categorizer) match(st Stack) Decision {
 	var texts []text
 	for pass := 0; pass < 2 && len(texts) == 0; pass++ {
 		for i, f := range st {
-			if IsNoise(f) || (pass == 0 && !strings.HasSuffix(f.Filename, ".py")) {
+			if IsNoise(f) || IsProfilerFrame(f) || (pass == 0 && !strings.HasSuffix(f.Filename, ".py")) {
 				continue
 			}
 			texts = append(texts, text{i, identParts(baseName(f.Filename), nil)}, text{i, identParts(f.Name, nil)})
@@ -333,11 +334,60 @@ func LocationFrame(st Stack) (Frame, bool) {
 	return Frame{}, false
 }
 
+// IsProfilerFrame reports whether a frame belongs to PyTorch-Memory-
+// Profiler's own hook or to the torch machinery its dispatch mode runs
+// through (_pytree, _python_dispatch, __torch_dispatch__). Such frames sit
+// innermost in every estimated tensor's stack and say nothing about who
+// made it.
+func IsProfilerFrame(f Frame) bool {
+	fn := strings.ReplaceAll(f.Filename, "\\", "/")
+	return strings.Contains(fn, "/memory_profiler/") || strings.HasPrefix(fn, "memory_profiler/") ||
+		strings.HasSuffix(fn, "torch/utils/_pytree.py") || strings.HasSuffix(fn, "torch/utils/_python_dispatch.py") ||
+		f.Name == "__torch_dispatch__"
+}
+
+// libraryDirs mark frames of installed libraries and the interpreter, as
+// opposed to the model's own code.
+var libraryDirs = []string{"/site-packages/", "/dist-packages/", "/torch/", "/lib/python", "<frozen"}
+
+// EstimateLocationIndex chooses the frame that names where an estimated
+// tensor was made: the innermost frame in Megatron's code (the profiler's
+// own viewer looks for megatron/core/), else the innermost frame of the
+// model's code (outside installed libraries), else what LocationIndex
+// chooses. The profiler's frames never count.
+func EstimateLocationIndex(st Stack) int {
+	user := -1
+	for i, f := range st {
+		if IsNoise(f) || isPlumbing(f) || IsProfilerFrame(f) {
+			continue
+		}
+		fn := strings.ReplaceAll(f.Filename, "\\", "/")
+		if strings.Contains(fn, "megatron/") {
+			return i
+		}
+		if user < 0 && !slices.ContainsFunc(libraryDirs, func(d string) bool { return strings.Contains(fn, d) }) {
+			user = i
+		}
+	}
+	if user >= 0 {
+		return user
+	}
+	return LocationIndex(st)
+}
+
+// EstimateLocation formats the frame EstimateLocationIndex chooses.
+func EstimateLocation(st Stack) string {
+	if i := EstimateLocationIndex(st); i >= 0 {
+		return st[i].String()
+	}
+	return ""
+}
+
 // LocationIndex is the index of the frame Location formats, or -1.
 func LocationIndex(st Stack) int {
 	first := -1
 	for i, f := range st {
-		if IsNoise(f) || isPlumbing(f) {
+		if IsNoise(f) || isPlumbing(f) || IsProfilerFrame(f) {
 			continue
 		}
 		if first < 0 {

@@ -44,6 +44,10 @@ func Sniff(head []byte) Kind {
 		if bytes.Contains(head, []byte(`"peak_memory_mb"`)) || bytes.Contains(head, []byte(`"size_bytes"`)) {
 			return KindEstimated
 		}
+		if isEmptyObject(t) {
+			// The profiler's writer leaves {} when no device had tensors.
+			return KindEstimated
+		}
 		if bytes.Contains(head, []byte(`"segments"`)) || bytes.Contains(head, []byte(`"device_traces"`)) {
 			return KindTorch
 		}
@@ -53,6 +57,12 @@ func Sniff(head []byte) Kind {
 		}
 	}
 	return KindNone
+}
+
+// isEmptyObject reports whether b is "{}" with any whitespace around and
+// inside.
+func isEmptyObject(b []byte) bool {
+	return bytes.Equal(bytes.Join(bytes.Fields(b), nil), []byte("{}"))
 }
 
 // SniffFile reads the head of a file and sniffs it.
@@ -67,7 +77,14 @@ func SniffFile(path string) (Kind, error) {
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return KindNone, err
 	}
-	return Sniff(buf[:n]), nil
+	k := Sniff(buf[:n])
+	if k == KindEstimated && isEmptyObject(buf[:n]) &&
+		strings.HasPrefix(strings.ToLower(filepath.Base(path)), "memory_trace") {
+		// Megatron's tracker writes {} before its first iteration: that is
+		// an empty trace, not an empty estimate.
+		return KindNone, nil
+	}
+	return k, nil
 }
 
 // Label identifies where a snapshot sits in a run, from torchtitan's

@@ -122,8 +122,16 @@ func DecodeEstimate(ctx context.Context, data []byte) (*Estimate, error) {
 	return est, nil
 }
 
-// compareDeviceKeys orders "cuda:2" before "cuda:10".
+// compareDeviceKeys puts GPUs first, "cuda:2" before "cuda:10", then the
+// rest ("cpu") by name.
 func compareDeviceKeys(a, b string) int {
+	ga, gb := strings.HasPrefix(a, "cuda"), strings.HasPrefix(b, "cuda")
+	if ga != gb {
+		if ga {
+			return -1
+		}
+		return 1
+	}
 	na, ea := deviceNum(a)
 	nb, eb := deviceNum(b)
 	if ea == nil && eb == nil && na != nb {
@@ -270,7 +278,7 @@ func parseTensor(sc *jsonscan.Scanner, in *stackStrings) (Tensor, string, error)
 			default:
 				t.Phase = s
 			}
-		case "create_stack_trace", "release_stack_trace":
+		case "create_stack_trace", "stack_trace", "release_stack_trace":
 			st, bad, err := in.stack(sc)
 			if err != nil {
 				return t, "", fmt.Errorf("%s: %w", k, err)
@@ -278,7 +286,9 @@ func parseTensor(sc *jsonscan.Scanner, in *stackStrings) (Tensor, string, error)
 			if bad {
 				warn = append(warn, k+" holds entries that are not stack frame strings")
 			}
-			if k == "create_stack_trace" {
+			if k != "release_stack_trace" {
+				// stack_trace is the writer's earlier name for the creation
+				// stack.
 				t.Create = st
 			} else {
 				t.Release = st

@@ -119,6 +119,13 @@ func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceSt
 		p.Bytes += t.Size
 		p.Tensors++
 		pat := MergedPattern(t.Module)
+		if t.Module == "Unknown" {
+			// Tensors made outside any module's forward (parameters,
+			// gradients, optimizer state) split by phase, as the
+			// profiler's viewer does: one "Unknown" row would hide most of
+			// the memory.
+			pat = "Unknown (" + t.Phase + ")"
+		}
 		m := mods[pat]
 		if m == nil {
 			m = &modAcc{ModuleTotal: ModuleTotal{Pattern: pat}, paths: map[string]bool{}}

@@ -56,7 +56,7 @@ func estimateJSON(e *EstimateAnalysis, topN int) []jsonEstDevice {
 				break
 			}
 			a := &d.Allocations[k]
-			j.Top = append(j.Top, jsonEstTensor{a.Size, a.Shape, a.Module, a.Phase, Location(a.Frames)})
+			j.Top = append(j.Top, jsonEstTensor{a.Size, a.Shape, a.Module, a.Phase, a.Location()})
 		}
 		out = append(out, j)
 	}
@@ -67,6 +67,10 @@ func writeEstimateText(tw *textWriter, e *EstimateAnalysis, opt ReportOptions) {
 	tw.line("format: PyTorch-Memory-Profiler peak snapshot (an estimate)")
 	for _, w := range e.Estimate.Warnings {
 		tw.line("note: %s", w)
+	}
+	if len(e.Devices) == 0 {
+		tw.line("")
+		tw.line("empty estimate: no device had tensors when the profiler wrote it ({})")
 	}
 	for i := range e.Devices {
 		d := &e.Devices[i]
@@ -113,7 +117,7 @@ func writeEstimateText(tw *textWriter, e *EstimateAnalysis, opt ReportOptions) {
 					break
 				}
 				a := &d.Allocations[k]
-				loc := Location(a.Frames)
+				loc := a.Location()
 				if loc == "" {
 					loc = NoFrames
 				}

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -128,4 +129,90 @@ func FuzzDecodeEstimate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEstimatesAsTheProfilerWritesThem uses the file the profiler's own
+// writer produced: its hook frames never name a tensor's origin, lambda
+// frames make nothing Optimizer State, Unknown modules split by phase.
+func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
+	e, err := OpenEstimate(context.Background(), "../testdata/estimates/WRITER_tiny_gpt_cpu_peak_snapshot.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := AnalyzeEstimate(e, nil)
+	d := &a.Devices[0]
+	for _, al := range d.Allocations {
+		loc := al.Location()
+		if loc == "" || strings.Contains(loc, "memory_profiler") || strings.Contains(loc, "_pytree") || strings.Contains(loc, "dispatch") || strings.Contains(loc, "<lambda>") {
+			t.Errorf("location names the profiler: %q", loc)
+		}
+		i := al.LocationIndex()
+		if i < 0 || IsProfilerFrame(al.Frames[i]) {
+			t.Errorf("location frame %d is the profiler's", i)
+		}
+		if al.Category == "Optimizer State" {
+			if f := al.Frames[al.CategoryFrame]; !strings.Contains(f.Filename, "optim") {
+				t.Errorf("Optimizer State decided by %s %s", f.Filename, f.Name)
+			}
+		}
+		if al.CategoryFrame >= 0 && IsProfilerFrame(al.Frames[al.CategoryFrame]) {
+			t.Errorf("category decided by a profiler frame: %+v", al.Frames[al.CategoryFrame])
+		}
+	}
+	var unknown int64
+	for _, m := range d.Modules {
+		if m.Pattern == "Unknown" {
+			t.Error("Unknown modules form one row")
+		}
+		if strings.HasPrefix(m.Pattern, "Unknown (") {
+			unknown += m.Bytes
+		}
+	}
+	var want int64
+	for _, al := range d.Allocations {
+		if al.Module == "Unknown" {
+			want += al.Size
+		}
+	}
+	if unknown != want || want == 0 {
+		t.Errorf("Unknown rows by phase sum to %d, Unknown tensors %d", unknown, want)
+	}
+}
+
+// TestEstimateShapes: device order, the empty file, the earlier key name.
+func TestEstimateShapes(t *testing.T) {
+	e, err := DecodeEstimate(context.Background(), []byte(`{"cpu": {"peak_memory_mb": 1, "tensors": []}, "cuda:10": {"peak_memory_mb": 1, "tensors": []},
+		"cuda:2": {"peak_memory_mb": 1, "tensors": [{"size_bytes": 1048576, "stack_trace": ["  File \"model.py\", line 7, in f\n    x = g()\n"]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, d := range e.Devices {
+		order = append(order, d.Device)
+	}
+	if strings.Join(order, ",") != "cuda:2,cuda:10,cpu" {
+		t.Errorf("device order %v, want GPUs first by number", order)
+	}
+	if st := e.Devices[0].Tensors[0].Create; len(st) != 1 || st[0].Filename != "model.py" || st[0].Line != 7 {
+		t.Errorf("stack_trace is read as the creation stack: %+v", st)
+	}
+	for _, body := range []string{"{}", " {\n}\n"} {
+		if k := Sniff([]byte(body)); k != KindEstimated {
+			t.Errorf("%q sniffed as %q", body, k)
+		}
+		e, err := DecodeEstimate(context.Background(), []byte(body))
+		if err != nil || len(e.Devices) != 0 {
+			t.Errorf("%q: %v %+v", body, err, e)
+		}
+	}
+	dir := t.TempDir()
+	for name, want := range map[string]Kind{"peak_snapshot.json": KindEstimated, "memory_trace_rank0.json": KindNone} {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if k, _ := SniffFile(p); k != want {
+			t.Errorf("{} named %s sniffed as %q, want %q", name, k, want)
+		}
+	}
 }

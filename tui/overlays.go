@@ -33,16 +33,12 @@ type stackOverlay struct {
 
 var okNoise = key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "show/hide interpreter and dispatcher frames"))
 
-func newStackOverlay(title string, create, release snapshot.Stack) *stackOverlay {
-	return newAllocStackOverlay(title, &snapshot.Allocation{Frames: create, ReleaseFrames: release, CategoryFrame: -1})
-}
-
 // newAllocStackOverlay shows an allocation's stacks with the frame that
 // decided its category and its location highlighted.
 func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 	o := &stackOverlay{title: title, focus: -1}
 	create, release := al.Frames, al.ReleaseFrames
-	loc := snapshot.LocationIndex(create)
+	loc := al.LocationIndex()
 	if al.Category != "" {
 		if al.CategoryFrame >= 0 {
 			o.decision = fmt.Sprintf("category %s: keyword %q in the frame marked ◆", al.Category, al.CategoryKeyword)
@@ -72,7 +68,7 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 				line += "  · " + safe(dir)
 			}
 			o.lines = append(o.lines, line)
-			o.noise = append(o.noise, i != loc && (snapshot.IsNoise(f) || snapshot.IsPlumbing(f) || isInterpreter(f)))
+			o.noise = append(o.noise, i != loc && (snapshot.IsNoise(f) || snapshot.IsPlumbing(f) || snapshot.IsProfilerFrame(f) || isInterpreter(f)))
 			if f.Source != "" {
 				o.lines = append(o.lines, "      "+safe(f.Source))
 				o.noise = append(o.noise, false)

@@ -88,6 +88,12 @@ func (t *snapTab) setSource(a *App, s *model.Source) {
 		t.mode = smCategory
 		if s.Estimate != nil {
 			t.mode = smMerged
+			// Open on the largest device, not on a small CPU one.
+			for i, d := range s.Estimate.Devices {
+				if d.PeakBytes > s.Estimate.Devices[t.devIdx].PeakBytes {
+					t.devIdx = i
+				}
+			}
 		}
 	}
 	if t.devIdx >= t.numDevices() {
@@ -216,7 +222,10 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 			if (key.Matches(m, skStackUp) || key.Matches(m, kEnter)) && t.mode == smGroups {
 				if e := t.est(); e != nil && t.groups.cursor < len(e.StackGroups) {
 					g := e.StackGroups[t.groups.cursor]
-					a.overlay = newStackOverlay(fmt.Sprintf("%s in %d tensors created here", bytesStr(g.Bytes), g.Tensors), g.Frames, nil)
+					// An estimated tensor's stack: the location rules of
+					// estimates apply (Module set).
+					a.overlay = newAllocStackOverlay(fmt.Sprintf("%s in %d tensors created here", bytesStr(g.Bytes), g.Tensors),
+						&snapshot.Allocation{Frames: g.Frames, Module: "(stack group)", CategoryFrame: -1})
 				}
 			}
 		}
@@ -303,6 +312,9 @@ func (t *snapTab) view(a *App) string {
 		return th.dim.Render("loading " + t.src.Name() + "…")
 	}
 	if t.numDevices() == 0 {
+		if t.src.Estimate != nil {
+			return th.bold.Render(t.src.Name()) + "\n\n" + "This estimate is empty ({}): no device had tensors when the profiler wrote it."
+		}
 		return th.bold.Render(t.src.Name()) + "\n\n" + "This snapshot has no segments and no trace entries: nothing was allocated while recording."
 	}
 	if t.src.Estimate != nil {

@@ -121,7 +121,7 @@ func (t *snapTab) groupView(a *App, e *snapshot.EstimateDeviceStats, h int) stri
 	from, to := t.groups.visible()
 	for i := from; i < to; i++ {
 		g := e.StackGroups[i]
-		loc := snapshot.Location(g.Frames)
+		loc := snapshot.EstimateLocation(g.Frames)
 		if loc == "" {
 			loc = "(no creation stack)"
 		}

@@ -98,7 +98,7 @@ func (t *topTab) setSource(a *App, s *model.Source) {
 		if len(al.Frames) > 0 {
 			l, ok := locCache[&al.Frames[0]]
 			if !ok {
-				l = snapshot.Location(al.Frames)
+				l = al.Location()
 				locCache[&al.Frames[0]] = l
 			}
 			t.locs[i] = l

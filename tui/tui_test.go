@@ -432,8 +432,9 @@ func TestEstimateViews(t *testing.T) {
 			checkScreen(t, s, size[0], size[1])
 			golden(t, name, s)
 		}
+		// It opens on the largest device (cuda:1 here); d goes on to the next.
 		press(a, "d")
-		if !strings.Contains(screen(a), "cuda:1") {
+		if !strings.Contains(screen(a), "cuda:2 (3/3") {
 			t.Errorf("d switches the estimate's device:\n%s", screen(a))
 		}
 		press(a, "3")
@@ -665,5 +666,28 @@ func TestTorchtitanMarks(t *testing.T) {
 	s := screen(a)
 	if !strings.Contains(s, "step 2: 3 alloc retries") || !strings.Contains(s, "step 4: 1 OOMs") || strings.Contains(s, "simulated allocated") {
 		t.Errorf("marks and legend:\n%s", s)
+	}
+}
+
+// TestEstimateStackHidesProfilerFrames: an estimated tensor's stack opens
+// at the model's frame, and n hides the profiler's hook frames.
+func TestEstimateStackHidesProfilerFrames(t *testing.T) {
+	a := newTestApp(t, 160, 60, "../testdata/estimates/WRITER_tiny_gpt_cpu_peak_snapshot.json")
+	press(a, "3", "enter")
+	s := screen(a)
+	marked := ""
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "▶") {
+			marked = l
+		}
+	}
+	if !strings.Contains(marked, "run_real_writer.py") {
+		t.Errorf("the stack opens at the model's frame, got %q:\n%s", marked, s)
+	}
+	before := strings.Count(s, "memory_dispatch_mode.py") + strings.Count(s, "_pytree.py")
+	press(a, "n")
+	after := strings.Count(screen(a), "memory_dispatch_mode.py") + strings.Count(screen(a), "_pytree.py")
+	if (before == 0) == (after == 0) {
+		t.Errorf("n shows/hides the profiler frames: %d before, %d after", before, after)
 	}
 }
