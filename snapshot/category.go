@@ -1,11 +1,11 @@
 package snapshot
 
 import (
-	"slices"
 	"bufio"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"unicode"
 )
