@@ -412,20 +412,20 @@ func (t *tracesTab) spark(it *trace.Iteration, w int, st lipgloss.Style) string 
 
 func (t *tracesTab) listView(a *App) string {
 	th := a.th
-	fixed := 6 + 11 + 11 + 10 + 8 + 7 + 3
+	fixed := 6 + 11 + 11 + 10 + 8 + 12 + 7 + 3
 	sw := max(4, (t.w-fixed)/2)
 	var b strings.Builder
 	b.WriteString(fit(t.header(a), t.w) + "\n")
-	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s %7s %6s", "RANK", sw, fit("REAL allocated, "+t.axisLabel(), sw), sw, fit("SIMULATED, same axis", sw),
-		"REAL PEAK", "SIM PEAK", "ERROR", "CURVE", "TIME")
+	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s %7s %11s %6s", "RANK", sw, fit("REAL allocated, "+t.axisLabel(), sw), sw, fit("SIMULATED, same axis", sw),
+		"REAL PEAK", "SIM PEAK", "ERROR", "CURVE", "TIME R/S", "S/R")
 	b.WriteString(th.header.Render(fit(hdr, t.w)) + "\n")
 	realSt, simSt := th.fg(palette.Real), th.fg(palette.Sim)
 	from, to := t.list.visible()
 	for i := from; i < to; i++ {
 		r := &t.rows[i]
 		es, est := errStyle(th, r.errPct)
-		line := fmt.Sprintf("%4d  %s %s %10s %10s %s %7s %6s", r.rank, t.spark(r.realIt, sw, realSt), t.spark(r.simIt, sw, simSt),
-			mibStr(r.realPeak), mibStr(r.simPeak), est.Render(fitLeft(es, 9)), pctStr(r.curvePct), ratioStr(r.durRatio))
+		line := fmt.Sprintf("%4d  %s %s %10s %10s %s %7s %11s %6s", r.rank, t.spark(r.realIt, sw, realSt), t.spark(r.simIt, sw, simSt),
+			mibStr(r.realPeak), mibStr(r.simPeak), est.Render(fitLeft(es, 9)), pctStr(r.curvePct), durPair(r.realIt, r.simIt), ratioStr(r.durRatio))
 		if i == t.list.cursor {
 			line = th.sel.Render(fit(stripStyle(line), t.w))
 		}
@@ -437,12 +437,27 @@ func (t *tracesTab) listView(a *App) string {
 	for i := to - from; i < t.list.height; i++ {
 		b.WriteString("\n")
 	}
-	hint := "TIME = simulated / real iteration time · enter detail · s sort · h heatmap · o sources"
+	hint := "TIME R/S = real and simulated iteration seconds, S/R their ratio · enter detail · s sort · h heatmap · o sources"
 	if h := t.list.hint(); h != "" {
 		hint = h + " · " + hint
 	}
 	b.WriteString(th.dim.Render(fit(hint, t.w)))
 	return b.String()
+}
+
+// durPair shows the real and simulated iterations' durations in seconds
+// (blank for step-based sources, whose x is not time).
+func durPair(r, s *trace.Iteration) string {
+	d := func(it *trace.Iteration) string {
+		if it == nil || it.X == trace.Steps {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f", it.Duration())
+	}
+	if (r == nil || r.X == trace.Steps) && (s == nil || s.X == trace.Steps) {
+		return "—"
+	}
+	return d(r) + "/" + d(s)
 }
 
 func ratioStr(v float64) string {
