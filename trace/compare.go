@@ -184,7 +184,8 @@ func CompareIterations(real, sim *Iteration) (peakErrPct, curveErrPct, durRatio 
 	if real == nil || sim == nil {
 		return
 	}
-	if d := real.Duration(); d > 0 {
+	// Step-based series (logs, exports) have no time: no ratio.
+	if d := real.Duration(); d > 0 && real.X == Seconds && sim.X == Seconds {
 		durRatio = sim.Duration() / d
 	}
 	rp, sp := real.Peak(), sim.Peak()
@@ -208,8 +209,12 @@ func sideStats(r *Rank, iteration int) (*SideStats, error) {
 			return nil, fmt.Errorf("%s: no iteration %d (has %s)", r.Path, iteration, iterRange(r))
 		}
 	}
+	dur := it.Duration()
+	if it.X == Steps {
+		dur = math.NaN() // steps, not seconds
+	}
 	return &SideStats{
-		Path: r.Path, Iteration: it.Num, Samples: len(it.T), Duration: it.Duration(), Peak: it.Peak(),
+		Path: r.Path, Iteration: it.Num, Samples: len(it.T), Duration: dur, Peak: it.Peak(),
 		MaxAllocated: maxOf(it.Allocated), MaxReserved: maxOf(it.Reserved), MaxActive: maxOf(it.Active),
 		Static: it.Static, Theoretical: it.Theoretical, It: it, Warnings: r.Warnings,
 	}, nil

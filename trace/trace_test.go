@@ -801,3 +801,25 @@ func TestTorchtitanExportsAsWritten(t *testing.T) {
 		t.Errorf("short stats array: %v", err)
 	}
 }
+
+// TestStepSeriesHaveNoDuration: logs count steps, not seconds: no duration
+// and no duration ratio.
+func TestStepSeriesHaveNoDuration(t *testing.T) {
+	r, err := LoadPath(context.Background(), "../testdata/traces/logs/megatron_torchrun.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadPath(context.Background(), "../testdata/traces/logs/megatron_logger.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Compare(r, s, -1, nil)
+	rc := c.Ranks[0]
+	if !math.IsNaN(rc.Real.Duration) || !math.IsNaN(rc.DurationRatio) || math.IsNaN(rc.PeakErrorPct) {
+		t.Errorf("steps: duration %v ratio %v error %v", rc.Real.Duration, rc.DurationRatio, rc.PeakErrorPct)
+	}
+	var buf bytes.Buffer
+	if err := c.WriteJSON(&buf); err != nil || !strings.Contains(buf.String(), `"duration_s": null`) {
+		t.Errorf("JSON: %v", err)
+	}
+}
