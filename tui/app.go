@@ -63,7 +63,10 @@ type App struct {
 	th      theme
 	w, h    int
 	active  int
-	tabs    []tab
+	// tabChosen is set once the user picks a tab; until then the explorer
+	// follows what was opened (fitTab).
+	tabChosen bool
+	tabs      []tab
 
 	traces   *tracesTab
 	snap     *snapTab
@@ -155,6 +158,35 @@ func (a *App) refresh() {
 	a.snap.setSource(a, snap)
 	a.top.setSource(a, snap)
 	a.timeline.setSource(a, snap)
+	if !a.tabChosen {
+		a.active = a.fitTab()
+	}
+}
+
+// fitTab is the tab that fits what was opened: Traces when there are
+// traces, else Snapshot when there are snapshots or estimates, else Live.
+// A lone snapshot must not open on an empty Traces tab.
+func (a *App) fitTab() int {
+	var traces, snaps, live bool
+	for _, s := range a.sources {
+		switch {
+		case s.Kind.IsTrace():
+			traces = true
+		case s.Kind.IsSnapshot():
+			snaps = true
+		case s.Kind == model.KindLive:
+			live = true
+		}
+	}
+	switch {
+	case traces:
+		return 0
+	case snaps:
+		return 1
+	case live:
+		return 3
+	}
+	return a.active
 }
 
 // pickDefault keeps the current selection if it still exists, else takes
@@ -190,6 +222,7 @@ func (a *App) source(id int) *model.Source {
 
 // selectSource points the tabs of its kind at a source.
 func (a *App) selectSource(s *model.Source) {
+	a.tabChosen = true
 	switch {
 	case s.Kind.IsTrace():
 		a.traceSel, a.traceChosen = s.ID, true
@@ -276,17 +309,17 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		a.showHelp = true
 		return nil
 	case key.Matches(msg, a.keys.next):
-		a.active = (a.active + 1) % len(a.tabs)
+		a.active, a.tabChosen = (a.active+1)%len(a.tabs), true
 		return nil
 	case key.Matches(msg, a.keys.prev):
-		a.active = (a.active + len(a.tabs) - 1) % len(a.tabs)
+		a.active, a.tabChosen = (a.active+len(a.tabs)-1)%len(a.tabs), true
 		return nil
 	case key.Matches(msg, a.keys.sources):
 		a.overlay = newPicker(a)
 		return nil
 	}
 	if s := msg.String(); len(s) == 1 && s[0] >= '1' && s[0] <= '0'+byte(len(a.tabs)) {
-		a.active = int(s[0] - '1')
+		a.active, a.tabChosen = int(s[0]-'1'), true
 		return nil
 	}
 	return t.update(a, msg)
@@ -313,7 +346,7 @@ func (a *App) onMouse(msg tea.Msg, m tea.Mouse) tea.Cmd {
 		if _, ok := msg.(tea.MouseClickMsg); ok {
 			for i, r := range a.tabRanges() {
 				if m.X >= r[0] && m.X < r[1] {
-					a.active = i
+					a.active, a.tabChosen = i, true
 				}
 			}
 		}

@@ -691,3 +691,29 @@ func TestEstimateStackHidesProfilerFrames(t *testing.T) {
 		t.Errorf("n shows/hides the profiler frames: %d before, %d after", before, after)
 	}
 }
+
+// TestOpensOnTheFittingTab: the first tab follows what was opened until
+// the user picks one.
+func TestOpensOnTheFittingTab(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		paths []string
+		want  string
+	}{
+		{"a lone snapshot", []string{"../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle"}, "Snapshot"},
+		{"a lone estimate", []string{"../testdata/estimates/SYNTHETIC_peak_snapshot.json"}, "Snapshot"},
+		{"traces and a snapshot", []string{"../testdata/traces/megatron_trace_memory", "../testdata/estimates/SYNTHETIC_peak_snapshot.json"}, "Traces"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newTestApp(t, 120, 30, c.paths...)
+			if got := a.tabs[a.active].name(); got != c.want {
+				t.Errorf("opens on %s, want %s", got, c.want)
+			}
+			press(a, "4")
+			a.refresh()
+			if a.tabs[a.active].name() != "Live" {
+				t.Error("a refresh after the user chose a tab keeps it")
+			}
+		})
+	}
+}
