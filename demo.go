@@ -1,10 +1,20 @@
 package main
 
 import (
+	"context"
 	"embed"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"memscope/model"
+	"memscope/nvml"
+	"memscope/tui"
 )
 
 // demoData is the bundled sample data of `memscope demo`: real allocator
@@ -41,4 +51,31 @@ func extractDemo() (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// cmdDemo opens the explorer over the bundled samples and eight simulated
+// GPUs.
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("demo", "memscope demo [--interval D]", stderr)
+	interval := fs.Duration("interval", 500*time.Millisecond, "simulated sampling interval")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	dir, err := extractDemo()
+	if err != nil {
+		return fmt.Errorf("demo data: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	ws := model.New(ctx, nil)
+	ws.Open(dir)
+	ws.MarkDemo()
+	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
+		ws.Wait()
+		fmt.Fprintln(stdout, "memscope demo needs a terminal; the bundled data:")
+		for _, s := range ws.Sources() {
+			fmt.Fprintf(stdout, "  %-12s %-8s %s\n", s.Kind, s.State, s.Name())
+		}
+		return nil
+	}
+	return tui.Run(ctx, ws, tui.Options{Demo: true, Live: nvml.NewFake(8, nil), Interval: *interval})
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"memscope/snapshot"
+)
+
+// cmdDiff implements `memscope diff`.
+func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
+	fs := newFlagSet("diff", "memscope diff [--json] [--top N] A B", stderr)
+	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
+	top := fs.Int("top", 25, "call sites to list")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return false, err
+	}
+	if len(paths) != 2 {
+		fmt.Fprintln(stderr, "memscope diff: give two snapshots, A and B")
+		fs.Usage()
+		return false, errUsage
+	}
+	cat := snapshot.NewCategorizer(nil)
+	var sides [2]snapshot.Side
+	for i, p := range paths {
+		r := snapshot.FileReport{Path: p}
+		r.Kind, _ = snapshot.SniffFile(p)
+		analyseReport(ctx, &r, cat)
+		switch {
+		case r.Err != nil:
+			return true, r.Err
+		case r.Estimate != nil:
+			sides[i] = snapshot.SideOfEstimate(p, r.Estimate)
+		default:
+			sides[i] = snapshot.SideOf(p, r.Analysis)
+		}
+	}
+	d := snapshot.Compare(sides[0], sides[1])
+	if *asJSON {
+		return false, d.WriteJSON(stdout)
+	}
+	return false, d.WriteText(stdout, *top)
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"memscope/model"
+	"memscope/nvml"
+	"memscope/snapshot"
+	"memscope/trace"
+	"memscope/tui"
+)
+
+// cmdExplore opens the explorer (or prints the text reports when stdout is
+// not a terminal).
+func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
+	fs := newFlagSet("memscope", "memscope [--replay DIR] [--live|--no-live] [--interval D] [--categories FILE] [PATH...]", stderr)
+	replay := fs.String("replay", "", "drive the Live tab from recorded traces in DIR")
+	live := fs.Bool("live", false, "sample GPUs through NVML (the default when no PATH is given)")
+	noLive := fs.Bool("no-live", false, "never initialise NVML")
+	interval := fs.Duration("interval", time.Second, "live sampling interval (min 50ms)")
+	catFile := fs.String("categories", "", "category rules file")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return false, err
+	}
+	if *interval < 50*time.Millisecond {
+		fmt.Fprintln(stderr, "memscope: --interval must be at least 50ms")
+		return false, errUsage
+	}
+	var rules []snapshot.Rule
+	if *catFile != "" {
+		if rules, err = snapshot.LoadRules(*catFile); err != nil {
+			return false, fmt.Errorf("--categories: %w", err)
+		}
+	}
+	wantLive := (*live || len(paths) == 0) && !*noLive
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
+		return printReports(ctx, paths, rules, stdout)
+	}
+	ws := model.New(ctx, rules)
+	ws.Open(paths...)
+	opts := tui.Options{Interval: *interval}
+	switch {
+	case *replay != "":
+		r, err := nvml.NewReplay(ctx, *replay, nil)
+		if err != nil {
+			return false, fmt.Errorf("--replay: %w", err)
+		}
+		opts.Live = r
+	case wantLive:
+		n, err := nvml.Open()
+		if err != nil {
+			opts.LiveErr = err
+		} else {
+			defer n.Close()
+			opts.Live = n
+		}
+	default:
+		opts.LiveErr = errors.New("live GPUs are sampled when memscope runs without PATH, or with --live")
+	}
+	stopWatch := watchSources(ctx, ws)
+	defer stopWatch()
+	return false, tui.Run(ctx, ws, opts)
+}
+
+// printReports is the non-interactive form of `memscope PATH`: the text
+// report of every snapshot and the comparison of every trace set.
+func printReports(ctx context.Context, paths []string, rules []snapshot.Rule, w io.Writer) (bool, error) {
+	ws := model.New(ctx, rules)
+	ws.Open(paths...)
+	ws.Wait()
+	failed := false
+	var reports []snapshot.FileReport
+	for _, s := range ws.Sources() {
+		switch {
+		case s.Kind.IsSnapshot():
+			r := snapshot.FileReport{Path: s.Path, Label: snapshot.ParseLabel(s.Path), Err: s.Err, Analysis: s.Analysis, Estimate: s.Estimate}
+			if s.Estimate != nil {
+				r.Kind = snapshot.KindEstimated
+			}
+			reports = append(reports, r)
+		case s.Kind == model.KindTraceCompare && s.Comparison != nil:
+			fmt.Fprintf(w, "━━ %s\n", s.Name())
+			s.Comparison.WriteText(w)
+			fmt.Fprintln(w)
+		case s.Kind == model.KindTraceRun && s.Real != nil:
+			fmt.Fprintf(w, "━━ %s (one run)\n", s.Name())
+			c := trace.Compare(s.Real, &trace.Set{}, -1, nil)
+			c.WriteText(w)
+			fmt.Fprintln(w)
+		}
+		if s.State == model.Failed || s.ErrorCount() > 0 {
+			failed = true
+			if !s.Kind.IsSnapshot() {
+				for _, p := range s.Problems() {
+					fmt.Fprintf(w, "error: %s\n", p)
+				}
+			}
+		}
+	}
+	if len(reports) > 0 {
+		return failed, snapshot.WriteText(w, reports, snapshot.ReportOptions{TopN: 10})
+	}
+	return failed, nil
+}
+
+// watchSources starts watching the workspace's files for changes (see
+// model.Watch) and returns a function that stops it.
+func watchSources(ctx context.Context, ws *model.Workspace) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := model.Watch(ctx, ws)
+	if err != nil {
+		cancel()
+		return func() {}
+	}
+	return func() {
+		cancel()
+		w.Wait()
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"memscope/internal/units"
+	"memscope/plot"
+	"memscope/snapshot"
+)
+
+// cmdReport implements `memscope report`.
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
+	fs := newFlagSet("report", "memscope report [--json] [--top N] [--categories FILE] [--plot DIR] [--out DIR [--name NAME]] [--format png|svg] PATH...", stderr)
+	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
+	top := fs.Int("top", 10, "allocations to list per device")
+	catFile := fs.String("categories", "", "category rules file (\"Name: keyword, keyword\" per line)")
+	plotDir := fs.String("plot", "", "write pictures (overview, top consumers, categories, sizes, efficiency, timeline) into DIR")
+	outDir := fs.String("out", "", "save text, JSON, pictures and a findings README into DIR/YYYYMMDD_HHMMSS_NAME/ (and a latest link)")
+	name := fs.String("name", "", "name of the --out folder (default: from the input path)")
+	format := fs.String("format", "png", "picture format: png or svg")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return false, err
+	}
+	if len(paths) == 0 {
+		fmt.Fprintln(stderr, "memscope report: no PATH given")
+		fs.Usage()
+		return false, errUsage
+	}
+	if *top < 0 {
+		fmt.Fprintln(stderr, "memscope report: --top must be >= 0")
+		return false, errUsage
+	}
+	ext, ok := pictureExt(*format)
+	if !ok {
+		fmt.Fprintf(stderr, "memscope report: --format must be png or svg, not %q\n", *format)
+		return false, errUsage
+	}
+	var rules []snapshot.Rule
+	if *catFile != "" {
+		if rules, err = snapshot.LoadRules(*catFile); err != nil {
+			return false, fmt.Errorf("--categories: %w", err)
+		}
+	}
+	reports := loadReports(ctx, paths, snapshot.NewCategorizer(rules))
+	failed := false
+	for _, r := range reports {
+		if r.Err != nil {
+			failed = true
+		}
+	}
+	opt := snapshot.ReportOptions{TopN: *top}
+	if *asJSON {
+		for _, r := range reports {
+			if r.Analysis != nil {
+				for _, w := range r.Analysis.Snapshot.Warnings {
+					fmt.Fprintf(stderr, "memscope: %s: note: %s\n", r.Path, w)
+				}
+			}
+		}
+		err = snapshot.WriteJSON(stdout, reports, opt)
+	} else {
+		err = snapshot.WriteText(stdout, reports, opt)
+	}
+	if err != nil {
+		return failed, err
+	}
+	if *plotDir != "" {
+		pics, err := reportPlots(*plotDir, ext, reports)
+		if err != nil {
+			return true, err
+		}
+		fmt.Fprintf(stderr, "memscope: wrote %d pictures into %s\n", len(pics), *plotDir)
+	}
+	if *outDir != "" {
+		dir, err := saveReportFolder(*outDir, *name, paths, ext, reports, opt)
+		if err != nil {
+			return true, err
+		}
+		fmt.Fprintf(stderr, "memscope: saved the report in %s\n", dir)
+	}
+	return failed, nil
+}
+
+// loadReports expands directories into the snapshots they hold and analyses
+// every file, two at a time; a failing file becomes an error entry and never
+// stops the others.
+func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer) []snapshot.FileReport {
+	var reports []snapshot.FileReport
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			reports = append(reports, snapshot.FileReport{Path: p, Err: err})
+		case st.IsDir():
+			found, err := snapshot.Discover(p)
+			if err != nil {
+				reports = append(reports, snapshot.FileReport{Path: p, Err: err})
+				continue
+			}
+			if len(found) == 0 {
+				reports = append(reports, snapshot.FileReport{Path: p, Err: fmt.Errorf(
+					"no snapshots found (looked for *.pickle, *.pkl, *.pickle.gz, memory_viz *.html and snapshot *.json, up to 4 levels deep)")})
+			}
+			for _, f := range found {
+				reports = append(reports, snapshot.FileReport{Path: f.Path, Kind: f.Kind, Label: f.Label})
+			}
+		default:
+			k, _ := snapshot.SniffFile(p)
+			reports = append(reports, snapshot.FileReport{Path: p, Kind: k, Label: snapshot.ParseLabel(p)})
+		}
+	}
+	work := make(chan int)
+	done := make(chan struct{})
+	workers := 2
+	for w := 0; w < workers; w++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			// Categorizers cache per stack and are not safe for concurrent
+			// use: one per worker.
+			local := snapshot.NewCategorizer(cat.Rules())
+			for i := range work {
+				analyseReport(ctx, &reports[i], local)
+			}
+		}()
+	}
+	for i := range reports {
+		if reports[i].Err == nil {
+			work <- i
+		}
+	}
+	close(work)
+	for w := 0; w < workers; w++ {
+		<-done
+	}
+	return reports
+}
+
+func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Categorizer) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.Err = fmt.Errorf("%s: internal error while analysing: %v", r.Path, v)
+		}
+	}()
+	switch r.Kind {
+	case snapshot.KindEstimated:
+		est, err := snapshot.OpenEstimate(ctx, r.Path)
+		if err != nil {
+			r.Err = err
+			return
+		}
+		r.Estimate = snapshot.AnalyzeEstimate(est, cat)
+	default:
+		r.Kind = snapshot.KindTorch
+		s, err := snapshot.Open(ctx, r.Path)
+		if err != nil {
+			r.Err = err
+			return
+		}
+		r.Analysis = snapshot.Analyze(s, cat)
+	}
+}
+
+// reportPlots writes the pictures of every report into dir (one
+// subdirectory per input when there are several).
+func reportPlots(dir, ext string, reports []snapshot.FileReport) ([]string, error) {
+	var out []string
+	ok := 0
+	for _, r := range reports {
+		if r.Err == nil {
+			ok++
+		}
+	}
+	for _, r := range reports {
+		if r.Err != nil {
+			continue
+		}
+		d := dir
+		if ok > 1 {
+			d = filepath.Join(dir, folderName(r.Path))
+		}
+		pics, err := plot.ReportDir(d, ext, r.Analysis, r.Estimate)
+		out = append(out, pics...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func saveReportFolder(root, name string, paths []string, ext string, reports []snapshot.FileReport, opt snapshot.ReportOptions) (string, error) {
+	dir, err := newRunFolder(root, name, paths)
+	if err != nil {
+		return dir, err
+	}
+	var text, js bytes.Buffer
+	if err := snapshot.WriteText(&text, reports, opt); err != nil {
+		return dir, err
+	}
+	if err := snapshot.WriteJSON(&js, reports, opt); err != nil {
+		return dir, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), text.Bytes(), 0o644); err != nil {
+		return dir, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), js.Bytes(), 0o644); err != nil {
+		return dir, err
+	}
+	pics, err := reportPlots(filepath.Join(dir, "plots"), ext, reports)
+	if err != nil {
+		return dir, err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "README.md"), []byte(reportFindings(paths, reports, dir, pics)), 0o644)
+}
+
+// reportFindings is the README.md of a saved report: the figures that
+// matter, the recommendations, and links to the pictures.
+func reportFindings(paths []string, reports []snapshot.FileReport, dir string, pics []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Memory report\n\nInputs: %s  \nMade by `memscope report` on %s.\n\n", strings.Join(paths, ", "), time.Now().Format("2006-01-02 15:04"))
+	for _, r := range reports {
+		fmt.Fprintf(&b, "## %s\n\n", r.Path)
+		if r.Err != nil {
+			fmt.Fprintf(&b, "Could not be read: %v\n\n", r.Err)
+			continue
+		}
+		if a := r.Analysis; a != nil {
+			for _, d := range a.Devices {
+				fmt.Fprintf(&b, "**cuda:%d**: reserved %s, allocated %s, efficiency %.1f%% (%s); cached free %s, rounding waste %s.\n\n",
+					d.Device, units.Bytes(d.ReservedBytes), units.Bytes(d.AllocatedBytes), d.EfficiencyPct, d.Rating,
+					units.Bytes(d.InactiveBytes), units.Bytes(d.RoundingWaste))
+				if len(d.Categories) > 0 {
+					b.WriteString("| category | bytes | blocks |\n|---|---:|---:|\n")
+					for _, c := range d.Categories {
+						fmt.Fprintf(&b, "| %s | %s | %d |\n", c.Name, units.Bytes(c.Bytes), c.Blocks)
+					}
+					b.WriteString("\n")
+				}
+				if tl := a.Timeline(d.Device); tl != nil {
+					fmt.Fprintf(&b, "Peak %s at trace entry %d (%s).\n\n", units.Bytes(tl.Peak.Active), tl.Peak.EventIndex, tl.Note)
+				}
+				for _, rec := range d.Recommendations {
+					fmt.Fprintf(&b, "- %s\n", rec.Text)
+				}
+				b.WriteString("\n")
+			}
+		}
+		if e := r.Estimate; e != nil {
+			for _, d := range e.Devices {
+				fmt.Fprintf(&b, "**%s** (estimate): peak %s, listed %s in %d tensors, unlisted %s.\n\n", d.Device,
+					units.Bytes(d.PeakBytes), units.Bytes(d.ListedBytes), d.Tensors, units.Bytes(d.UnlistedBytes))
+				for i, m := range d.Modules {
+					if i == 5 {
+						break
+					}
+					fmt.Fprintf(&b, "- %s: %s in %d instances\n", m.Pattern, units.Bytes(m.Bytes), m.Instances)
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	writePictureLinks(&b, dir, pics)
+	return b.String()
+}
