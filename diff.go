@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
 
 	"memscope/snapshot"
 )
@@ -24,10 +27,20 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool
 	}
 	cat := snapshot.NewCategorizer(nil)
 	var sides [2]snapshot.Side
+	var sizes [2]int64
+	for i, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			sizes[i] = st.Size()
+		}
+	}
+	bar := newLoadProgress(stderr, isTerminal(stderr), sizes[0]+sizes[1], progressDelay, time.Now)
+	defer bar.finish()
 	for i, p := range paths {
 		r := snapshot.FileReport{Path: p}
 		r.Kind, _ = snapshot.SniffFile(p)
-		analyseReport(ctx, &r, cat)
+		analyseReport(ctx, &r, cat, func(phase string, frac float64) {
+			bar.update(i, int64(frac*float64(sizes[i])), phase+" "+filepath.Base(p))
+		})
 		switch {
 		case r.Err != nil:
 			return true, r.Err

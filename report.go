@@ -8,8 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/charmbracelet/x/term"
+	"github.com/schollz/progressbar/v3"
+
+	"memscope/internal/textsafe"
 	"memscope/internal/units"
 	"memscope/plot"
 	"memscope/snapshot"
@@ -49,7 +54,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 			return false, fmt.Errorf("--categories: %w", err)
 		}
 	}
-	reports := loadReports(ctx, paths, snapshot.NewCategorizer(rules))
+	reports := loadReports(ctx, paths, snapshot.NewCategorizer(rules), stderr)
 	failed := false
 	for _, r := range reports {
 		if r.Err != nil {
@@ -92,7 +97,10 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 // loadReports expands directories into the snapshots they hold and analyses
 // every file, two at a time; a failing file becomes an error entry and never
 // stops the others.
-func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer) []snapshot.FileReport {
+//
+// When progress is a terminal, a bar there shows the bytes decoded and what
+// is being done, once loading has taken longer than progressDelay.
+func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer, progress io.Writer) []snapshot.FileReport {
 	var reports []snapshot.FileReport
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -117,6 +125,16 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer)
 			reports = append(reports, snapshot.FileReport{Path: p, Kind: k, Label: snapshot.ParseLabel(p)})
 		}
 	}
+	var total int64
+	sizes := make([]int64, len(reports))
+	for i := range reports {
+		if st, err := os.Stat(reports[i].Path); err == nil && reports[i].Err == nil {
+			sizes[i] = st.Size()
+			total += sizes[i]
+		}
+	}
+	bar := newLoadProgress(progress, isTerminal(progress), total, progressDelay, time.Now)
+	defer bar.finish()
 	work := make(chan int)
 	done := make(chan struct{})
 	workers := 2
@@ -127,7 +145,9 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer)
 			// use: one per worker.
 			local := snapshot.NewCategorizer(cat.Rules())
 			for i := range work {
-				analyseReport(ctx, &reports[i], local)
+				analyseReport(ctx, &reports[i], local, func(phase string, frac float64) {
+					bar.update(i, int64(frac*float64(sizes[i])), phase+" "+filepath.Base(reports[i].Path))
+				})
 			}
 		}()
 	}
@@ -143,7 +163,9 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer)
 	return reports
 }
 
-func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Categorizer) {
+// analyseReport opens and analyses one file; progress (never nil) hears the
+// phase and the fraction of the file done.
+func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Categorizer, progress func(phase string, frac float64)) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.Err = fmt.Errorf("%s: internal error while analysing: %v", r.Path, v)
@@ -151,19 +173,23 @@ func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Ca
 	}()
 	switch r.Kind {
 	case snapshot.KindEstimated:
+		progress("reading", 0)
 		est, err := snapshot.OpenEstimate(ctx, r.Path)
 		if err != nil {
 			r.Err = err
 			return
 		}
+		progress("analysing", 1)
 		r.Estimate = snapshot.AnalyzeEstimate(est, cat)
 	default:
 		r.Kind = snapshot.KindTorch
-		s, err := snapshot.Open(ctx, r.Path)
+		progress("decoding", 0)
+		s, err := snapshot.OpenProgress(ctx, r.Path, func(f float64) { progress("decoding", f) })
 		if err != nil {
 			r.Err = err
 			return
 		}
+		progress("analysing", 1)
 		r.Analysis = snapshot.Analyze(s, cat)
 	}
 }
@@ -268,4 +294,73 @@ func reportFindings(paths []string, reports []snapshot.FileReport, dir string, p
 	}
 	writePictureLinks(&b, dir, pics)
 	return b.String()
+}
+
+// progressDelay is how long loading runs before a progress bar appears:
+// quick reports stay clean.
+const progressDelay = time.Second
+
+// loadProgress draws one bar on a terminal for all the files of a report:
+// bytes decoded over the total, and the phase of the file last heard from.
+// A nil *loadProgress does nothing.
+type loadProgress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	delay time.Duration
+	now   func() time.Time
+	total int64
+	done  map[int]int64
+	sum   int64
+	bar   *progressbar.ProgressBar
+}
+
+// newLoadProgress returns nil unless w is a terminal (tty) and there are
+// bytes to read.
+func newLoadProgress(w io.Writer, tty bool, total int64, delay time.Duration, now func() time.Time) *loadProgress {
+	if !tty || total <= 0 {
+		return nil
+	}
+	return &loadProgress{w: w, start: now(), delay: delay, now: now, total: total, done: map[int]int64{}}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// update records that file i has n bytes done and is in phase.
+func (p *loadProgress) update(i int, n int64, phase string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sum += n - p.done[i]
+	p.done[i] = n
+	if p.bar == nil {
+		if p.now().Sub(p.start) < p.delay {
+			return
+		}
+		// Decoding reports every few MiB, so the bar is not throttled.
+		p.bar = progressbar.NewOptions64(p.total, progressbar.OptionSetWriter(p.w), progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionUseIECUnits(true))
+	}
+	// A file name goes to the terminal: escape it.
+	p.bar.Describe(textsafe.Safe(phase))
+	_ = p.bar.Set64(min(p.sum, p.total))
+}
+
+// finish clears the bar, if one was drawn.
+func (p *loadProgress) finish() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Clear()
+		_ = p.bar.Exit()
+	}
 }

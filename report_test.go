@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLoadProgress: a bar only on a terminal, only after the delay, with
+// the phase escaped and the bytes of all files summed.
+func TestLoadProgress(t *testing.T) {
+	if p := newLoadProgress(&bytes.Buffer{}, false, 100, 0, time.Now); p != nil {
+		t.Error("no bar when stderr is not a terminal")
+	}
+	if p := newLoadProgress(&bytes.Buffer{}, true, 0, 0, time.Now); p != nil {
+		t.Error("no bar when there is nothing to read")
+	}
+	var nilBar *loadProgress
+	nilBar.update(0, 1, "x") // a nil bar does nothing
+	nilBar.finish()
+
+	start := time.Unix(1000, 0)
+	clock := start
+	var out bytes.Buffer
+	p := newLoadProgress(&out, true, 4<<20, time.Second, func() time.Time { return clock })
+	clock = start.Add(time.Second - time.Millisecond)
+	p.update(0, 1<<20, "decoding a.pickle")
+	if out.Len() != 0 {
+		t.Errorf("nothing is drawn before the delay: %q", out.String())
+	}
+	clock = start.Add(time.Second)
+	p.update(1, 1<<20, "decoding b\x1b[2J.pickle")
+	s := out.String()
+	if !strings.Contains(s, "decoding b\\x1b[2J.pickle") || strings.Contains(s, "\x1b[2J") {
+		t.Errorf("the bar names the phase, escaped: %q", s)
+	}
+	if !strings.Contains(s, "2.0/4.0 MiB") || !strings.Contains(s, "50%") {
+		t.Errorf("both files' bytes count: %q", s)
+	}
+	p.finish()
+}
