@@ -305,7 +305,7 @@ const progressDelay = time.Second
 // A nil *loadProgress does nothing.
 type loadProgress struct {
 	mu    sync.Mutex
-	w     io.Writer
+	w     *gateWriter
 	start time.Time
 	delay time.Duration
 	now   func() time.Time
@@ -321,7 +321,26 @@ func newLoadProgress(w io.Writer, tty bool, total int64, delay time.Duration, no
 	if !tty || total <= 0 {
 		return nil
 	}
-	return &loadProgress{w: w, start: now(), delay: delay, now: now, total: total, done: map[int]int64{}}
+	p := &loadProgress{w: &gateWriter{w: w}, start: now(), delay: delay, now: now, total: total, done: map[int]int64{}}
+	// The bar starts with the load, so its rate and time left are right,
+	// but writes nothing until the delay has passed.
+	p.bar = progressbar.NewOptions64(p.total, progressbar.OptionSetWriter(p.w), progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetPredictTime(true), progressbar.OptionUseIECUnits(true))
+	return p
+}
+
+// gateWriter drops writes until opened.
+type gateWriter struct {
+	w    io.Writer
+	open bool
+}
+
+func (g *gateWriter) Write(b []byte) (int, error) {
+	if !g.open {
+		return len(b), nil
+	}
+	return g.w.Write(b)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -338,14 +357,8 @@ func (p *loadProgress) update(i int, n int64, phase string) {
 	defer p.mu.Unlock()
 	p.sum += n - p.done[i]
 	p.done[i] = n
-	if p.bar == nil {
-		if p.now().Sub(p.start) < p.delay {
-			return
-		}
-		// Decoding reports every few MiB, so the bar is not throttled.
-		p.bar = progressbar.NewOptions64(p.total, progressbar.OptionSetWriter(p.w), progressbar.OptionShowBytes(true),
-			progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish(),
-			progressbar.OptionSetPredictTime(true), progressbar.OptionUseIECUnits(true))
+	if !p.w.open && p.now().Sub(p.start) >= p.delay {
+		p.w.open = true
 	}
 	// A file name goes to the terminal: escape it.
 	p.bar.Describe(textsafe.Safe(phase))
@@ -359,8 +372,9 @@ func (p *loadProgress) finish() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.bar != nil {
+	if p.w.open {
 		_ = p.bar.Clear()
-		_ = p.bar.Exit()
 	}
+	p.w.open = false
+	_ = p.bar.Exit()
 }
