@@ -80,7 +80,7 @@ func (b *binder) pairs(v val, path string) ([]val, error) {
 		return nil, errAt(path, "expected a dict, found %s", v.k)
 	}
 	switch b.g.cont(v.ref).kind {
-	case cFrame:
+	case cFrame, cFrameWide:
 		return nil, errAt(path, "expected a record, found a stack frame")
 	case cTrace:
 		return nil, errAt(path, "expected a record, found a trace entry")
@@ -638,7 +638,7 @@ func (b *binder) render(v val, depth int) string {
 		open, close = "{", "}"
 	}
 	switch b.g.cont(v.ref).kind {
-	case cFrame:
+	case cFrame, cFrameWide:
 		return "{frame}"
 	case cStack:
 		return fmt.Sprintf("[%d frames]", b.g.cont(v.ref).n)
@@ -694,8 +694,8 @@ func (b *binder) stack(v val, path string) (Stack, error) {
 			return nil, errAt(fmt.Sprintf("%s[%d]", path, i), "expected a frame dict, found %s", it.k)
 		}
 		fc := b.g.cont(it.ref)
-		if fc.kind == cFrame {
-			raw = append(raw, *b.g.frames.at(fc.start))
+		if fc.isFrame() {
+			raw = append(raw, b.g.frameOf(fc))
 			continue
 		}
 		f, err := b.genericFrame(it, fmt.Sprintf("%s[%d]", path, i))

@@ -36,7 +36,7 @@ func OpenProgress(ctx context.Context, path string, progress func(float64)) (*Sn
 	if err != nil {
 		return nil, err
 	}
-	s, err := decode(ctx, data, progress)
+	s, err := decode(ctx, &data, progress)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -48,10 +48,16 @@ var ErrNotSnapshot = errors.New("not an allocator snapshot")
 
 // Decode decodes a snapshot from memory, detecting the form by content.
 func Decode(ctx context.Context, data []byte) (*Snapshot, error) {
-	return decode(ctx, data, nil)
+	return decode(ctx, &data, nil)
 }
 
-func decode(ctx context.Context, data []byte, progress func(float64)) (*Snapshot, error) {
+// decode takes the input by pointer and clears it: a slice passed as an
+// argument stays reachable from the caller's argument slot for the whole
+// call, which would keep a file's worth of memory alive while the decoded
+// graph is bound (measured: 208 MiB of a 208 MiB file).
+func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot, error) {
+	data := *in
+	*in = nil
 	format := ""
 	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
 		raw, err := gunzip(data)
@@ -69,7 +75,8 @@ func decode(ctx context.Context, data []byte, progress func(float64)) (*Snapshot
 	case len(data) == 0:
 		return nil, fmt.Errorf("empty file: %w", ErrNotSnapshot)
 	case data[0] == opProto:
-		s, err := decodePickleSnapshot(ctx, data, progress)
+		trimmed = nil
+		s, err := decodePickleSnapshot(ctx, &data, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +87,8 @@ func decode(ctx context.Context, data []byte, progress func(float64)) (*Snapshot
 		if err != nil {
 			return nil, err
 		}
-		s, err := decodePickleSnapshot(ctx, payload, progress)
+		data, trimmed = nil, nil
+		s, err := decodePickleSnapshot(ctx, &payload, progress)
 		if err != nil {
 			return nil, fmt.Errorf("embedded snapshot: %w", err)
 		}
@@ -97,12 +105,15 @@ func decode(ctx context.Context, data []byte, progress func(float64)) (*Snapshot
 	return nil, fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON or HTML): %w", data[0], ErrNotSnapshot)
 }
 
-func decodePickleSnapshot(ctx context.Context, data []byte, progress func(float64)) (*Snapshot, error) {
-	// Take the size now: after decoding, nothing may keep the input alive,
-	// so the collector can reclaim it (a file's worth of memory) while the
-	// binder builds the typed snapshot.
+func decodePickleSnapshot(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot, error) {
+	// After decoding nothing may keep the input alive, so the collector can
+	// reclaim it (a file's worth of memory) while the binder builds the
+	// typed snapshot: it is cleared where it came from (see decode).
+	data := *in
+	*in = nil
 	size := len(data)
 	g, root, err := decodePickleCtx(ctx, data, progress)
+	data = nil
 	if err != nil {
 		return nil, err
 	}
