@@ -142,16 +142,16 @@ type val struct {
 type ckind uint8
 
 const (
-	cGeneric ckind = iota // items hold vals (dicts: key, value pairs)
-	cFrame                // a recognised frame dict held in the container (see frameOf)
-	cFrameWide            // a recognised frame dict whose line does not fit: start indexes graph.frames
-	cStack                // a list of frame dicts; start indexes graph.stacks
-	cTrace                // a recognised trace entry dict; start indexes graph.traces
+	cGeneric   ckind = iota // items hold vals (dicts: key, value pairs)
+	cFrame                  // a recognised frame dict held in the container (see frameOf)
+	cFrameWide              // a recognised frame dict whose line does not fit: start indexes graph.frames
+	cStack                  // a list of frame dicts; start indexes graph.stacks
+	cTrace                  // a recognised trace entry dict; start indexes graph.traces
 )
 
 type container struct {
-	start   uint32 // index into items, spills (when spilled), frames or stacks
-	n       uint32 // number of vals (for cStack: frames)
+	start uint32 // index into items, spills (when spilled), frames or stacks
+	n     uint32 // number of vals (for cStack: frames)
 	// aux is a cFrame's line (start and n hold its file and name): frames
 	// are most of a snapshot's dicts, and holding them in the container
 	// saves a 16-byte record per frame (measured: 137 MiB of a 208 MiB
