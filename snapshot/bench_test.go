@@ -18,7 +18,8 @@ import (
 //	go test ./snapshot -run '^$' -bench Snapshot -benchtime 5x
 //
 // The ratio of the two ns/op figures is the speed claim; peak RSS is
-// measured on the binary by scripts/bench_snapshot.sh.
+// measured on the binary by scripts/bench_snapshot.sh (medians of runs of
+// both, in the same command).
 
 var benchFiles = []struct {
 	name string
@@ -26,6 +27,9 @@ var benchFiles = []struct {
 }{
 	{"80MB-unshared-frames", []string{"--entries", "100000", "--frames", "unshared", "--depth", "46"}},
 	{"1M-entries", []string{"--entries", "1000000", "--frames", "shared", "--depth", "40"}},
+	// The shape of long real runs: about 110k distinct call stacks of up
+	// to 30 frames, frame dicts not shared by the pickle memo (200 MB).
+	{"200MB-distinct-stacks", []string{"--entries", "400000", "--frames", "unshared", "--stacks", "400000", "--depth", "30"}},
 }
 
 func benchFile(b *testing.B, name string, args []string) string {
@@ -88,7 +92,7 @@ func BenchmarkSnapshot(b *testing.B) {
 }
 
 func BenchmarkReplay1M(b *testing.B) {
-	path := benchFile(b, benchFiles[1].name, benchFiles[1].args)
+	path := benchFile(b, benchFiles[1].name, benchFiles[1].args) // 1M-entries
 	s, err := Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
