@@ -85,6 +85,8 @@ type App struct {
 	status                  string
 	statusUntil             time.Time
 	internalErr             string
+	// panics counts the panics Update and View caught (tests fail on any).
+	panics int
 }
 
 type wsChangedMsg struct{}
@@ -243,6 +245,7 @@ func (a *App) selectSource(s *model.Source) {
 func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 	defer func() {
 		if r := recover(); r != nil {
+			a.panics++
 			a.internalErr = fmt.Sprintf("internal error: %v", r)
 			if os.Getenv("MEMSCOPE_DEBUG") != "" {
 				a.internalErr += "\n" + string(debug.Stack())
@@ -377,6 +380,7 @@ func (a *App) onMouse(msg tea.Msg, m tea.Mouse) tea.Cmd {
 func (a *App) View() (v tea.View) {
 	defer func() {
 		if r := recover(); r != nil {
+			a.panics++
 			v = tea.NewView(block(fmt.Sprintf("memscope: internal error while drawing: %v\n(press any key; q quits)", r), a.w, a.h))
 			v.AltScreen = true
 		}

@@ -61,6 +61,13 @@ func newTestApp(t testing.TB, w, h int, inputs ...string) *App {
 	}
 	a.live.state = a.live.sampler.State()
 	a.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	// Update and View catch panics to keep the terminal usable; a test
+	// must still fail on one.
+	t.Cleanup(func() {
+		if a.panics > 0 {
+			t.Errorf("%d panics caught during the test; the last: %s", a.panics, a.internalErr)
+		}
+	})
 	return a
 }
 
@@ -94,7 +101,9 @@ func press(a *App, keys ...string) {
 	}
 }
 
-func screen(a *App) string { return ansi.Strip(a.render()) }
+// screen draws through View, as the terminal does (its panics are caught
+// and counted).
+func screen(a *App) string { return ansi.Strip(a.View().Content) }
 
 var reTime = regexp.MustCompile(`changed \d\d:\d\d:\d\d`)
 
@@ -716,4 +725,35 @@ func TestOpensOnTheFittingTab(t *testing.T) {
 			}
 		})
 	}
+}
+
+// panicTab panics on a key, or when drawn.
+type panicTab struct {
+	tracesTab
+	inView bool
+}
+
+func (p *panicTab) update(*App, tea.Msg) tea.Cmd { panic("boom in update") }
+func (p *panicTab) view(*App) string {
+	if p.inView {
+		panic("boom in view")
+	}
+	return ""
+}
+
+// TestCaughtPanicsAreCounted: a panic in a tab is shown, not fatal, and
+// counted, which is what makes every other test fail on one.
+func TestCaughtPanicsAreCounted(t *testing.T) {
+	a := newTestApp(t, 80, 24)
+	a.tabs[0] = &panicTab{}
+	press(a, "1", "x")
+	if a.panics != 1 || !strings.Contains(screen(a), "internal error: boom in update") {
+		t.Errorf("a panic in update is caught and shown: %d %q", a.panics, a.internalErr)
+	}
+	press(a, "x") // dismisses the message
+	a.tabs[0] = &panicTab{inView: true}
+	if s := screen(a); a.panics != 2 || !strings.Contains(s, "internal error while drawing: boom in view") {
+		t.Errorf("a panic while drawing is caught and shown: %d %q", a.panics, s)
+	}
+	a.panics = 0 // counted as expected here
 }
