@@ -47,7 +47,9 @@ still reported), 2 for usage errors.
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a closed SSH session must still restore the terminal,
+	// flush recordings and remove the demo's temporary folder.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	// MEMSCOPE_CPUPROFILE=FILE profiles a whole command (for performance
 	// work: go tool pprof memscope FILE).
 	if p := os.Getenv("MEMSCOPE_CPUPROFILE"); p != "" {
