@@ -328,8 +328,15 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 			delete(pools, name)
 		}
 	}
-	for _, p := range pools {
-		st.Pools = append(st.Pools, *p)
+	// Other segment types after the known ones, by name: map order must
+	// never decide the output.
+	rest := make([]string, 0, len(pools))
+	for name := range pools {
+		rest = append(rest, name)
+	}
+	slices.Sort(rest)
+	for _, name := range rest {
+		st.Pools = append(st.Pools, *pools[name])
 	}
 
 	// Largest first; ties by address so the order is stable across runs.

@@ -403,3 +403,33 @@ func TestFrameLinesAroundTheInlineLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolOrderIsStable: known pools first, others by name, whatever the
+// map order (run many times).
+func TestPoolOrderIsStable(t *testing.T) {
+	seg := func(addr int, typ string) pdict {
+		return pdict{{"device", 0}, {"address", addr}, {"total_size", 1024}, {"allocated_size", 0},
+			{"active_size", 0}, {"requested_size", 0}, {"stream", 0}, {"segment_type", typ},
+			{"segment_pool_id", ptuple{0, 0}}, {"is_expandable", false}, {"frames", []any{}},
+			{"blocks", []any{block(addr, 1024, 0, "inactive", []any{})}}}
+	}
+	var segs []any
+	for i, typ := range []string{"zeta", "small", "alpha", "large", "mid", "beta"} {
+		segs = append(segs, seg(4096*(i+1), typ))
+	}
+	data := pickleOf(pdict{{"segments", segs}})
+	want := "large,small,alpha,beta,mid,zeta"
+	for i := 0; i < 50; i++ {
+		s, err := decodeBytes(t, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range Analyze(s, nil).Devices[0].Pools {
+			names = append(names, p.Name)
+		}
+		if got := strings.Join(names, ","); got != want {
+			t.Fatalf("pools %s, want %s", got, want)
+		}
+	}
+}
