@@ -12,6 +12,7 @@ import (
 
 	"memscope/internal/textsafe"
 	"memscope/internal/units"
+	"memscope/model"
 	"memscope/plot"
 	"memscope/trace"
 )
@@ -58,6 +59,13 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		fmt.Fprintln(stderr, "memscope compare: give REAL and SIM, or one directory holding both runs")
 		fs.Usage()
 		return false, errUsage
+	}
+	for _, p := range []string{realPath, simPath} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			if d, err := model.Detect(p); err == nil && d.Kind != model.KindTraceRun {
+				return true, d.NotFor(p, "compare")
+			}
+		}
 	}
 	real, err := trace.LoadPath(ctx, realPath)
 	if err != nil {

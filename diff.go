@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"memscope/model"
 	"memscope/snapshot"
 )
 
@@ -37,7 +38,14 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool
 	defer bar.finish()
 	for i, p := range paths {
 		r := snapshot.FileReport{Path: p}
-		r.Kind, _ = snapshot.SniffFile(p)
+		d, err := model.Detect(p)
+		if err != nil {
+			return true, err
+		}
+		if d.Kind != model.KindSnapshot && d.Kind != model.KindEstimate {
+			return true, d.NotFor(p, "diff")
+		}
+		r.Kind = d.Snapshot
 		analyseReport(ctx, &r, cat, func(phase string, frac float64) {
 			bar.update(i, int64(frac*float64(sizes[i])), phase+" "+filepath.Base(p))
 		})

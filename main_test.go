@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"memscope/model"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, int) {
@@ -411,5 +413,46 @@ func TestPeakLiveSumsToPeak(t *testing.T) {
 	}
 	if traced == 0 || untraced == 0 {
 		t.Errorf("want devices with and without a trace: %d, %d", traced, untraced)
+	}
+}
+
+// TestOneDetectionForEveryCommand: each command names what a file it does
+// not read looks like, exits 1, and the explorer says the same.
+func TestOneDetectionForEveryCommand(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.json")
+	if err := os.WriteFile(other, []byte(`{"foo": [1, 2, 3]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		megatron = "testdata/traces/megatron_trace_memory/real/memory_trace_rank0_wd4_tp1_pp2_l32_bs1.json"
+		snap     = "testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle"
+		log      = "testdata/traces/logs/titan_srun.log"
+	)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", other}, "JSON that is neither an allocator snapshot, an estimate nor a memory trace"},
+		{[]string{"report", megatron}, "a Megatron memory trace, not what memscope report reads: use memscope compare"},
+		{[]string{"report", log}, "a torchtitan training log, not what memscope report reads: use memscope compare"},
+		{[]string{"report", "testdata/traces/megatron_trace_memory"}, "holds 6 memory trace files: use memscope compare"},
+		{[]string{"diff", snap, megatron}, "a Megatron memory trace, not what memscope diff reads"},
+		{[]string{"compare", snap, megatron}, "an allocator snapshot, not what memscope compare reads: use memscope report"},
+		{[]string{"report", "--json", other}, `"kind": "unknown"`},
+	} {
+		out, stderr, code := runCLI(t, c.args...)
+		if code != 1 || !strings.Contains(out+stderr, c.want) {
+			t.Errorf("%v: exit %d, want 1 and %q:\n%s%s", c.args, code, c.want, out, stderr)
+		}
+		if strings.Contains(out, "rank 0 · step") {
+			t.Errorf("%v: an error header carries an invented label:\n%s", c.args, out)
+		}
+	}
+	ws := model.New(context.Background(), nil)
+	ws.Open(other)
+	ws.Wait()
+	if s := ws.Sources(); len(s) != 1 || s[0].Err == nil || !strings.Contains(s[0].Err.Error(), "JSON that is neither") {
+		t.Errorf("the explorer says the same: %+v", s)
 	}
 }

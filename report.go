@@ -16,8 +16,10 @@ import (
 
 	"memscope/internal/textsafe"
 	"memscope/internal/units"
+	"memscope/model"
 	"memscope/plot"
 	"memscope/snapshot"
+	"memscope/trace"
 )
 
 // cmdReport implements `memscope report`.
@@ -114,15 +116,27 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 				continue
 			}
 			if len(found) == 0 {
-				reports = append(reports, snapshot.FileReport{Path: p, Err: fmt.Errorf(
-					"no snapshots found (looked for *.pickle, *.pkl, *.pickle.gz, memory_viz *.html and snapshot *.json, up to 4 levels deep)")})
+				err := fmt.Errorf("no snapshots found (looked for *.pickle, *.pkl, *.pickle.gz, memory_viz *.html and snapshot *.json, up to 4 levels deep)")
+				if traces, _ := trace.FindFiles(p); len(traces) > 0 {
+					err = fmt.Errorf("no snapshots found; it holds %d memory trace files: use memscope compare %s", len(traces), p)
+				}
+				reports = append(reports, snapshot.FileReport{Path: p, Err: err})
 			}
 			for _, f := range found {
 				reports = append(reports, snapshot.FileReport{Path: f.Path, Kind: f.Kind, Label: f.Label})
 			}
 		default:
-			k, _ := snapshot.SniffFile(p)
-			reports = append(reports, snapshot.FileReport{Path: p, Kind: k, Label: snapshot.ParseLabel(p)})
+			// The one detection every command shares: a trace or an
+			// unknown JSON is an error saying what it is.
+			d, err := model.Detect(p)
+			switch {
+			case err != nil:
+				reports = append(reports, snapshot.FileReport{Path: p, Err: err})
+			case d.Kind != model.KindSnapshot && d.Kind != model.KindEstimate:
+				reports = append(reports, snapshot.FileReport{Path: p, Err: d.NotFor(p, "report")})
+			default:
+				reports = append(reports, snapshot.FileReport{Path: p, Kind: d.Snapshot, Label: snapshot.ParseLabel(p)})
+			}
 		}
 	}
 	var total int64

@@ -327,27 +327,22 @@ func (w *Workspace) Open(paths ...string) {
 // openFile adds a file by content; explicit files that are nothing known
 // become failed sources, files met while walking a directory are skipped.
 func (w *Workspace) openFile(p string, explicit bool) int {
-	if k, err := snapshot.SniffFile(p); err == nil {
-		switch k {
-		case snapshot.KindTorch:
-			w.Add(KindSnapshot, p)
-			return 1
-		case snapshot.KindEstimated:
-			w.Add(KindEstimate, p)
+	d, err := Detect(p)
+	if err == nil && !explicit && d.What == "a snapshot file (by its name)" {
+		return 0 // met while walking: only files that look like snapshots
+	}
+	switch {
+	case err != nil:
+		if explicit {
+			w.AddFailed(p, err)
 			return 1
 		}
-	}
-	if k, err := trace.SniffFile(p); err == nil && k != "" {
-		w.Add(KindTraceRun, p)
+		return 0
+	case d.Kind == KindSnapshot || d.Kind == KindEstimate || d.Kind == KindTraceRun:
+		w.Add(d.Kind, p)
 		return 1
-	}
-	if explicit {
-		if strings.HasSuffix(strings.ToLower(p), ".pickle") || strings.HasSuffix(strings.ToLower(p), ".pkl") {
-			// A damaged snapshot is still a snapshot: load it to say why.
-			w.Add(KindSnapshot, p)
-			return 1
-		}
-		w.AddFailed(p, fmt.Errorf("%s: not a snapshot, estimate or memory trace", p))
+	case explicit:
+		w.AddFailed(p, fmt.Errorf("%s: %s: not a snapshot, estimate or memory trace", p, d.What))
 		return 1
 	}
 	return 0

@@ -169,6 +169,23 @@ func (b *binder) bindRoot(root val) (*Snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A dict with neither segments nor traces is something else (a
+		// Megatron trace is {"0": …}): say so rather than report an empty
+		// snapshot.
+		known := len(kv) == 0
+		var keys []string
+		for i := 0; i < len(kv); i += 2 {
+			switch b.keyRole(kv[i]) {
+			case keySegments, keyDeviceTraces, keyTraces:
+				known = true
+			}
+			if len(keys) < 5 {
+				keys = append(keys, strconv.Quote(b.keyName(kv[i])))
+			}
+		}
+		if !known {
+			return nil, fmt.Errorf("%w: the top level has no segments or device_traces (keys: %s)", ErrNotSnapshot, strings.Join(keys, ", "))
+		}
 		for i := 0; i < len(kv); i += 2 {
 			k, v := kv[i], kv[i+1]
 			switch b.keyRole(k) {

@@ -48,7 +48,9 @@ func Sniff(head []byte) Kind {
 			// The profiler's writer leaves {} when no device had tensors.
 			return KindEstimated
 		}
-		if bytes.Contains(head, []byte(`"segments"`)) || bytes.Contains(head, []byte(`"device_traces"`)) {
+		// Lists under these keys: memscope's own report JSON has a
+		// "segments" count, which is not a snapshot.
+		if reSnapshotJSONKey.Match(head) {
 			return KindTorch
 		}
 	case '[':
@@ -58,6 +60,8 @@ func Sniff(head []byte) Kind {
 	}
 	return KindNone
 }
+
+var reSnapshotJSONKey = regexp.MustCompile(`"(?:segments|device_traces)"\s*:\s*\[`)
 
 // isEmptyObject reports whether b is "{}" with any whitespace around and
 // inside.

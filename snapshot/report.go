@@ -109,7 +109,8 @@ func WriteJSON(w io.Writer, reports []FileReport, opt ReportOptions) error {
 	for _, r := range reports {
 		jf := jsonFile{Path: r.Path, Kind: r.Kind, Devices: []any{}}
 		if jf.Kind == KindNone {
-			jf.Kind = KindTorch
+			// Nothing was recognised: say so rather than name a kind.
+			jf.Kind = "unknown"
 		}
 		switch {
 		case r.Err != nil:
@@ -187,7 +188,9 @@ func WriteText(w io.Writer, reports []FileReport, opt ReportOptions) error {
 			tw.line("")
 		}
 		title := r.Path
-		if l := r.Label.String(); l != "" {
+		// A label is read from the path of a snapshot found in a folder
+		// layout; a failed input gets its path alone, nothing guessed.
+		if l := r.Label.String(); l != "" && r.Err == nil {
 			title = l + "  " + r.Path
 		}
 		tw.line("━━ %s", title)
