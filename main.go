@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case err != nil:
-		fmt.Fprintf(stderr, "memscope: %v\n", err)
+		fmt.Fprintf(stderr, "memscope: %s\n", textsafe.Safe(err.Error())) // errors quote paths and file strings
 		return 1
 	case failed:
 		return 1

@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/nvml"
 )
@@ -385,7 +386,10 @@ func (a *App) View() (v tea.View) {
 			v.AltScreen = true
 		}
 	}()
-	v = tea.NewView(a.render())
+	// The last safety net: only the styling this program wrote may reach
+	// the terminal as escape sequences (file strings are escaped where
+	// they are placed as well).
+	v = tea.NewView(textsafe.Styled(a.render()))
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "memscope"

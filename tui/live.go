@@ -350,7 +350,8 @@ func (t *liveTab) processes(a *App, devs []nvml.Device, h int) string {
 		if !p.Visible {
 			user = "?"
 		}
-		line := fmt.Sprintf("%8d %-10s %4d %10s  %s", p.PID, fit(user, 10), p.GPU, mem, p.Command)
+		// A process chooses its own name and command line: escape them.
+		line := fmt.Sprintf("%8d %-10s %4d %10s  %s", p.PID, fit(safe(user), 10), p.GPU, mem, safe(p.Command))
 		if !p.Visible {
 			line = th.dim.Render(line)
 		}

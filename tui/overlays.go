@@ -36,7 +36,7 @@ var okNoise = key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "show/hide int
 // newAllocStackOverlay shows an allocation's stacks with the frame that
 // decided its category and its location highlighted.
 func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
-	o := &stackOverlay{title: title, focus: -1}
+	o := &stackOverlay{title: safe(title), focus: -1}
 	create, release := al.Frames, al.ReleaseFrames
 	loc := al.LocationIndex()
 	if al.Category != "" {

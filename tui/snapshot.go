@@ -411,7 +411,7 @@ func (t *snapTab) recView(a *App, d *snapshot.DeviceStats) string {
 		case snapshot.Warning:
 			mark, st = "! ", th.warn
 		}
-		lines = append(lines, fit(st.Render(mark)+" "+r.Text, t.w))
+		lines = append(lines, fit(st.Render(mark)+" "+safe(r.Text), t.w))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -290,7 +290,7 @@ func (t *timelineTab) view(a *App) string {
 	from, to := t.list.visible()
 	for i := from; i < to && i < len(t.live); i++ {
 		l := &t.live[i]
-		loc := snapshot.Location(l.Frames)
+		loc := safe(snapshot.Location(l.Frames))
 		if loc == "" {
 			loc = snapshot.NoFrames
 		}

@@ -337,7 +337,7 @@ func (t *topTab) view(a *App) string {
 			if w == 0 {
 				w = max(8, t.w-used-1)
 			}
-			cell := c.cell(t, i)
+			cell := safe(c.cell(t, i)) // module, phase, shape and location come from the file
 			if c.title == "CATEGORY" && r != t.list.cursor {
 				cell = th.category(cell).Render(fit(cell, w))
 			} else if c.right {

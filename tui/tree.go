@@ -172,7 +172,7 @@ func (t *treeView) view(th theme, w, h int) string {
 				mark = "▸ "
 			}
 		}
-		label := n.Label
+		label := safe(n.Label) // call sites and frames come from the file
 		st := lipgloss.NewStyle()
 		if r.depth == 0 && t.color != nil {
 			st = t.color(n.Label)
@@ -181,7 +181,7 @@ func (t *treeView) view(th theme, w, h int) string {
 		if n.Alloc != nil {
 			label = fmt.Sprintf("%s @ 0x%x", n.Alloc.State, n.Alloc.Address)
 			if n.Alloc.Shape != "" {
-				label = n.Alloc.Shape + " · " + n.Alloc.Phase
+				label = safe(n.Alloc.Shape + " · " + n.Alloc.Phase)
 			}
 			label = th.dim.Render(label)
 		}

@@ -757,3 +757,90 @@ func TestCaughtPanicsAreCounted(t *testing.T) {
 	}
 	a.panics = 0 // counted as expected here
 }
+
+// TestFileStringsNeverReachTheTerminalRaw opens files whose frames,
+// annotations, modules, shapes, phases and file names carry terminal
+// control sequences, walks every view, and checks what would be written to
+// the terminal.
+func TestFileStringsNeverReachTheTerminalRaw(t *testing.T) {
+	dir := t.TempDir()
+	// A trace run whose file name carries a clear-screen sequence.
+	tr := `{"0": {"samples": [{"timestamp_s": 0, "allocated_memory_MB": 1}, {"timestamp_s": 1, "allocated_memory_MB": 2}]}}`
+	for _, side := range []string{"real", "sim"} {
+		if err := os.MkdirAll(filepath.Join(dir, "run", side), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run", side, "memory_trace_rank0_\x1b[2J\x07.json"), []byte(tr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newTestApp(t, 160, 50, filepath.Join(dir, "run"),
+		"../testdata/snapshots/synthetic/hostile_strings.pickle", "../testdata/snapshots/synthetic/hostile_peak_snapshot.json")
+	bad := []string{"\x1b]", "\x07", "\x1b[2J", "\u009b", "\x7f", "PWNED\x07"}
+	check := func(where string) {
+		t.Helper()
+		raw := a.View().Content
+		for _, b := range bad {
+			if strings.Contains(raw, b) {
+				t.Errorf("%s: %q reaches the terminal:\n%s", where, b, ansi.Strip(raw))
+			}
+		}
+		// Shown escaped (not dropped), and escaped where placed, so the
+		// layout keeps its width.
+		vis := ansi.Strip(raw)
+		for _, pair := range [][2]string{{"PWNED", `\x1b]0;PWNED`}, {"evil.py", `\x07evil.py`}, {"2Jforward", `\x1b[2Jforward`},
+			{"2Jbuild", `\x1b[2Jbuild`}, {"31m.py", `\u009b31m.py`}} {
+			if n, m := strings.Count(vis, pair[0]), strings.Count(vis, pair[1]); n != m {
+				t.Errorf("%s: %q appears %d times, escaped (%q) %d times:\n%s", where, pair[0], n, pair[1], m, vis)
+			}
+		}
+		if strings.Contains(vis, "GPT.mlp") {
+			t.Errorf("%s: a control sequence was dropped silently:\n%s", where, vis)
+		}
+		checkScreen(t, vis, 160, 50)
+	}
+	pick := func(kind model.Kind) {
+		press(a, "o")
+		for i, s := range a.sources {
+			if s.Kind == kind {
+				a.overlay.(*picker).list.cursor = i
+			}
+		}
+		check("sources picker")
+		press(a, "enter")
+	}
+	press(a, "1")
+	check("traces list")
+	press(a, "enter")
+	check("traces detail")
+	press(a, "esc", "h")
+	check("heatmap")
+	press(a, "esc")
+	pick(model.KindSnapshot)
+	check("snapshot categories")
+	press(a, "E")
+	check("snapshot tree expanded")
+	press(a, "g")
+	check("call-stack tree")
+	press(a, "E", "down", "down", "enter")
+	check("stack overlay")
+	press(a, "esc", "m")
+	check("segment map")
+	press(a, "esc", "3")
+	check("top")
+	press(a, "enter")
+	check("top stack")
+	press(a, "esc", "5")
+	check("timeline")
+	pick(model.KindEstimate)
+	for i := 0; i < 4; i++ {
+		check(fmt.Sprintf("estimate view %d", i))
+		press(a, "g")
+	}
+	press(a, "3")
+	check("estimate top")
+	press(a, "enter")
+	check("estimate stack")
+	press(a, "esc", "?")
+	check("help")
+}

@@ -76,3 +76,74 @@ func cleanUTF8(s string) bool {
 	}
 	return true
 }
+
+// Styled is Lines for text the program has already styled: SGR sequences
+// (ESC [ digits ; : m), which only set colours and attributes, are kept,
+// and every other control character, other escape sequences included, is
+// written visibly. It is the last safety net before a frame reaches the
+// terminal; strings from files are still escaped where they are placed
+// (Safe), so a file cannot even change colours.
+func Styled(s string) string {
+	if clean(strings.ReplaceAll(strings.ReplaceAll(s, "\n", ""), "\x1b", "")) && !hasNonSGR(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		if s[i] == '\n' {
+			b.WriteByte('\n')
+			i++
+			continue
+		}
+		if n := sgrLen(s[i:]); n > 0 {
+			b.WriteString(s[i : i+n])
+			i += n
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// sgrLen is the length of the SGR sequence s starts with, or 0.
+func sgrLen(s string) int {
+	if len(s) < 3 || s[0] != 0x1b || s[1] != '[' {
+		return 0
+	}
+	for i := 2; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9' || c == ';' || c == ':':
+		case c == 'm':
+			return i + 1
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// hasNonSGR reports whether s holds an ESC that does not start an SGR
+// sequence.
+func hasNonSGR(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b {
+			n := sgrLen(s[i:])
+			if n == 0 {
+				return true
+			}
+			i += n - 1
+		}
+	}
+	return false
+}
