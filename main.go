@@ -14,6 +14,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	"memscope/internal/textsafe"
 )
 
 const usage = `memscope: GPU memory of large-model training, in the terminal.
