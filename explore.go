@@ -21,7 +21,8 @@ import (
 // not a terminal).
 func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
 	fs := newFlagSet("memscope", "memscope [--replay DIR] [--live|--no-live] [--interval D] [--categories FILE] [PATH...]", stderr)
-	replay := fs.String("replay", "", "drive the Live tab from recorded traces in DIR")
+	replay := fs.String("replay", "", "drive the Live tab from recorded traces in DIR (only DIR is opened)")
+	speed := fs.Float64("speed", 1, "--replay: playback speed (1: the recorded pace)")
 	live := fs.Bool("live", false, "sample GPUs through NVML (the default when no PATH is given)")
 	noLive := fs.Bool("no-live", false, "never initialise NVML")
 	interval := fs.Duration("interval", time.Second, "live sampling interval (min 50ms)")
@@ -40,9 +41,13 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 			return false, fmt.Errorf("--categories: %w", err)
 		}
 	}
+	if !(*speed > 0) {
+		fmt.Fprintln(stderr, "memscope: --speed must be above 0")
+		return false, errUsage
+	}
 	wantLive := (*live || len(paths) == 0) && !*noLive
-	if len(paths) == 0 {
-		paths = []string{"."}
+	if len(paths) == 0 && *replay == "" {
+		paths = []string{"."} // a replay opens only what it is given
 	}
 	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
 		return printReports(ctx, paths, rules, stdout)
@@ -52,11 +57,13 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	opts := tui.Options{Interval: *interval}
 	switch {
 	case *replay != "":
-		r, err := nvml.NewReplay(ctx, *replay, nil)
+		r, err := nvml.NewReplay(ctx, *replay, nil, *speed)
 		if err != nil {
 			return false, fmt.Errorf("--replay: %w", err)
 		}
 		opts.Live = r
+		// Sample as often as the recording did, so no sample is skipped.
+		opts.Interval = r.Interval()
 	case wantLive:
 		n, err := nvml.Open()
 		if err != nil {

@@ -59,7 +59,7 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 		return false, errUsage
 	}
 	err = nvml.Record(ctx, src, nvml.RecordOptions{OutDir: *out, Interval: *interval, Duration: *duration,
-		Devices: devList, PIDs: pidList, FlushEvery: *flush, Log: stderr})
+		Devices: devList, PIDs: pidList, FlushEvery: *flush, Log: stderr, Status: terminalOrNil(stderr)})
 	return false, err
 }
 
@@ -76,4 +76,13 @@ func intList(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// terminalOrNil returns w when it is a terminal: status lines rewritten in
+// place would litter a log file.
+func terminalOrNil(w io.Writer) io.Writer {
+	if isTerminal(w) {
+		return w
+	}
+	return nil
 }

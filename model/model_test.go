@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"memscope/trace"
 )
 
 func copyFile(t *testing.T, src, dst string) {
@@ -79,7 +81,7 @@ func TestOpenSamplesDirectory(t *testing.T) {
 	ws.Wait()
 	k := byKind(ws)
 	// testdata holds the Megatron pair, the generated pair, snapshots,
-	// synthetic snapshots, the three estimates, and the log and export
+	// synthetic snapshots, the four estimates (one hostile), and the log and export
 	// fixtures (each folder a run of its own, not a comparison).
 	if len(k[KindTraceCompare]) != 2 {
 		t.Errorf("comparisons: %d", len(k[KindTraceCompare]))
@@ -87,7 +89,7 @@ func TestOpenSamplesDirectory(t *testing.T) {
 	if len(k[KindTraceRun]) < 2 {
 		t.Errorf("the log and export folders open as runs: %d", len(k[KindTraceRun]))
 	}
-	if len(k[KindSnapshot]) < 7 || len(k[KindEstimate]) != 3 {
+	if len(k[KindSnapshot]) < 7 || len(k[KindEstimate]) != 4 {
 		t.Errorf("snapshots %d estimates %d", len(k[KindSnapshot]), len(k[KindEstimate]))
 	}
 	for _, s := range ws.Sources() {
@@ -311,4 +313,33 @@ func TestWatchBurstRenameAndNewRuns(t *testing.T) {
 	w.Wait()
 	ws.Wait()
 	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before+1 })
+}
+
+// TestRecordingsAreNotPairedUnasked: two recordings side by side open as
+// two runs; two runs named real and sim become a comparison.
+func TestRecordingsAreNotPairedUnasked(t *testing.T) {
+	for _, c := range []struct {
+		source string
+		want   Kind
+		n      int
+	}{{"nvml", KindTraceRun, 2}, {"", KindTraceCompare, 1}} {
+		dir := t.TempDir()
+		for _, side := range []string{"real", "sim"} {
+			it := trace.Iteration{Key: "0", T: []float64{0, 1}, Allocated: []float64{1, 2}, Reserved: []float64{2, 3},
+				PeakAllocated: trace.Unset, Static: trace.Unset, Theoretical: trace.Unset, Source: c.source}
+			if err := os.MkdirAll(filepath.Join(dir, side), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := trace.WriteMegatron(filepath.Join(dir, side, "memory_trace_rank0.json"), []trace.Iteration{it}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ws := New(context.Background(), nil)
+		ws.Open(dir)
+		ws.Wait()
+		k := byKind(ws)
+		if len(k[c.want]) != c.n {
+			t.Errorf("source %q: %d %s sources, want %d (%v)", c.source, len(k[c.want]), c.want, c.n, k)
+		}
+	}
 }

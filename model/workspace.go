@@ -350,10 +350,12 @@ func (w *Workspace) openFile(p string, explicit bool) int {
 
 func (w *Workspace) openDir(dir string, depth int) int {
 	// Two run folders become a comparison only when their names say which
-	// is simulated (memory_traces_scaling, *sim*, *real*): two unrelated
-	// log folders side by side are opened each on its own. `memscope
-	// compare` still pairs them on request.
-	if real, sim, note, err := trace.SplitRuns(dir); err == nil && note == "" {
+	// is simulated (memory_traces_scaling, *sim*, *real*) and they are not
+	// both recordings: two unrelated log folders or two recordings side by
+	// side are opened each on its own. `memscope compare` still pairs them
+	// on request.
+	// Two recordings are compared only on request (memscope compare).
+	if real, sim, note, err := trace.SplitRuns(dir); err == nil && note == "" && !(trace.IsRecording(real) && trace.IsRecording(sim)) {
 		w.Add(KindTraceCompare, dir, real, sim)
 		return 1 + w.openSnapshotsOnly(dir)
 	}

@@ -32,6 +32,9 @@ type RecordOptions struct {
 	FlushEvery time.Duration
 	// Log receives progress lines (may be nil).
 	Log io.Writer
+	// Status, when set, gets a one-line status rewritten in place (GPUs,
+	// samples, last flush): give it a terminal.
+	Status io.Writer
 }
 
 // Record samples src into one memory_trace_rank{i}.json per GPU, in the
@@ -66,7 +69,10 @@ func Record(ctx context.Context, src Source, opt RecordOptions) error {
 	}
 	its := map[int]*trace.Iteration{}
 	for _, d := range chosen {
-		its[d.Index] = &trace.Iteration{Key: "0", Num: 0, PeakAllocated: trace.Unset, Static: trace.Unset, Theoretical: trace.Unset, Source: kind}
+		// Total memory, the interval and the GPU's name go in the file, so
+		// a replay shows the real GPU size and plays at the recorded pace.
+		its[d.Index] = &trace.Iteration{Key: "0", Num: 0, PeakAllocated: trace.Unset, Static: trace.Unset, Theoretical: trace.Unset,
+			Source: kind, IntervalS: opt.Interval.Seconds(), DeviceName: d.Name}
 	}
 	path := func(d int) string { return filepath.Join(opt.OutDir, fmt.Sprintf("memory_trace_rank%d.json", d)) }
 	flush := func() error {
@@ -98,7 +104,24 @@ func Record(ctx context.Context, src Source, opt RecordOptions) error {
 		defer t.Stop()
 		deadline = t.C
 	}
-	errs := 0
+	errs, samplesTaken := 0, 0
+	status := func(final bool) {
+		if opt.Status == nil {
+			return
+		}
+		line := fmt.Sprintf("\rrecording %d GPU(s) · %d samples · %s · last flush %s ago · %d sampling errors",
+			len(chosen), samplesTaken, time.Since(start).Truncate(time.Second), time.Since(lastFlush).Truncate(time.Second), errs)
+		if final {
+			line = fmt.Sprintf("\rrecorded %d GPU(s) · %d samples over %s into %s", len(chosen), samplesTaken,
+				time.Since(start).Truncate(time.Second), opt.OutDir)
+		}
+		fmt.Fprintf(opt.Status, "%-100s", line)
+		if final {
+			fmt.Fprintln(opt.Status)
+		}
+	}
+	defer status(true)
+	lastStatus := time.Time{}
 	for {
 		samples, err := src.Sample(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -116,15 +139,25 @@ func Record(ctx context.Context, src Source, opt RecordOptions) error {
 					alloc += p.Used
 				}
 			}
+			if it.TotalMemory <= 0 && s.Total > 0 {
+				it.TotalMemory = float64(s.Total) / (1 << 20)
+			}
 			it.T = append(it.T, s.Time.Sub(start).Seconds())
 			it.Reserved = append(it.Reserved, float64(s.Used)/(1<<20))
 			it.Allocated = append(it.Allocated, float64(alloc)/(1<<20))
+		}
+		if len(samples) > 0 {
+			samplesTaken++
 		}
 		if time.Since(lastFlush) >= opt.FlushEvery {
 			if err := flush(); err != nil {
 				return err
 			}
 			lastFlush = time.Now()
+		}
+		if time.Since(lastStatus) >= time.Second {
+			status(false)
+			lastStatus = time.Now()
 		}
 		select {
 		case <-ctx.Done():

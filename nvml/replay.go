@@ -14,21 +14,26 @@ import (
 // reserved_memory_MB its used memory and allocated_memory_MB its process's
 // memory, at the recorded pace (looping at the end).
 type Replay struct {
-	name    string
-	devs    []Device
-	series  []replaySeries
-	start   time.Time
-	now     func() time.Time
-	span    float64
-	totalGB int64
+	name   string
+	devs   []Device
+	series []replaySeries
+	start  time.Time
+	now    func() time.Time
+	span   float64
+	speed  float64
+	// interval is the recorded sampling interval (seconds).
+	interval float64
 }
 
 type replaySeries struct {
 	t, used, alloc []float64
+	// total is the GPU's memory in bytes: recorded, or estimated.
+	total int64
 }
 
-// NewReplay loads the traces of dir. now is the clock (nil: real time).
-func NewReplay(ctx context.Context, dir string, now func() time.Time) (*Replay, error) {
+// NewReplay loads the traces of dir. now is the clock (nil: real time);
+// speed scales the recorded pace (1: as recorded; <= 0 means 1).
+func NewReplay(ctx context.Context, dir string, now func() time.Time, speed float64) (*Replay, error) {
 	set, err := trace.LoadPath(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -39,11 +44,25 @@ func NewReplay(ctx context.Context, dir string, now func() time.Time) (*Replay, 
 	if now == nil {
 		now = time.Now
 	}
-	r := &Replay{name: "replay of " + dir, start: now(), now: now}
-	var maxUsed float64
+	if !(speed > 0) {
+		speed = 1
+	}
+	r := &Replay{name: "replay of " + dir, start: now(), now: now, speed: speed}
+	var gaps []float64
 	for _, rk := range set.Ranks {
 		var s replaySeries
+		var maxUsed, total float64
+		name := fmt.Sprintf("replayed rank %d", rk.Rank)
 		for _, it := range rk.Iterations {
+			if it.TotalMemory > 0 {
+				total = it.TotalMemory
+			}
+			if it.IntervalS > 0 && r.interval == 0 {
+				r.interval = it.IntervalS
+			}
+			if it.DeviceName != "" {
+				name = fmt.Sprintf("%s (rank %d, replayed)", it.DeviceName, rk.Rank)
+			}
 			for i := range it.T {
 				s.t = append(s.t, it.T[i])
 				s.used = append(s.used, it.Reserved[i])
@@ -64,16 +83,34 @@ func NewReplay(ctx context.Context, dir string, now func() time.Time) (*Replay, 
 		}
 		if len(o.t) > 1 {
 			r.span = math.Max(r.span, o.t[len(o.t)-1]-o.t[0])
+			for i := 1; i < len(o.t); i++ {
+				gaps = append(gaps, o.t[i]-o.t[i-1])
+			}
+		}
+		o.total = int64(total * (1 << 20))
+		if total <= 0 {
+			// Older recordings hold no total: round the largest use up to
+			// 8 GiB, and say so in the device name.
+			o.total = int64(math.Max(1, math.Ceil(maxUsed/1024/8))*8) << 30
+			name += " (total estimated)"
 		}
 		r.series = append(r.series, o)
-		r.devs = append(r.devs, Device{Index: rk.Rank, Name: "replayed rank " + fmt.Sprint(rk.Rank), Parent: -1})
+		r.devs = append(r.devs, Device{Index: rk.Rank, Name: name, Parent: -1})
 	}
-	// Total memory is not recorded: round the largest use up to 8 GiB.
-	r.totalGB = int64(math.Ceil(maxUsed/1024/8)) * 8
-	if r.totalGB == 0 {
-		r.totalGB = 8
+	if r.interval == 0 && len(gaps) > 0 {
+		sort.Float64s(gaps)
+		r.interval = gaps[len(gaps)/2]
 	}
 	return r, nil
+}
+
+// Interval is how often to sample the replay to see every recorded sample
+// at the chosen speed (never below 50 ms).
+func (r *Replay) Interval() time.Duration {
+	if r.interval <= 0 {
+		return time.Second
+	}
+	return max(50*time.Millisecond, time.Duration(r.interval/r.speed*float64(time.Second)))
 }
 
 // Name describes the source.
@@ -88,7 +125,7 @@ func (r *Replay) Devices() []Device { return append([]Device(nil), r.devs...) }
 // Sample returns each rank's recorded values at the current playback time.
 func (r *Replay) Sample(ctx context.Context) ([]Sample, error) {
 	now := r.now()
-	el := now.Sub(r.start).Seconds()
+	el := now.Sub(r.start).Seconds() * r.speed
 	if r.span > 0 {
 		el = math.Mod(el, r.span)
 	}
@@ -109,7 +146,7 @@ func (r *Replay) Sample(ctx context.Context) ([]Sample, error) {
 			return int64(v * (1 << 20))
 		}
 		d := r.devs[i].Index
-		out = append(out, Sample{Time: now, Device: d, Used: mib(s.used[j]), Total: r.totalGB << 30, Reserved: 0,
+		out = append(out, Sample{Time: now, Device: d, Used: mib(s.used[j]), Total: s.total, Reserved: 0,
 			UtilGPU: NA, UtilMem: NA, TempC: NA, PowerW: NA, PowerLimitW: NA, SMClockMHz: NA,
 			Processes: []Process{{PID: 0, GPU: d, Used: mib(s.alloc[j]), Command: "(recorded allocated memory)", Visible: true}}})
 	}

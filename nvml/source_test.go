@@ -1,9 +1,11 @@
 package nvml
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,9 @@ import (
 
 // stepSource returns known values: device d at round r has d*1000+r MiB
 // used and half of that held by its process.
+// stepTotal is each step GPU's memory: 80 GB less the driver's share.
+const stepTotal = 81559 << 20
+
 type stepSource struct {
 	n, round int
 	start    time.Time
@@ -20,7 +25,7 @@ type stepSource struct {
 func (s *stepSource) Name() string    { return "step" }
 func (s *stepSource) Simulated() bool { return true }
 func (s *stepSource) Devices() []Device {
-	return []Device{{Index: 0, Parent: -1}, {Index: 1, Parent: -1}, {Index: 2, Parent: -1}}[:s.n]
+	return []Device{{Index: 0, Parent: -1, Name: "Step GPU"}, {Index: 1, Parent: -1, Name: "Step GPU"}, {Index: 2, Parent: -1, Name: "Step GPU"}}[:s.n]
 }
 func (s *stepSource) Close() error { return nil }
 func (s *stepSource) Sample(context.Context) ([]Sample, error) {
@@ -28,7 +33,7 @@ func (s *stepSource) Sample(context.Context) ([]Sample, error) {
 	var out []Sample
 	for d := 0; d < s.n; d++ {
 		used := int64(d*1000+s.round) << 20
-		out = append(out, Sample{Time: s.start.Add(time.Duration(s.round) * 100 * time.Millisecond), Device: d, Used: used, Total: 80 << 30,
+		out = append(out, Sample{Time: s.start.Add(time.Duration(s.round) * 100 * time.Millisecond), Device: d, Used: used, Total: stepTotal,
 			Processes: []Process{{PID: 100 + d, GPU: d, Used: used / 2, Visible: true}, {PID: 999, GPU: d, Used: 1 << 20, Visible: true}}})
 	}
 	return out, nil
@@ -39,10 +44,14 @@ func (s *stepSource) Sample(context.Context) ([]Sample, error) {
 func TestRecordRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	src := &stepSource{n: 3, start: time.Now()}
+	var status bytes.Buffer
 	err := Record(context.Background(), src, RecordOptions{OutDir: dir, Interval: 20 * time.Millisecond,
-		Duration: 300 * time.Millisecond, Devices: []int{0, 2}, PIDs: []int{100, 102}, FlushEvery: 50 * time.Millisecond})
+		Duration: 300 * time.Millisecond, Devices: []int{0, 2}, PIDs: []int{100, 102}, FlushEvery: 50 * time.Millisecond, Status: &status})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s := status.String(); !strings.HasPrefix(s, "\rrecording 2 GPU(s) · 1 samples") || !strings.Contains(s, "\rrecorded 2 GPU(s)") || !strings.HasSuffix(s, "\n") {
+		t.Errorf("status line: %q", s)
 	}
 	set, err := trace.LoadDir(context.Background(), dir)
 	if err != nil {
@@ -65,6 +74,27 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 		if it.PeakAllocated != trace.Max(it.Allocated) {
 			t.Errorf("peak %v", it.PeakAllocated)
+		}
+	}
+	// The GPU's total memory, the interval and its name are saved, and a
+	// replay uses them: the real size, every recorded sample.
+	for _, r := range set.Ranks {
+		it := r.Iterations[0]
+		if it.TotalMemory != float64(stepTotal)/(1<<20) || it.IntervalS != 0.02 || it.DeviceName == "" {
+			t.Errorf("rank %d: total %v interval %v name %q", r.Rank, it.TotalMemory, it.IntervalS, it.DeviceName)
+		}
+	}
+	for _, speed := range []float64{1, 4} {
+		rp, err := NewReplay(context.Background(), dir, nil, speed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smp, _ := rp.Sample(context.Background())
+		if smp[0].Total != stepTotal || strings.Contains(rp.Devices()[0].Name, "estimated") {
+			t.Errorf("replayed total %d, want the recorded %d (%s)", smp[0].Total, stepTotal, rp.Devices()[0].Name)
+		}
+		if want := max(50*time.Millisecond, time.Duration(float64(20*time.Millisecond)/speed)); rp.Interval() != want {
+			t.Errorf("speed %v: replay samples every %v, want %v", speed, rp.Interval(), want)
 		}
 	}
 	// And compare reads them (real vs itself: no error).
@@ -116,12 +146,16 @@ func TestFakeAndSampler(t *testing.T) {
 func TestReplay(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	r, err := NewReplay(context.Background(), "../testdata/traces/megatron_trace_memory/sim", clock)
+	r, err := NewReplay(context.Background(), "../testdata/traces/megatron_trace_memory/sim", clock, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Devices()) != 4 {
 		t.Fatalf("devices: %d", len(r.Devices()))
+	}
+	// Megatron traces hold no total: it is estimated, and says so.
+	if !strings.Contains(r.Devices()[0].Name, "total estimated") {
+		t.Errorf("device name %q", r.Devices()[0].Name)
 	}
 	first, _ := r.Sample(context.Background())
 	now = now.Add(200 * time.Millisecond)

@@ -87,7 +87,8 @@ func ParseMegatron(path string, data []byte) (*Rank, error) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("iteration key %q is not a number: skipped", key))
 			return sc.Skip()
 		}
-		it := Iteration{Key: key, Num: num, X: Seconds, PeakAllocated: Unset, Static: Unset, Theoretical: Unset, FilePeak: Unset}
+		it := Iteration{Key: key, Num: num, X: Seconds, PeakAllocated: Unset, Static: Unset, Theoretical: Unset, FilePeak: Unset,
+			TotalMemory: Unset, IntervalS: Unset}
 		if err := parseIteration(sc, &it, unknown, &skipped); err != nil {
 			return fmt.Errorf("iteration %q: %w", key, err)
 		}
@@ -172,7 +173,15 @@ func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown map[string]bool
 			if it.Theoretical, err = optPositive(sc); err != nil {
 				return fmt.Errorf("theoretical_memory_MB: %w", err)
 			}
-		case "source":
+		case "total_memory_MB":
+			if it.TotalMemory, err = optPositive(sc); err != nil {
+				return fmt.Errorf("total_memory_MB: %w", err)
+			}
+		case "interval_s":
+			if it.IntervalS, err = optPositive(sc); err != nil {
+				return fmt.Errorf("interval_s: %w", err)
+			}
+		case "source", "device_name":
 			if sc.Peek() != '"' {
 				return sc.Skip()
 			}
@@ -180,7 +189,11 @@ func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown map[string]bool
 			if err != nil {
 				return err
 			}
-			it.Source = string(b)
+			if string(kb) == "source" {
+				it.Source = string(b)
+			} else {
+				it.DeviceName = string(b)
+			}
 		default:
 			unknown[string(kb)] = true
 			return sc.Skip()

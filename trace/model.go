@@ -66,6 +66,12 @@ type Iteration struct {
 	PeakCumulative bool
 	// Source is the "source" field of recorded traces ("nvml").
 	Source string
+	// TotalMemory (MiB) and IntervalS are what `memscope record` saves of
+	// the GPU and the sampling; Unset when absent.
+	TotalMemory float64
+	IntervalS   float64
+	// DeviceName is the recorded GPU's name ("" when absent).
+	DeviceName string
 }
 
 // Mark is an event of a trace at one X (a step): allocation retries or an

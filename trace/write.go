@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -82,6 +83,17 @@ func WriteMegatron(path string, its []Iteration) error {
 		w.WriteString(", \"theoretical_memory_MB\": " + pyNum(it.Theoretical))
 		if it.Source != "" {
 			fmt.Fprintf(w, ", \"source\": %q", it.Source)
+		}
+		if it.TotalMemory > 0 {
+			w.WriteString(", \"total_memory_MB\": " + pyNum(it.TotalMemory))
+		}
+		if it.IntervalS > 0 {
+			w.WriteString(", \"interval_s\": " + pyNum(it.IntervalS))
+		}
+		if it.DeviceName != "" {
+			b, _ := json.Marshal(it.DeviceName)
+			w.WriteString(", \"device_name\": ")
+			w.Write(b)
 		}
 		w.WriteString("}")
 	}

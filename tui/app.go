@@ -186,8 +186,8 @@ func (a *App) fitTab() int {
 		return 0
 	case snaps:
 		return 1
-	case live:
-		return 3
+	case live, a.opts.Live != nil:
+		return 3 // nothing but GPUs (live or replayed)
 	}
 	return a.active
 }

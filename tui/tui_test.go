@@ -712,6 +712,7 @@ func TestOpensOnTheFittingTab(t *testing.T) {
 		{"a lone snapshot", []string{"../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle"}, "Snapshot"},
 		{"a lone estimate", []string{"../testdata/estimates/SYNTHETIC_peak_snapshot.json"}, "Snapshot"},
 		{"traces and a snapshot", []string{"../testdata/traces/megatron_trace_memory", "../testdata/estimates/SYNTHETIC_peak_snapshot.json"}, "Traces"},
+		{"nothing but GPUs (live or --replay)", nil, "Live"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := newTestApp(t, 120, 30, c.paths...)
