@@ -166,6 +166,15 @@ func (a *App) refresh() {
 	}
 }
 
+// sameData reports whether s holds the data a tab already shows (cur,
+// loaded at generation gen): the workspace copies a Source on every
+// progress tick, change time or error, so pointers differ while the data
+// does not. Tabs then keep everything and only take the new pointer.
+func sameData(cur *model.Source, gen int, s *model.Source) bool {
+	return cur != nil && s != nil && cur.ID == s.ID && s.Generation == gen &&
+		cur.State == model.Loaded && s.State == model.Loaded
+}
+
 // fitTab is the tab that fits what was opened: Traces when there are
 // traces, else Snapshot when there are snapshots or estimates, else Live.
 // A lone snapshot must not open on an empty Traces tab.

@@ -41,8 +41,10 @@ type snapTab struct {
 	tree   *treeView
 	segs   scroller
 	groups scroller
-	// trees caches built trees per (device, mode).
+	// trees caches built trees per (device, mode); kept holds what the
+	// trees of the previous load had open, for a reload.
 	trees map[[2]int]*treeView
+	kept  map[[2]int]treeKeep
 	// versus holds the user's picks of a measured device per estimate
 	// device; choosing shows the list of candidates (cands).
 	versus   map[versusKey]versusPick
@@ -75,7 +77,23 @@ func (t *snapTab) setSource(a *App, s *model.Source) {
 	if s == t.src && (s == nil || s.Generation == t.gen) {
 		return
 	}
+	if sameData(t.src, t.gen, s) {
+		t.src = s
+		return
+	}
 	sameFile := t.src != nil && s != nil && t.src.ID == s.ID
+	// A reload of the same file keeps what the user opened in each tree
+	// and where the cursor was (by path).
+	t.kept = map[[2]int]treeKeep{}
+	if sameFile {
+		for k, tv := range t.trees {
+			keep := treeKeep{expanded: tv.expanded}
+			if r := tv.cur(); r != nil {
+				keep.cursor = r.path
+			}
+			t.kept[k] = keep
+		}
+	}
 	t.src = s
 	t.trees = map[[2]int]*treeView{}
 	t.tree = nil
@@ -147,6 +165,9 @@ func (t *snapTab) currentTree(a *App) *treeView {
 		tv = newTreeView(e.ModuleTree, max(e.PeakBytes, e.ListedBytes))
 	}
 	if tv != nil {
+		if keep, ok := t.kept[k]; ok {
+			tv.restore(keep)
+		}
 		t.trees[k] = tv
 	}
 	return tv

@@ -72,6 +72,12 @@ func (t *timelineTab) setSource(a *App, s *model.Source) {
 	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
 		return
 	}
+	if dev == t.dev && sameData(t.src, t.gen, s) {
+		t.src = s
+		return
+	}
+	sameFile := t.src != nil && s != nil && t.src.ID == s.ID && dev == t.dev && t.tl != nil
+	oldCursor, oldX0, oldX1 := t.cursor, t.x0, t.x1
 	t.src, t.dev, t.tl = s, dev, nil
 	if s == nil || s.State != model.Loaded || s.Analysis == nil || dev >= len(s.Analysis.Devices) {
 		return
@@ -86,6 +92,13 @@ func (t *timelineTab) setSource(a *App, s *model.Source) {
 	}
 	t.x0, t.x1 = 0, len(t.tl.Events)
 	t.cursor = t.tl.Peak.EventIndex
+	if sameFile {
+		// A reload keeps the cursor and the zoom where they still fit (a
+		// trace that grew keeps its start).
+		n := len(t.tl.Events)
+		t.cursor = min(oldCursor, n-1)
+		t.x0, t.x1 = min(oldX0, max(0, n-1)), min(oldX1, n)
+	}
 	t.liveAt = -2
 	t.chartS = nil
 }

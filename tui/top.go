@@ -76,6 +76,22 @@ func (t *topTab) setSource(a *App, s *model.Source) {
 	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
 		return
 	}
+	if dev == t.dev && sameData(t.src, t.gen, s) {
+		t.src = s
+		return
+	}
+	// A reload of the same file and device keeps the cursor's row number,
+	// the filter and the sort (their fields are left alone).
+	keepCursor := -1
+	if t.src != nil && s != nil && t.src.ID == s.ID && dev == t.dev {
+		keepCursor = t.list.cursor
+	}
+	defer func() {
+		if keepCursor >= 0 {
+			t.list.cursor = keepCursor
+			t.list.clamp()
+		}
+	}()
 	t.src, t.dev = s, dev
 	t.allocs, t.locs, t.search, t.view_ = nil, nil, nil, nil
 	t.list.setN(0)

@@ -98,6 +98,10 @@ func (t *tracesTab) setSource(a *App, s *model.Source) {
 	if s == t.src && (s == nil || s.Generation == t.gen) {
 		return
 	}
+	if sameData(t.src, t.gen, s) {
+		t.src = s
+		return
+	}
 	keepRank := -1
 	if len(t.rows) > 0 && t.list.cursor < len(t.rows) {
 		keepRank = t.rows[t.list.cursor].rank

@@ -44,6 +44,27 @@ func newTreeView(root *snapshot.TreeNode, total int64) *treeView {
 	return t
 }
 
+// treeKeep is what a tree had open, carried over a reload.
+type treeKeep struct {
+	expanded map[string]bool
+	cursor   string
+}
+
+// restore reopens what keep had open and puts the cursor back on the same
+// path (when it still exists).
+func (t *treeView) restore(keep treeKeep) {
+	for p, open := range keep.expanded {
+		t.expanded[p] = open
+	}
+	t.flatten()
+	for i, r := range t.rows {
+		if r.path == keep.cursor {
+			t.list.cursor = i
+			t.list.clamp()
+		}
+	}
+}
+
 func (t *treeView) flatten() {
 	t.rows = t.rows[:0]
 	if t.root == nil {

@@ -845,3 +845,47 @@ func TestFileStringsNeverReachTheTerminalRaw(t *testing.T) {
 	press(a, "esc", "?")
 	check("help")
 }
+
+// TestStateSurvivesCopiesAndReloads: a progress tick (the workspace copies
+// its sources) keeps every tab as it is; a reload of the same file keeps
+// the trees' open nodes, the cursors and the timeline's place.
+func TestStateSurvivesCopiesAndReloads(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "snap.pickle")
+	b, err := os.ReadFile("../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newTestApp(t, 120, 40, p)
+	press(a, "2", "down", "right", "down", "down")
+	tree := a.snap.currentTree(a)
+	cursor := tree.cur().path
+	open := len(tree.rows)
+	press(a, "3", "down", "down", "down", "5", "left", "left")
+	topCursor, tlCursor := a.top.list.cursor, a.timeline.cursor
+
+	a.ws.MarkDemo() // copies every source, as a progress tick does
+	a.refresh()
+	if a.snap.currentTree(a) != tree || a.top.list.cursor != topCursor || a.timeline.cursor != tlCursor {
+		t.Error("a copy of the same data rebuilt the views")
+	}
+
+	id := a.sources[0].ID
+	gen := a.sources[0].Generation
+	a.ws.Reload(id)
+	a.ws.Wait()
+	a.refresh()
+	if a.sources[0].Generation == gen {
+		t.Fatal("the reload did not happen")
+	}
+	tree2 := a.snap.currentTree(a)
+	if tree2 == tree || tree2.cur() == nil || tree2.cur().path != cursor || len(tree2.rows) != open {
+		t.Errorf("after a reload the tree has %d rows (want %d), cursor %v (want %s)", len(tree2.rows), open, tree2.cur(), cursor)
+	}
+	if a.top.list.cursor != topCursor || a.timeline.cursor != tlCursor {
+		t.Errorf("after a reload: top cursor %d (want %d), timeline cursor %d (want %d)", a.top.list.cursor, topCursor, a.timeline.cursor, tlCursor)
+	}
+}
