@@ -67,7 +67,10 @@ type App struct {
 	// tabChosen is set once the user picks a tab; until then the explorer
 	// follows what was opened (fitTab).
 	tabChosen bool
-	tabs      []tab
+	// sel is the selection the snapshot tabs share (the device): it lives
+	// here, so no tab reads another tab's fields.
+	sel  selection
+	tabs []tab
 
 	traces   *tracesTab
 	snap     *snapTab
@@ -101,7 +104,7 @@ func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
 	}
 	a := &App{ctx: ctx, ws: ws, opts: opts, th: newTheme(true), keys: newGlobalKeys(), w: 80, h: 24}
 	a.traces = newTracesTab()
-	a.snap = newSnapTab()
+	a.snap = newSnapTab(&a.sel)
 	a.top = newTopTab()
 	a.live = newLiveTab(opts)
 	a.timeline = newTimelineTab()
@@ -164,6 +167,12 @@ func (a *App) refresh() {
 	if !a.tabChosen {
 		a.active = a.fitTab()
 	}
+}
+
+// selection is what the user chose that several tabs follow.
+type selection struct {
+	// dev is the index of the chosen device in the snapshot's devices.
+	dev int
 }
 
 // sameData reports whether s holds the data a tab already shows (cur,

@@ -36,7 +36,7 @@ type snapTab struct {
 	w, h   int
 	src    *model.Source
 	gen    int
-	devIdx int
+	sel    *selection // the App's; this tab changes the device
 	mode   snapMode
 	tree   *treeView
 	segs   scroller
@@ -61,7 +61,7 @@ var (
 	skPick    = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "estimate vs measured: pick the measured snapshot"))
 )
 
-func newSnapTab() *snapTab { return &snapTab{trees: map[[2]int]*treeView{}} }
+func newSnapTab(sel *selection) *snapTab { return &snapTab{trees: map[[2]int]*treeView{}, sel: sel} }
 
 func (t *snapTab) name() string { return "Snapshot" }
 
@@ -102,20 +102,20 @@ func (t *snapTab) setSource(a *App, s *model.Source) {
 	}
 	t.gen = s.Generation
 	if !sameFile {
-		t.devIdx = 0
+		t.sel.dev = 0
 		t.mode = smCategory
 		if s.Estimate != nil {
 			t.mode = smMerged
 			// Open on the largest device, not on a small CPU one.
 			for i, d := range s.Estimate.Devices {
-				if d.PeakBytes > s.Estimate.Devices[t.devIdx].PeakBytes {
-					t.devIdx = i
+				if d.PeakBytes > s.Estimate.Devices[t.sel.dev].PeakBytes {
+					t.sel.dev = i
 				}
 			}
 		}
 	}
-	if t.devIdx >= t.numDevices() {
-		t.devIdx = 0
+	if t.sel.dev >= t.numDevices() {
+		t.sel.dev = 0
 	}
 }
 
@@ -132,22 +132,22 @@ func (t *snapTab) numDevices() int {
 }
 
 func (t *snapTab) dev() *snapshot.DeviceStats {
-	if t.src == nil || t.src.Analysis == nil || t.devIdx >= len(t.src.Analysis.Devices) {
+	if t.src == nil || t.src.Analysis == nil || t.sel.dev >= len(t.src.Analysis.Devices) {
 		return nil
 	}
-	return &t.src.Analysis.Devices[t.devIdx]
+	return &t.src.Analysis.Devices[t.sel.dev]
 }
 
 func (t *snapTab) est() *snapshot.EstimateDeviceStats {
-	if t.src == nil || t.src.Estimate == nil || t.devIdx >= len(t.src.Estimate.Devices) {
+	if t.src == nil || t.src.Estimate == nil || t.sel.dev >= len(t.src.Estimate.Devices) {
 		return nil
 	}
-	return &t.src.Estimate.Devices[t.devIdx]
+	return &t.src.Estimate.Devices[t.sel.dev]
 }
 
 // currentTree builds (once) the tree for the device and mode.
 func (t *snapTab) currentTree(a *App) *treeView {
-	k := [2]int{t.devIdx, int(t.mode)}
+	k := [2]int{t.sel.dev, int(t.mode)}
 	if tv := t.trees[k]; tv != nil {
 		return tv
 	}
@@ -192,7 +192,7 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 		switch {
 		case key.Matches(m, skDevice):
 			if n := t.numDevices(); n > 1 {
-				t.devIdx = (t.devIdx + 1) % n
+				t.sel.dev = (t.sel.dev + 1) % n
 				a.setStatus("device %s", t.deviceName())
 			}
 			return nil
@@ -374,7 +374,7 @@ func (t *snapTab) headerView(a *App, d *snapshot.DeviceStats) string {
 	th := a.th
 	devs := ""
 	if n := t.numDevices(); n > 1 {
-		devs = fmt.Sprintf(" (%d/%d, d next)", t.devIdx+1, n)
+		devs = fmt.Sprintf(" (%d/%d, d next)", t.sel.dev+1, n)
 	}
 	l1 := fmt.Sprintf("%s cuda:%d%s · reserved %s · allocated %s · active %s · cached free %s · rounding %s",
 		th.bold.Render(t.src.Name()), d.Device, devs, bytesStr(d.ReservedBytes), bytesStr(d.AllocatedBytes),

@@ -18,7 +18,7 @@ func (t *snapTab) estimateView(a *App) string {
 	var b strings.Builder
 	devs := ""
 	if n := t.numDevices(); n > 1 {
-		devs = fmt.Sprintf(" (%d/%d, d next)", t.devIdx+1, n)
+		devs = fmt.Sprintf(" (%d/%d, d next)", t.sel.dev+1, n)
 	}
 	b.WriteString(fit(fmt.Sprintf("%s %s%s · %s · estimated peak %s · listed %s in %s · unlisted %s",
 		th.bold.Render(t.src.Name()), e.Device, devs, th.warn.Render("ESTIMATE"), bytesStr(e.PeakBytes),

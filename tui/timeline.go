@@ -68,7 +68,7 @@ func (t *timelineTab) help() []key.Binding {
 func (t *timelineTab) resize(w, h int) { t.w, t.h = w, h }
 
 func (t *timelineTab) setSource(a *App, s *model.Source) {
-	dev := a.snap.devIdx
+	dev := a.sel.dev
 	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
 		return
 	}
@@ -181,7 +181,7 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.byTime = !t.byTime
 		case "d":
 			if nd := a.snap.numDevices(); nd > 1 {
-				a.snap.devIdx = (a.snap.devIdx + 1) % nd
+				a.sel.dev = (a.sel.dev + 1) % nd
 				t.setSource(a, t.src)
 			}
 		case "enter":

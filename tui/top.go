@@ -72,7 +72,7 @@ func (t *topTab) resize(w, h int) {
 }
 
 func (t *topTab) setSource(a *App, s *model.Source) {
-	dev := a.snap.devIdx
+	dev := a.sel.dev
 	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
 		return
 	}
@@ -254,7 +254,7 @@ func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.openStack(a)
 		case key.Matches(m, pkDevice):
 			if n := a.snap.numDevices(); n > 1 {
-				a.snap.devIdx = (a.snap.devIdx + 1) % n
+				a.sel.dev = (a.sel.dev + 1) % n
 				t.setSource(a, t.src)
 				a.setStatus("device %s", a.snap.deviceName())
 			}
