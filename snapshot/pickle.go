@@ -498,10 +498,12 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 		case keyAction:
 			r.action, ok = v.ref, v.k == kStr
 		case keyAddr:
-			r.addr, ok = uint64(v.i), v.k == kInt || v.k == kUint
+			// A negative address is no address: the generic form keeps it
+			// (and the binder says what is wrong) rather than wrap it.
+			r.addr, ok = uint64(v.i), (v.k == kInt && v.i >= 0) || v.k == kUint
 			r.has |= hasAddr
 		case keyStream:
-			r.stream, ok = uint64(v.i), v.k == kInt || v.k == kUint
+			r.stream, ok = uint64(v.i), (v.k == kInt && v.i >= 0) || v.k == kUint
 			r.has |= hasStream
 		case keySize:
 			r.size, ok = v.i, v.k == kInt && v.i >= 0
