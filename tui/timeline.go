@@ -8,6 +8,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"memscope/internal/palette"
 	"memscope/model"
@@ -33,6 +34,12 @@ type timelineTab struct {
 	liveAt  int
 	liveLim int
 	list    scroller
+	// flat lists the live set largest first; otherwise (the default) it is
+	// a tree by category, call site and allocation (ltree, built for the
+	// event ltreeAt).
+	flat    bool
+	ltree   *treeView
+	ltreeAt int
 	// chart caches the decimated series of the current window.
 	chartKey [5]int
 	chartS   []chartSeries
@@ -48,7 +55,13 @@ var (
 	mkZoomOu = key.NewBinding(key.WithKeys("-"))
 	mkReset  = key.NewBinding(key.WithKeys("0"), key.WithHelp("0", "whole trace"))
 	mkAxis   = key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "x axis: event index / time"))
+	mkGroup  = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "live set: by category → call site / flat list"))
+	mkOpen   = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open a group / the allocation's stack"))
 )
+
+// liveTreeCap is how many of the largest live allocations the grouped live
+// set holds: a cursor move rebuilds it, and the frame must stay quick.
+const liveTreeCap = 20000
 
 type timelineReady struct {
 	id, gen, dev int
@@ -62,7 +75,7 @@ func (t *timelineTab) name() string { return "Timeline" }
 func (t *timelineTab) capturing() bool { return false }
 
 func (t *timelineTab) help() []key.Binding {
-	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, pkStack, skDevice, kExport}
+	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkOpen, kExpAll, skDevice, kExport}
 }
 
 func (t *timelineTab) resize(w, h int) { t.w, t.h = w, h }
@@ -184,8 +197,25 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 				a.sel.dev = (a.sel.dev + 1) % nd
 				t.setSource(a, t.src)
 			}
+		case "g":
+			t.flat = !t.flat
+			t.ltree = nil
+			if t.flat {
+				a.setStatus("live set: flat list, largest first")
+			} else {
+				a.setStatus("live set: by category → call site → allocation")
+			}
 		case "enter":
 			t.ensureLive()
+			if !t.flat && t.ltree != nil {
+				if r := t.ltree.cur(); r != nil && r.node.Alloc != nil {
+					al := r.node.Alloc
+					a.overlay = newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)
+				} else {
+					t.ltree.update(m)
+				}
+				return nil
+			}
 			if t.list.cursor >= 0 && t.list.cursor < len(t.live) {
 				al := &t.live[t.list.cursor]
 				a.overlay = newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)
@@ -194,6 +224,12 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 			return exportTimeline(a, t)
 		default:
 			t.ensureLive()
+			if !t.flat && t.ltree != nil {
+				if key.Matches(m, kUp, kDown, kPgUp, kPgDn, kHome, kEnd, kExpAll) {
+					t.ltree.update(m)
+				}
+				return nil
+			}
 			listMove(&t.list, m)
 		}
 	}
@@ -236,6 +272,23 @@ func (t *timelineTab) ensureLive() {
 	if need := t.list.offset + t.list.height; need > t.liveLim {
 		t.liveLim = max(need, 2*t.liveLim, 256)
 		t.live = t.tl.LiveAt(t.cursor, t.liveLim)
+	}
+	if !t.flat && (t.ltree == nil || t.ltreeAt != t.cursor) {
+		// Rebuilt for the new event, keeping the groups the user opened
+		// and the cursor's path.
+		var keep treeKeep
+		if t.ltree != nil {
+			keep.expanded = t.ltree.expanded
+			if r := t.ltree.cur(); r != nil {
+				keep.cursor = r.path
+			}
+		}
+		tv := newTreeView(snapshot.CategoryTree(t.tl.LiveAt(t.cursor, liveTreeCap)), t.liveB)
+		if t.ltree != nil {
+			tv.expanded = map[string]bool{}
+			tv.restore(keep)
+		}
+		t.ltree, t.ltreeAt = tv, t.cursor
 	}
 }
 
@@ -300,6 +353,16 @@ func (t *timelineTab) view(a *App) string {
 		cs = append(cs, th.category(c.Name).Render(c.Name)+" "+bytesStr(c.Bytes))
 	}
 	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Live at the cursor: %s in %s", bytesStr(t.liveB), plural(t.liveN, "allocation")))+" · "+strings.Join(cs, " · "), t.w) + "\n")
+	if !t.flat && t.ltree != nil {
+		t.ltree.color = func(l string) lipgloss.Style { return th.category(l) }
+		more := ""
+		if t.liveN > liveTreeCap {
+			more = fmt.Sprintf(" (the largest %d of %d)", liveTreeCap, t.liveN)
+		}
+		b.WriteString(th.dim.Render(fit("by category → call site → allocation"+more+" · ↑↓ move · enter open/stack · * expand all · g flat list", t.w)) + "\n")
+		b.WriteString(t.ltree.view(th, t.w, max(1, t.list.height-1)))
+		return b.String()
+	}
 	from, to := t.list.visible()
 	for i := from; i < to && i < len(t.live); i++ {
 		l := &t.live[i]

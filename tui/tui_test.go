@@ -602,11 +602,17 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 	if a.timeline.x0 <= x0 {
 		t.Errorf("> pans right: %d -> %d", x0, a.timeline.x0)
 	}
-	press(a, "enter")
+	// The live set is grouped: * opens the first category, the third row
+	// is an allocation, enter opens its stack.
+	press(a, "*", "down", "down", "enter")
 	if _, ok := a.overlay.(*stackOverlay); !ok {
-		t.Error("enter on a live allocation opens its stack")
+		t.Errorf("enter on a live allocation opens its stack:\n%s", screen(a))
 	}
-	press(a, "esc")
+	press(a, "esc", "g", "enter")
+	if _, ok := a.overlay.(*stackOverlay); !ok || !a.timeline.flat {
+		t.Error("g makes the live set a flat list, and enter opens the selected allocation's stack")
+	}
+	press(a, "esc", "g")
 	// Picker: r reloads the selected source.
 	press(a, "o", "r")
 	if !strings.Contains(a.status, "reloading") {
@@ -887,5 +893,32 @@ func TestStateSurvivesCopiesAndReloads(t *testing.T) {
 	}
 	if a.top.list.cursor != topCursor || a.timeline.cursor != tlCursor {
 		t.Errorf("after a reload: top cursor %d (want %d), timeline cursor %d (want %d)", a.top.list.cursor, topCursor, a.timeline.cursor, tlCursor)
+	}
+}
+
+// TestLiveSetGrouped: the live set at the cursor is a tree whose
+// categories add up to the live bytes, and what is opened stays open as
+// the cursor moves.
+func TestLiveSetGrouped(t *testing.T) {
+	a := newTestApp(t, 120, 40, "../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle")
+	press(a, "5")
+	screen(a)
+	tv := a.timeline.ltree
+	if tv == nil {
+		t.Fatal("no grouped live set")
+	}
+	var sum int64
+	for _, c := range tv.root.Children {
+		sum += c.Bytes
+	}
+	if sum != a.timeline.liveB || a.timeline.liveN > liveTreeCap {
+		t.Errorf("categories sum to %d, live bytes %d", sum, a.timeline.liveB)
+	}
+	press(a, "*")
+	opened := len(tv.expanded)
+	press(a, "left")
+	screen(a)
+	if a.timeline.ltree == tv || len(a.timeline.ltree.expanded) < opened {
+		t.Errorf("moving the cursor rebuilds the tree and keeps %d open groups: %d", opened, len(a.timeline.ltree.expanded))
 	}
 }
