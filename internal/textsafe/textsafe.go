@@ -24,20 +24,26 @@ func Safe(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r < 0xa0:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
+		i += writeRune(&b, s, i)
 	}
 	return b.String()
+}
+
+// writeRune writes the rune at s[i:] to b, escaped when it is a control
+// character or invalid UTF-8, and returns its length in s.
+func writeRune(b *strings.Builder, s string, i int) int {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == utf8.RuneError && n <= 1:
+		fmt.Fprintf(b, `\x%02x`, s[i])
+	case r < 0x20 || r == 0x7f:
+		fmt.Fprintf(b, `\x%02x`, r)
+	case r >= 0x80 && r < 0xa0:
+		fmt.Fprintf(b, `\u%04x`, r)
+	default:
+		b.WriteString(s[i : i+n])
+	}
+	return n
 }
 
 // Lines is Safe for multi-line text: newlines stay, every other control
@@ -100,18 +106,7 @@ func Styled(s string) string {
 			i += n
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r < 0xa0:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
+		i += writeRune(&b, s, i)
 	}
 	return b.String()
 }
