@@ -22,6 +22,8 @@ type Detected struct {
 	// What says what the file looks like, for messages ("a Megatron memory
 	// trace").
 	What string
+	// ByName is set when only the file name (.pickle) said what it is.
+	ByName bool
 }
 
 // Detect sniffs a file. Snapshot forms come first (their sniffing is
@@ -47,7 +49,7 @@ func Detect(path string) (Detected, error) {
 	}
 	lower := strings.ToLower(path)
 	if strings.HasSuffix(lower, ".pickle") || strings.HasSuffix(lower, ".pkl") || strings.HasSuffix(lower, ".pickle.gz") {
-		return Detected{Kind: KindSnapshot, Snapshot: snapshot.KindTorch, What: "a snapshot file (by its name)"}, nil
+		return Detected{Kind: KindSnapshot, Snapshot: snapshot.KindTorch, What: "a snapshot file (by its name)", ByName: true}, nil
 	}
 	return Detected{Kind: KindUnknown, What: unknownWhat(path)}, nil
 }

@@ -328,7 +328,7 @@ func (w *Workspace) Open(paths ...string) {
 // become failed sources, files met while walking a directory are skipped.
 func (w *Workspace) openFile(p string, explicit bool) int {
 	d, err := Detect(p)
-	if err == nil && !explicit && d.What == "a snapshot file (by its name)" {
+	if err == nil && !explicit && d.ByName {
 		return 0 // met while walking: only files that look like snapshots
 	}
 	switch {
