@@ -466,6 +466,10 @@ func (t *snapTab) segmentMap(a *App, d *snapshot.DeviceStats, h int) string {
 	b.WriteString(fit(legend, t.w) + "\n")
 	prefix := 34
 	cells := max(8, t.w-prefix-8)
+	var largest int64
+	for _, sg := range segs {
+		largest = max(largest, sg.TotalSize)
+	}
 	from, to := t.segs.visible()
 	for i := from; i < to; i++ {
 		sg := segs[i]
@@ -484,14 +488,16 @@ func (t *snapTab) segmentMap(a *App, d *snapshot.DeviceStats, h int) string {
 			used = 100 * float64(act) / float64(sg.TotalSize)
 		}
 		head := fmt.Sprintf("0x%012x %9s %-6s", sg.Address, bytesStr(sg.TotalSize), kind)
-		line := fit(head, prefix) + segCells(th, sg, cells) + fmt.Sprintf(" %5.1f%%", used)
+		n := scaledCells(sg.TotalSize, largest, cells)
+		line := fit(head, prefix) + segCells(th, sg, n) + strings.Repeat(" ", cells-n) + fmt.Sprintf(" %5.1f%%", used)
 		if i == t.segs.cursor {
 			line = th.sel.Render(fit(head, prefix)) + line[len(fit(head, prefix)):]
 		}
 		b.WriteString(fit(line, t.w) + "\n")
 	}
 	hint := t.segs.hint()
-	b.WriteString(th.dim.Render(fit(fmt.Sprintf("%s · each cell is 1/%d of a segment", hint, cells), t.w)))
+	b.WriteString(th.dim.Render(fit(fmt.Sprintf("%s · one scale: a full row is the largest segment (%s), each cell %s", hint,
+		bytesStr(largest), bytesStr(largest/int64(cells))), t.w)))
 	return b.String()
 }
 
@@ -504,44 +510,66 @@ func cellRune(th theme, state int) string {
 
 // segCells renders one segment: each cell takes the state that covers most
 // of its bytes.
+// Cell states of the segment drawings.
+const (
+	cellAllocated = iota
+	cellRounding
+	cellPending
+	cellFree
+)
+
+// cellSpan is a byte range of a segment (offset from its start) in one
+// state; what no span covers is free.
+type cellSpan struct {
+	off, size int64
+	state     int
+}
+
+// segCells draws a snapshot segment's blocks in n cells.
 func segCells(th theme, sg *snapshot.Segment, n int) string {
-	if sg.TotalSize <= 0 {
-		return strings.Repeat(" ", n)
-	}
-	per := float64(sg.TotalSize) / float64(n)
-	var b strings.Builder
-	states := make([]int, 0, n)
-	bi := 0
+	var spans []cellSpan
 	var off int64
+	for _, bl := range sg.Blocks {
+		switch bl.State {
+		case snapshot.StateActiveAllocated:
+			req := min(bl.RequestedSize, bl.Size)
+			spans = append(spans, cellSpan{off, req, cellAllocated}, cellSpan{off + req, bl.Size - req, cellRounding})
+		case snapshot.StateActivePendingFree:
+			spans = append(spans, cellSpan{off, bl.Size, cellPending})
+		}
+		off += bl.Size
+	}
+	return spanCells(th, sg.TotalSize, spans, n)
+}
+
+// spanCells draws a segment of total bytes in n cells, each in the state
+// that covers most of its bytes. spans must be sorted by offset.
+func spanCells(th theme, total int64, spans []cellSpan, n int) string {
+	if total <= 0 || n <= 0 {
+		return strings.Repeat(" ", max(0, n))
+	}
+	per := float64(total) / float64(n)
+	states := make([]int, 0, n)
+	si := 0
 	for c := 0; c < n; c++ {
 		lo, hi := float64(c)*per, float64(c+1)*per
 		var cover [4]float64
-		for bi < len(sg.Blocks) {
-			bl := sg.Blocks[bi]
-			bs, be := float64(off), float64(off+bl.Size)
-			ov := math.Min(be, hi) - math.Max(bs, lo)
-			if ov > 0 {
-				switch bl.State {
-				case snapshot.StateActiveAllocated:
-					req := float64(bl.RequestedSize)
-					reqEnd := bs + req
-					inReq := math.Max(0, math.Min(reqEnd, math.Min(be, hi))-math.Max(bs, lo))
-					cover[0] += inReq
-					cover[1] += ov - inReq
-				case snapshot.StateActivePendingFree:
-					cover[2] += ov
-				default:
-					cover[3] += ov
-				}
+		cover[cellFree] = hi - lo
+		for k := si; k < len(spans); k++ {
+			sp := spans[k]
+			bs, be := float64(sp.off), float64(sp.off+sp.size)
+			if bs >= hi {
+				break
 			}
-			if be <= hi {
-				off += bl.Size
-				bi++
-				continue
+			if ov := math.Min(be, hi) - math.Max(bs, lo); ov > 0 {
+				cover[sp.state] += ov
+				cover[cellFree] -= ov
 			}
-			break
+			if be <= lo && k == si {
+				si++
+			}
 		}
-		best := 3
+		best := cellFree
 		for k := range cover {
 			if cover[k] > cover[best] {
 				best = k
@@ -550,6 +578,7 @@ func segCells(th theme, sg *snapshot.Segment, n int) string {
 		states = append(states, best)
 	}
 	// One styled run per state change: styling cell by cell is slow.
+	var b strings.Builder
 	for i := 0; i < len(states); {
 		j := i
 		for j < len(states) && states[j] == states[i] {
@@ -560,4 +589,14 @@ func segCells(th theme, sg *snapshot.Segment, n int) string {
 		i = j
 	}
 	return b.String()
+}
+
+// scaledCells is how many of n cells a segment of size takes when the
+// largest segment takes all n: one scale, so a 2 MiB segment is not drawn
+// as wide as a 314 MiB one (at least one cell each).
+func scaledCells(size, largest int64, n int) int {
+	if largest <= 0 {
+		return n
+	}
+	return max(1, int(math.Round(float64(size)/float64(largest)*float64(n))))
 }

@@ -40,6 +40,12 @@ type timelineTab struct {
 	flat    bool
 	ltree   *treeView
 	ltreeAt int
+	// showState replaces the live set with the allocator state replayed to
+	// the cursor (memory_viz's Allocator State History), built for stateAt.
+	showState bool
+	state     *snapshot.AllocatorState
+	stateAt   int
+	stateList scroller
 	// chart caches the decimated series of the current window.
 	chartKey [5]int
 	chartS   []chartSeries
@@ -56,6 +62,7 @@ var (
 	mkReset  = key.NewBinding(key.WithKeys("0"), key.WithHelp("0", "whole trace"))
 	mkAxis   = key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "x axis: event index / time"))
 	mkGroup  = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "live set: by category → call site / flat list"))
+	mkState  = key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "allocator state at the cursor (segments and blocks) / live set"))
 	mkOpen   = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open a group / the allocation's stack"))
 )
 
@@ -75,7 +82,7 @@ func (t *timelineTab) name() string { return "Timeline" }
 func (t *timelineTab) capturing() bool { return false }
 
 func (t *timelineTab) help() []key.Binding {
-	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkOpen, kExpAll, skDevice, kExport}
+	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkOpen, kExpAll, mkState, skDevice, kExport}
 }
 
 func (t *timelineTab) resize(w, h int) { t.w, t.h = w, h }
@@ -197,6 +204,10 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 				a.sel.dev = (a.sel.dev + 1) % nd
 				t.setSource(a, t.src)
 			}
+		case "m":
+			t.showState = !t.showState
+			t.state = nil
+			return nil
 		case "g":
 			t.flat = !t.flat
 			t.ltree = nil
@@ -223,6 +234,10 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 		case "e":
 			return exportTimeline(a, t)
 		default:
+			if t.showState {
+				listMove(&t.stateList, m)
+				return nil
+			}
 			t.ensureLive()
 			if !t.flat && t.ltree != nil {
 				if key.Matches(m, kUp, kDown, kPgUp, kPgDn, kHome, kEnd, kExpAll) {
@@ -342,6 +357,10 @@ func (t *timelineTab) view(a *App) string {
 	b.WriteString(t.chart(a, chartH) + "\n")
 	b.WriteString(th.dim.Render(fit(fmt.Sprintf("events %d–%d of %d · ←/→ cursor · [ ] annotations · p peak · +/- zoom · < > pan · x axis (%s) · %s",
 		t.x0, t.x1-1, n, map[bool]string{true: "time", false: "event index"}[t.byTime], tl.Note), t.w)) + "\n")
+	if t.showState {
+		b.WriteString(t.stateView(a))
+		return b.String()
+	}
 	// Live allocations at the cursor: the totals by one scan, the rows only
 	// as far as the list shows.
 	t.ensureLive()
@@ -453,4 +472,66 @@ func (t *timelineTab) chart(a *App, h int) string {
 	yfmt := func(_ int, v float64) string { return bytesStr(int64(v)) }
 	return renderChart(chartSpec{w: t.w, h: h, xmin: t.xv(x0), xmax: t.xv(x1 - 1), ymin: 0, ymax: ymax * 1.05, xfmt: xfmt, yfmt: yfmt,
 		series: series, lines: lines, axis: th.dim, label: th.dim})
+}
+
+// stateView draws the allocator state right after the cursor's event:
+// every segment to one scale, live blocks at their requested sizes,
+// pending frees marked, with the free memory and fragmentation there.
+func (t *timelineTab) stateView(a *App) string {
+	th := a.th
+	if t.state == nil || t.stateAt != t.cursor {
+		t.state, t.stateAt = t.tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
+	}
+	st := t.state
+	var b strings.Builder
+	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Allocator state after event %d", st.Event))+fmt.Sprintf(
+		": reserved %s · active %s · %d segments · m live set", bytesStr(st.Reserved), bytesStr(st.Active), len(st.Segments)), t.w) + "\n")
+	b.WriteString(fit(fmt.Sprintf("free %s · largest free %s · external fragmentation %.1f%% · %s block (requested size) %s pending free %s free",
+		bytesStr(st.Free), bytesStr(st.LargestFree), st.ExternalPct, th.fg(palette.Allocated).Render(cellRune(th, cellAllocated)),
+		th.fg(palette.PendingFree).Render(cellRune(th, cellPending)), th.fg(palette.CachedFree).Render(cellRune(th, cellFree))), t.w) + "\n")
+	listH := max(1, t.h-t.chartHeight()-6)
+	t.stateList.setHeight(listH)
+	t.stateList.setN(len(st.Segments))
+	var largest int64
+	for _, sg := range st.Segments {
+		largest = max(largest, sg.Size)
+	}
+	prefix := 26
+	cells := max(8, t.w-prefix-8)
+	bi := 0 // blocks and segments are both sorted by address
+	from, to := t.stateList.visible()
+	for i := 0; i < to; i++ {
+		sg := st.Segments[i]
+		var spans []cellSpan
+		var used int64
+		for bi < len(st.Blocks) && st.Blocks[bi].Addr < sg.Addr {
+			bi++
+		}
+		for k := bi; k < len(st.Blocks) && st.Blocks[k].Addr < sg.Addr+uint64(sg.Size); k++ {
+			bl := st.Blocks[k]
+			state := cellAllocated
+			if bl.PendingFree {
+				state = cellPending
+			}
+			spans = append(spans, cellSpan{int64(bl.Addr - sg.Addr), bl.Size, state})
+			used += bl.Size
+		}
+		if i < from {
+			continue
+		}
+		n := scaledCells(sg.Size, largest, cells)
+		pct := 0.0
+		if sg.Size > 0 {
+			pct = 100 * float64(used) / float64(sg.Size)
+		}
+		head := fmt.Sprintf("0x%012x %9s", sg.Addr, bytesStr(sg.Size))
+		if i == t.stateList.cursor {
+			head = th.sel.Render(head)
+		}
+		b.WriteString(fit(head+"  "+spanCells(th, sg.Size, spans, n)+strings.Repeat(" ", cells-n)+fmt.Sprintf(" %5.1f%%", pct), t.w) + "\n")
+	}
+	if len(st.Segments) == 0 {
+		b.WriteString(th.dim.Render("no segments at this event") + "\n")
+	}
+	return b.String()
 }

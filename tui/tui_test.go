@@ -922,3 +922,53 @@ func TestLiveSetGrouped(t *testing.T) {
 		t.Errorf("moving the cursor rebuilds the tree and keeps %d open groups: %d", opened, len(a.timeline.ltree.expanded))
 	}
 }
+
+// TestAllocatorStateAtCursor: m on the Timeline shows the segments and
+// blocks replayed to the cursor, with the figures the replay gives there.
+func TestAllocatorStateAtCursor(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		a := newTestApp(t, size[0], size[1], "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+		press(a, "5", "m")
+		tl := a.timeline.tl
+		check := func() {
+			t.Helper()
+			s := screen(a)
+			cur := a.timeline.cursor
+			want := fmt.Sprintf("Allocator state after event %d", cur)
+			if !strings.Contains(s, want) || !strings.Contains(s, "reserved "+bytesStr(tl.ReservedAt(cur))) ||
+				!strings.Contains(s, "active "+bytesStr(tl.ActiveAt(cur))) {
+				t.Errorf("%q with reserved %s and active %s:\n%s", want, bytesStr(tl.ReservedAt(cur)), bytesStr(tl.ActiveAt(cur)), s)
+			}
+			checkScreen(t, s, size[0], size[1])
+		}
+		check()
+		golden(t, fmt.Sprintf("timeline_state_%dx%d", size[0], size[1]), screen(a))
+		press(a, "0", "home", "right", "right", "right")
+		check()
+		press(a, "m")
+		if strings.Contains(screen(a), "Allocator state") {
+			t.Error("m goes back to the live set")
+		}
+	}
+}
+
+// TestSegmentsToOneScale: segment rows share one scale (at least one cell),
+// and a cell shows the state covering most of its bytes.
+func TestSegmentsToOneScale(t *testing.T) {
+	for _, c := range []struct {
+		size, largest int64
+		n, want       int
+	}{{314 << 20, 314 << 20, 80, 80}, {157 << 20, 314 << 20, 80, 40}, {2 << 20, 314 << 20, 80, 1}, {1, 314 << 20, 80, 1}, {5, 0, 80, 80}} {
+		if got := scaledCells(c.size, c.largest, c.n); got != c.want {
+			t.Errorf("scaledCells(%d, %d, %d) = %d, want %d", c.size, c.largest, c.n, got, c.want)
+		}
+	}
+	th := newTheme(true)
+	th.noColor = true
+	// 10 cells of 10 bytes: 0-24 allocated (cell 2 is half free: a tie
+	// shows free), 40-45 pending (most of cell 4), the rest free.
+	got := ansi.Strip(spanCells(th, 100, []cellSpan{{0, 25, cellAllocated}, {40, 6, cellPending}}, 10))
+	if want := "██░░▒░░░░░"; got != want {
+		t.Errorf("spanCells = %q, want %q", got, want)
+	}
+}
