@@ -285,3 +285,46 @@ func TestCategoriesFromFileAndFunctionNames(t *testing.T) {
 		t.Errorf("identParts: %s", got)
 	}
 }
+
+// TestBandsAddUpToActive: at every event the bands sum to the active
+// memory of the replay, by category and by call site, with few and many
+// bands.
+func TestBandsAddUpToActive(t *testing.T) {
+	for _, p := range []string{"../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle",
+		"../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle", "../testdata/snapshots/h200/record_stream.pickle",
+		"../testdata/snapshots/h200/ring.pickle", "../testdata/snapshots/h200/expandable.pickle"} {
+		s, err := Open(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := Analyze(s, nil)
+		for _, d := range a.Devices {
+			tl := a.Timeline(d.Device)
+			if tl == nil {
+				continue
+			}
+			events := make([]int, 0, len(tl.Events)+1)
+			for i := -1; i < len(tl.Events); i++ {
+				events = append(events, i)
+			}
+			for _, c := range []struct {
+				site bool
+				k    int
+			}{{false, 8}, {true, 3}, {true, 1000}} {
+				b := tl.Bands(c.site, c.k)
+				if len(b.Names) > max(c.k, 2) {
+					t.Errorf("%s: %d bands, at most %d", p, len(b.Names), c.k)
+				}
+				for k, tot := range tl.Totals(b, events) {
+					var sum int64
+					for _, v := range tot {
+						sum += v
+					}
+					if want := tl.ActiveAt(events[k]); sum != want {
+						t.Fatalf("%s cuda:%d (site %v, k %d) event %d: bands sum to %d, active %d", p, d.Device, c.site, c.k, events[k], sum, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -46,6 +46,18 @@ type timelineTab struct {
 	state     *snapshot.AllocatorState
 	stateAt   int
 	stateList scroller
+	// lines draws active and reserved as lines; otherwise (the default)
+	// active memory is stacked in bands by category, or by call site
+	// (bySite), cached for the window in stack*.
+	lines      bool
+	bySite     bool
+	bands      *snapshot.Bands
+	bandsKey   [2]any
+	stackKey   [5]int
+	stackCols  [][]int64
+	stackResv  []int64
+	stackMax   float64
+	stackEvent []int
 	// chart caches the decimated series of the current window.
 	chartKey [5]int
 	chartS   []chartSeries
@@ -61,7 +73,9 @@ var (
 	mkZoomOu = key.NewBinding(key.WithKeys("-"))
 	mkReset  = key.NewBinding(key.WithKeys("0"), key.WithHelp("0", "whole trace"))
 	mkAxis   = key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "x axis: event index / time"))
-	mkGroup  = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "live set: by category → call site / flat list"))
+	mkGroup  = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "stack the chart by category / by call site"))
+	mkLines  = key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "chart: stacked bands / active and reserved lines"))
+	mkFlat   = key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "live set: by category → call site / flat list"))
 	mkState  = key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "allocator state at the cursor (segments and blocks) / live set"))
 	mkOpen   = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open a group / the allocation's stack"))
 )
@@ -82,7 +96,7 @@ func (t *timelineTab) name() string { return "Timeline" }
 func (t *timelineTab) capturing() bool { return false }
 
 func (t *timelineTab) help() []key.Binding {
-	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkOpen, kExpAll, mkState, skDevice, kExport}
+	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkLines, mkFlat, mkOpen, kExpAll, mkState, skDevice, kExport}
 }
 
 func (t *timelineTab) resize(w, h int) { t.w, t.h = w, h }
@@ -209,6 +223,16 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.state = nil
 			return nil
 		case "g":
+			t.bySite = !t.bySite
+			t.stackCols = nil
+			if t.bySite {
+				a.setStatus("chart stacked by call site (the largest at the peak)")
+			} else {
+				a.setStatus("chart stacked by category")
+			}
+		case "v":
+			t.lines = !t.lines
+		case "f":
 			t.flat = !t.flat
 			t.ltree = nil
 			if t.flat {
@@ -378,7 +402,7 @@ func (t *timelineTab) view(a *App) string {
 		if t.liveN > liveTreeCap {
 			more = fmt.Sprintf(" (the largest %d of %d)", liveTreeCap, t.liveN)
 		}
-		b.WriteString(th.dim.Render(fit("by category → call site → allocation"+more+" · ↑↓ move · enter open/stack · * expand all · g flat list", t.w)) + "\n")
+		b.WriteString(th.dim.Render(fit("by category → call site → allocation"+more+" · ↑↓ move · enter open/stack · * expand all · f flat list", t.w)) + "\n")
 		b.WriteString(t.ltree.view(th, t.w, max(1, t.list.height-1)))
 		return b.String()
 	}
@@ -438,7 +462,96 @@ func (t *timelineTab) series(a *App, cols int) ([]chartSeries, float64) {
 	return t.chartS, t.chartMax
 }
 
+// maxBands is how many bands the stacked chart names (the rest: other).
+const maxBands = 8
+
+// stacked draws active memory stacked in bands over the window, the
+// reserved line over it, the bands at the cursor named in the legend.
+func (t *timelineTab) stacked(a *App, h int) string {
+	th := a.th
+	tl := t.tl
+	if k := [2]any{tl, t.bySite}; t.bands == nil || t.bandsKey != k {
+		t.bands, t.bandsKey = tl.Bands(t.bySite, maxBands), k
+		t.stackCols = nil
+	}
+	cols := max(1, t.w-11)
+	if k := [5]int{t.x0, t.x1, cols, map[bool]int{true: 1}[t.bySite]}; t.stackCols == nil || t.stackKey != k {
+		// One event per column: the one with the most active memory in the
+		// column's range, so no peak is lost.
+		span := t.x1 - t.x0
+		t.stackEvent = make([]int, cols)
+		for c := range cols {
+			lo := t.x0 + c*span/cols
+			hi := max(lo+1, t.x0+(c+1)*span/cols)
+			best := lo
+			for e := lo; e < hi && e < t.x1; e++ {
+				if tl.Active[e] > tl.Active[best] {
+					best = e
+				}
+			}
+			t.stackEvent[c] = best
+		}
+		t.stackCols = tl.Totals(t.bands, t.stackEvent)
+		t.stackResv = make([]int64, cols)
+		t.stackMax = 0
+		for c, e := range t.stackEvent {
+			t.stackResv[c] = tl.ReservedAt(e)
+			t.stackMax = max(t.stackMax, float64(t.stackResv[c]), float64(tl.ActiveAt(e)))
+		}
+		t.stackKey = k
+	}
+	names := t.bands.Names
+	styles := make([]lipgloss.Style, len(names))
+	glyphs := make([]string, len(names))
+	for i, n := range names {
+		glyphs[i] = "█"
+		switch {
+		case th.noColor:
+			glyphs[i] = bandGlyphs[i%len(bandGlyphs)]
+		case t.bySite:
+			styles[i] = th.fg(palette.Band(i))
+		default:
+			styles[i] = th.category(n)
+		}
+	}
+	// The legend names each band with its bytes at the cursor.
+	atCursor := tl.Totals(t.bands, []int{t.cursor})[0]
+	var legend []string
+	for i, n := range names {
+		if atCursor[i] == 0 {
+			continue
+		}
+		label := n
+		if t.bySite {
+			label = fitTail(safe(n), 40)
+		}
+		legend = append(legend, styles[i].Render(glyphs[i])+" "+label+" "+bytesStr(atCursor[i]))
+	}
+	legend = append(legend, th.fg(palette.Reserved).Render("─")+" reserved")
+	cursorCol := -1
+	for c, e := range t.stackEvent {
+		if e == t.cursor || (e > t.cursor && c > 0 && t.stackEvent[c-1] < t.cursor) {
+			cursorCol = c
+			break
+		}
+	}
+	chart := renderStacked(stackedSpec{w: t.w, h: h - 1, cols: t.stackCols, reserved: t.stackResv, ymax: t.stackMax * 1.05,
+		styles: styles, glyphs: glyphs, line: th.fg(palette.Reserved), axis: th.dim, cursor: cursorCol, cursorSt: th.accent,
+		xlabel: func(c int) string {
+			e := t.x0 + c*(t.x1-t.x0)/len(t.stackEvent) // where the column starts
+			if t.byTime {
+				return fmt.Sprintf("%.2fs", t.xv(e))
+			}
+			return fmt.Sprint(e)
+		},
+		ylabel: func(v float64) string { return bytesStr(int64(v)) }})
+	return fit(strings.Join(legend, "  "), t.w) + "\n" + chart
+}
+
 func (t *timelineTab) chart(a *App, h int) string {
+	if !t.lines {
+		return t.stacked(a, h)
+	}
 	th := a.th
 	tl := t.tl
 	x0, x1 := t.x0, t.x1

@@ -608,11 +608,19 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 	if _, ok := a.overlay.(*stackOverlay); !ok {
 		t.Errorf("enter on a live allocation opens its stack:\n%s", screen(a))
 	}
-	press(a, "esc", "g", "enter")
+	press(a, "esc", "f", "enter")
 	if _, ok := a.overlay.(*stackOverlay); !ok || !a.timeline.flat {
-		t.Error("g makes the live set a flat list, and enter opens the selected allocation's stack")
+		t.Error("f makes the live set a flat list, and enter opens the selected allocation's stack")
 	}
-	press(a, "esc", "g")
+	press(a, "esc", "f", "g")
+	if !a.timeline.bySite || !strings.Contains(screen(a), "─ reserved") {
+		t.Error("g stacks the chart by call site")
+	}
+	press(a, "g", "v")
+	if !a.timeline.lines {
+		t.Error("v switches to the line chart")
+	}
+	press(a, "v")
 	// Picker: r reloads the selected source.
 	press(a, "o", "r")
 	if !strings.Contains(a.status, "reloading") {

@@ -54,3 +54,10 @@ const (
 	CachedFree  = "#555555"
 	Rounding    = "#D55E00"
 )
+
+// bands are colours for bands that are not categories (call sites), in
+// order: distinct on dark and light backgrounds.
+var bands = []string{"#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2", "#EDC948", "#9C755F", "#BAB0AC", "#FF9DA7"}
+
+// Band returns the colour of the i-th band of a stacked chart.
+func Band(i int) string { return bands[i%len(bands)] }

@@ -1,0 +1,106 @@
+package snapshot
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Other is the band of everything outside the named bands.
+const Other = "other"
+
+// Bands splits a timeline's active memory into bands (categories or call
+// sites) for a stacked chart. Names are ordered by bytes live at the peak,
+// largest first (the bottom of the stack).
+type Bands struct {
+	Names []string
+	// of maps each interval to its band; byStart and byEnd order the
+	// intervals by their bounds for the sweep of Totals.
+	of             []uint16
+	byStart, byEnd []int32
+}
+
+// Bands groups the intervals by category, or by call site (byCallSite),
+// keeping at most k named bands: the k-1 largest at the peak and Other.
+func (t *Timeline) Bands(byCallSite bool, k int) *Bands {
+	k = max(k, 2)
+	key := func(iv *Interval) string {
+		if byCallSite {
+			if l := Location(iv.Frames); l != "" {
+				return l
+			}
+			return NoFrames
+		}
+		return t.cat.Category(iv.Frames)
+	}
+	keys := make([]string, len(t.Intervals))
+	atPeak, total := map[string]int64{}, map[string]int64{}
+	p := int32(t.Peak.EventIndex)
+	for i := range t.Intervals {
+		iv := &t.Intervals[i]
+		keys[i] = key(iv)
+		total[keys[i]] += iv.Size
+		if iv.Start <= p && iv.End > p {
+			atPeak[keys[i]] += iv.Size
+		}
+	}
+	names := make([]string, 0, len(total))
+	for n := range total {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(atPeak[b], atPeak[a]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(total[b], total[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	if len(names) > k {
+		names = append(names[:k-1], Other)
+	}
+	index := map[string]uint16{}
+	for i, n := range names {
+		index[n] = uint16(i)
+	}
+	b := &Bands{Names: names, of: make([]uint16, len(t.Intervals))}
+	for i := range keys {
+		j, ok := index[keys[i]]
+		if !ok {
+			j = index[Other]
+		}
+		b.of[i] = j
+	}
+	b.byStart = make([]int32, len(t.Intervals))
+	b.byEnd = make([]int32, len(t.Intervals))
+	for i := range b.byStart {
+		b.byStart[i], b.byEnd[i] = int32(i), int32(i)
+	}
+	slices.SortFunc(b.byStart, func(x, y int32) int { return cmp.Compare(t.Intervals[x].Start, t.Intervals[y].Start) })
+	slices.SortFunc(b.byEnd, func(x, y int32) int { return cmp.Compare(t.Intervals[x].End, t.Intervals[y].End) })
+	return b
+}
+
+// Totals returns, for each event of events (ascending; -1 is before the
+// first), the bytes of each band live right after it: one sweep over the
+// intervals, whatever the number of events asked.
+func (t *Timeline) Totals(b *Bands, events []int) [][]int64 {
+	out := make([][]int64, len(events))
+	cur := make([]int64, len(b.Names))
+	ps, pe := 0, 0
+	for k, e := range events {
+		e32 := int32(e)
+		for ps < len(b.byStart) && t.Intervals[b.byStart[ps]].Start <= e32 {
+			j := b.byStart[ps]
+			cur[b.of[j]] += t.Intervals[j].Size
+			ps++
+		}
+		for pe < len(b.byEnd) && t.Intervals[b.byEnd[pe]].End <= e32 {
+			j := b.byEnd[pe]
+			cur[b.of[j]] -= t.Intervals[j].Size
+			pe++
+		}
+		out[k] = append([]int64(nil), cur...)
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+)
+
+// bandGlyphs tell the bands of a stacked chart apart without colour
+// (NO_COLOR); with colour every band is a full block.
+var bandGlyphs = []string{"█", "▓", "▒", "░", "#", "=", "+", ":", "*", "~", "%", "o"}
+
+// stackedSpec is a stacked area chart: one column per screen column, each
+// the band totals (bottom band first) at one event, with a reserved line.
+type stackedSpec struct {
+	w, h     int
+	cols     [][]int64 // per column: bytes per band
+	reserved []int64   // per column
+	ymax     float64
+	styles   []lipgloss.Style // per band
+	glyphs   []string         // per band
+	line     lipgloss.Style   // the reserved line
+	axis     lipgloss.Style
+	cursor   int // column of the cursor, -1 when outside
+	cursorSt lipgloss.Style
+	xlabel   func(col int) string
+	ylabel   func(v float64) string
+}
+
+// renderStacked draws the chart: y labels on the left, the x axis below.
+func renderStacked(c stackedSpec) string {
+	const labelW = 10
+	rows := max(1, c.h-2)
+	plotW := len(c.cols)
+	if c.ymax <= 0 {
+		c.ymax = 1
+	}
+	step := c.ymax / float64(rows)
+	var b strings.Builder
+	for r := 0; r < rows; r++ {
+		lo := float64(rows-1-r) * step // the row covers [lo, lo+step)
+		mid := lo + step/2
+		label := ""
+		if r%4 == 0 {
+			label = c.ylabel(lo + step)
+		}
+		b.WriteString(c.axis.Render(fmt.Sprintf("%*s│", labelW-1, label)))
+		// Runs of one style: styling cell by cell is slow.
+		var run strings.Builder
+		runStyle := -2
+		flush := func() {
+			if run.Len() == 0 {
+				return
+			}
+			switch {
+			case runStyle >= 0:
+				b.WriteString(c.styles[runStyle].Render(run.String()))
+			case runStyle == -3:
+				b.WriteString(c.line.Render(run.String()))
+			case runStyle == -4:
+				b.WriteString(c.cursorSt.Render(run.String()))
+			default:
+				b.WriteString(run.String())
+			}
+			run.Reset()
+		}
+		for x := 0; x < plotW; x++ {
+			st, glyph := -1, " "
+			var cum float64
+			for band, v := range c.cols[x] {
+				if v <= 0 {
+					continue
+				}
+				if mid < cum+float64(v) {
+					st, glyph = band, c.glyphs[band]
+					break
+				}
+				cum += float64(v)
+			}
+			if st < 0 {
+				switch rv := float64(c.reserved[x]); {
+				case rv >= lo && rv < lo+step:
+					st, glyph = -3, "─"
+				case x == c.cursor:
+					st, glyph = -4, "│"
+				}
+			}
+			if st != runStyle {
+				flush()
+				runStyle = st
+			}
+			run.WriteString(glyph)
+		}
+		flush()
+		b.WriteString("\n")
+	}
+	// The x axis: a tick under the cursor, labels spread along it.
+	axis := []rune(strings.Repeat("─", plotW))
+	if c.cursor >= 0 && c.cursor < plotW {
+		axis[c.cursor] = '┴'
+	}
+	b.WriteString(c.axis.Render(strings.Repeat(" ", labelW-1) + "└" + string(axis)))
+	b.WriteString("\n")
+	labels := []rune(strings.Repeat(" ", plotW+labelW))
+	every := max(12, plotW/6)
+	for x := 0; x < plotW; x += every {
+		l := []rune(c.xlabel(x))
+		if labelW+x+len(l) > len(labels) {
+			break
+		}
+		copy(labels[labelW+x:], l)
+	}
+	b.WriteString(c.axis.Render(string(labels)))
+	return b.String()
+}
