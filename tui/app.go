@@ -288,6 +288,9 @@ func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 		return a, nil
 	case liveMsg:
 		return a, a.live.onSample(a, msg)
+	case stateTick:
+		a.timeline.onStateTick(msg)
+		return a, nil
 	case tea.KeyPressMsg:
 		return a, a.onKey(msg)
 	case tea.MouseClickMsg:

@@ -117,6 +117,28 @@ func BenchmarkView(b *testing.B) {
 		}
 		press(a, "h")
 	})
+	b.Run("Timeline-zoom-pan", func(b *testing.B) {
+		// Every frame a new window: the stacked bands are swept again.
+		a.active = 4
+		a.render()
+		keys := []string{"+", ">", "<", "-"}
+		b.ResetTimer()
+		for k := 0; k < b.N; k++ {
+			press(a, keys[k%len(keys)])
+			_ = a.render()
+		}
+	})
+	b.Run("Timeline-allocator-state", func(b *testing.B) {
+		a.active = 4
+		press(a, "m")
+		a.render()
+		b.ResetTimer()
+		for k := 0; k < b.N; k++ {
+			press(a, "right")
+			_ = a.render()
+		}
+		press(a, "m")
+	})
 	b.Run("Snapshot-segment-map", func(b *testing.B) {
 		a.active = 1
 		press(a, "m")

@@ -84,10 +84,13 @@ var (
 // set holds: a cursor move rebuilds it, and the frame must stay quick.
 const liveTreeCap = 20000
 
-type timelineReady struct {
-	id, gen, dev int
-	tl           *snapshot.Timeline
-}
+// stateTick asks for the allocator state at cursor, once the cursor has
+// stayed there a moment: replaying the state costs a pass over the later
+// events, too much for every frame of a held arrow key.
+type stateTick struct{ cursor int }
+
+// stateDelay is how long the cursor must rest before the state follows.
+const stateDelay = 120 * time.Millisecond
 
 func newTimelineTab() *timelineTab { return &timelineTab{} }
 
@@ -157,7 +160,7 @@ func (t *timelineTab) moveCursor(to int) {
 	t.clampWindow()
 }
 
-func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
+func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 	t.setSource(a, t.src)
 	if t.tl == nil {
 		return nil
@@ -176,6 +179,13 @@ func (t *timelineTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.list.click(m.Y - chartTop - chartH - 2)
 		}
 	case tea.KeyPressMsg:
+		before := t.cursor
+		defer func() {
+			if t.showState && t.cursor != before {
+				cur := t.cursor
+				cmd = tea.Tick(stateDelay, func(time.Time) tea.Msg { return stateTick{cursor: cur} })
+			}
+		}()
 		switch m.String() {
 		case "left":
 			t.moveCursor(t.cursor - step)
@@ -592,12 +602,16 @@ func (t *timelineTab) chart(a *App, h int) string {
 // pending frees marked, with the free memory and fragmentation there.
 func (t *timelineTab) stateView(a *App) string {
 	th := a.th
-	if t.state == nil || t.stateAt != t.cursor {
+	if t.state == nil {
 		t.state, t.stateAt = t.tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
 	}
 	st := t.state
 	var b strings.Builder
-	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Allocator state after event %d", st.Event))+fmt.Sprintf(
+	following := ""
+	if st.Event != t.cursor {
+		following = th.dim.Render(" (following the cursor…)")
+	}
+	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Allocator state after event %d", st.Event))+following+fmt.Sprintf(
 		": reserved %s · active %s · %d segments · m live set", bytesStr(st.Reserved), bytesStr(st.Active), len(st.Segments)), t.w) + "\n")
 	b.WriteString(fit(fmt.Sprintf("free %s · largest free %s · external fragmentation %.1f%% · %s block (requested size) %s pending free %s free",
 		bytesStr(st.Free), bytesStr(st.LargestFree), st.ExternalPct, th.fg(palette.Allocated).Render(cellRune(th, cellAllocated)),
@@ -647,4 +661,11 @@ func (t *timelineTab) stateView(a *App) string {
 		b.WriteString(th.dim.Render("no segments at this event") + "\n")
 	}
 	return b.String()
+}
+
+// onStateTick replays the allocator state once the cursor has rested.
+func (t *timelineTab) onStateTick(m stateTick) {
+	if t.tl != nil && t.showState && m.cursor == t.cursor && t.stateAt != t.cursor {
+		t.state, t.stateAt = t.tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
+	}
 }

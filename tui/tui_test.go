@@ -952,6 +952,14 @@ func TestAllocatorStateAtCursor(t *testing.T) {
 		check()
 		golden(t, fmt.Sprintf("timeline_state_%dx%d", size[0], size[1]), screen(a))
 		press(a, "0", "home", "right", "right", "right")
+		if s := screen(a); !strings.Contains(s, "following the cursor") {
+			t.Errorf("a moving cursor keeps the last state, marked:\n%s", s)
+		}
+		a.Update(stateTick{cursor: a.timeline.cursor - 1}) // a tick of an older position does nothing
+		if a.timeline.stateAt == a.timeline.cursor {
+			t.Error("a stale tick replayed the state")
+		}
+		a.Update(stateTick{cursor: a.timeline.cursor}) // the cursor rested
 		check()
 		press(a, "m")
 		if strings.Contains(screen(a), "Allocator state") {
