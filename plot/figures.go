@@ -241,34 +241,49 @@ func countOf(h snapshot.Histogram, lo int64) int {
 	return 0
 }
 
-// TimelineFigure draws allocated and reserved memory over the trace events
-// with the peak marked.
+// timelineColumns is how many events a timeline picture samples.
+const timelineColumns = 1500
+
+// TimelineFigure draws active memory over the trace events stacked in
+// bands by category (as the explorer's Timeline does), the reserved line
+// over it and the peak marked. Each of timelineColumns columns takes the
+// event with the most active memory in its range, so the peak is drawn.
 func TimelineFigure(tl *snapshot.Timeline) *Figure {
 	maxB := 0.0
 	for i := range tl.Active {
 		maxB = math.Max(maxB, math.Max(float64(tl.Active[i]), float64(tl.Reserved[i])))
 	}
 	unit, div := ByteUnit(maxB)
-	f := &Figure{Kind: Lines, Title: fmt.Sprintf("Memory timeline, cuda:%d: peak %s at event %d", tl.Device, units.Bytes(tl.Peak.Active), tl.Peak.EventIndex),
+	f := &Figure{Kind: Stacked, Title: fmt.Sprintf("Memory timeline, cuda:%d: peak %s at event %d", tl.Device, units.Bytes(tl.Peak.Active), tl.Peak.EventIndex),
 		XLabel: "trace event", YLabel: unit, YUnit: unit, Note: timelineNote(tl)}
-	// Decimate with peaks kept: a million events need not become a million
-	// path segments.
-	al := make([]float64, len(tl.Active))
-	re := make([]float64, len(tl.Reserved))
-	for i := range al {
-		al[i], re[i] = float64(tl.Active[i])/div, float64(tl.Reserved[i])/div
-	}
-	pick := func(ys []float64) ([]float64, []float64) {
-		idx := trace.MinMax(ys, 1500)
-		xs, out := make([]float64, len(idx)), make([]float64, len(idx))
-		for k, i := range idx {
-			xs[k], out[k] = float64(i), ys[i]
+	n := len(tl.Events)
+	cols := min(n, timelineColumns)
+	events := make([]int, 0, cols)
+	for c := 0; c < cols; c++ {
+		lo, hi := c*n/cols, max(c*n/cols+1, (c+1)*n/cols)
+		best := lo
+		for e := lo; e < hi && e < n; e++ {
+			if tl.Active[e] > tl.Active[best] {
+				best = e
+			}
 		}
-		return xs, out
+		events = append(events, best)
 	}
-	rx, ry := pick(re)
-	ax, ay := pick(al)
-	f.Series = []Series{{Name: "reserved", X: rx, Y: ry, Color: palette.Reserved}, {Name: "active (memory_viz)", X: ax, Y: ay, Color: palette.Real}}
+	bands := tl.Bands(false, 8)
+	totals := tl.Totals(bands, events)
+	xs := make([]float64, len(events))
+	resv := make([]float64, len(events))
+	for k, e := range events {
+		xs[k], resv[k] = float64(e), float64(tl.Reserved[e])/div
+	}
+	for b, name := range bands.Names {
+		ys := make([]float64, len(events))
+		for k := range events {
+			ys[k] = float64(totals[k][b]) / div
+		}
+		f.Series = append(f.Series, Series{Name: name, X: xs, Y: ys, Color: palette.Category(name)})
+	}
+	f.Overlay = []Series{{Name: "reserved", X: xs, Y: resv, Color: palette.Reserved}}
 	f.VLines = []Series{{Name: "peak", X: []float64{float64(max(0, tl.Peak.EventIndex))}, Color: palette.Peak, Dashed: true}}
 	return f
 }

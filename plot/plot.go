@@ -30,6 +30,7 @@ const (
 	Lines Kind = iota // X/Y lines
 	Bars              // one bar per label, one group per series
 	HBars             // horizontal bars (long labels: categories, call sites)
+	Stacked           // Series are bands stacked bottom first over shared X; Overlay lines drawn on top
 )
 
 // Series is one line or one group of bars.
@@ -52,6 +53,8 @@ type Figure struct {
 	Series []Series
 	// HLines and VLines are reference lines (static, theoretical, peak).
 	HLines, VLines []Series
+	// Overlay are lines drawn over a Stacked figure's bands (reserved).
+	Overlay []Series
 	// YUnit is the byte unit the Y values were divided by ("GiB", "MiB"),
 	// empty when Y is not bytes.
 	YUnit string
@@ -107,6 +110,10 @@ func Save(f *Figure, path string) error {
 		}
 	case Bars, HBars:
 		if err := addBars(p, f); err != nil {
+			return err
+		}
+	case Stacked:
+		if err := addStacked(p, f); err != nil {
 			return err
 		}
 	}
@@ -181,6 +188,50 @@ func addLines(p *gplot.Plot, f *Figure) error {
 		}
 	}
 	return nil
+}
+
+// addStacked fills each band between the bands below it and itself: the
+// cumulative curves are drawn from the top down, each filled to zero, so
+// every band shows its own share; then the overlay lines go on top.
+func addStacked(p *gplot.Plot, f *Figure) error {
+	if len(f.Series) == 0 {
+		return nil
+	}
+	n := len(f.Series[0].X)
+	cum := make([][]float64, len(f.Series))
+	run := make([]float64, n)
+	for b, s := range f.Series {
+		for i := 0; i < n && i < len(s.Y); i++ {
+			if !math.IsNaN(s.Y[i]) {
+				run[i] += s.Y[i]
+			}
+		}
+		cum[b] = append([]float64(nil), run...)
+	}
+	for b := len(f.Series) - 1; b >= 0; b-- {
+		s := f.Series[b]
+		l, err := plotter.NewLine(xys(Series{X: s.X, Y: cum[b]}))
+		if err != nil {
+			return err
+		}
+		l.Color = rgb(s.Color)
+		l.FillColor = rgb(s.Color)
+		l.Width = 0
+		p.Add(l)
+	}
+	// The legend lists the bands bottom first, as they are stacked.
+	for _, s := range f.Series {
+		l, err := plotter.NewLine(plotter.XYs{{X: s.X[0], Y: 0}})
+		if err != nil {
+			return err
+		}
+		l.Color, l.FillColor = rgb(s.Color), rgb(s.Color)
+		l.Width = vg.Points(6)
+		p.Legend.Add(s.Name, l)
+	}
+	over := *f
+	over.Series, over.HLines = f.Overlay, nil
+	return addLines(p, &over)
 }
 
 func addBars(p *gplot.Plot, f *Figure) error {

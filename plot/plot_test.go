@@ -122,10 +122,16 @@ func TestSnapshotFigures(t *testing.T) {
 	if math.Abs(sum*div-float64(d.ActiveBytes)) > 2 {
 		t.Errorf("categories sum to %v, active %d", sum*div, d.ActiveBytes)
 	}
+	// The bands are stacked: their sum at a column is the active memory
+	// drawn there, and its maximum is the replay's peak.
 	tl := figs["memory_timeline"]
 	var peak float64
-	for _, v := range tl.Series[1].Y {
-		peak = math.Max(peak, v)
+	for k := range tl.Series[0].Y {
+		var sum float64
+		for _, b := range tl.Series {
+			sum += b.Y[k]
+		}
+		peak = math.Max(peak, sum)
 	}
 	_, tdiv := ByteUnit(peak * 1) // recomputed below from the figure's unit
 	if tl.YUnit == "MiB" {
