@@ -231,7 +231,13 @@ func addStacked(p *gplot.Plot, f *Figure) error {
 	}
 	over := *f
 	over.Series, over.HLines = f.Overlay, nil
-	return addLines(p, &over)
+	if err := addLines(p, &over); err != nil {
+		return err
+	}
+	// Bands are filled from zero: an axis starting at the data's minimum
+	// would hide the bottom band.
+	p.Y.Min = 0
+	return nil
 }
 
 func addBars(p *gplot.Plot, f *Figure) error {
