@@ -27,10 +27,10 @@ type Kind int
 
 // Figure kinds.
 const (
-	Lines Kind = iota // X/Y lines
-	Bars              // one bar per label, one group per series
-	HBars             // horizontal bars (long labels: categories, call sites)
-	Stacked           // Series are bands stacked bottom first over shared X; Overlay lines drawn on top
+	Lines   Kind = iota // X/Y lines
+	Bars                // one bar per label, one group per series
+	HBars               // horizontal bars (long labels: categories, call sites)
+	Stacked             // Series are bands stacked bottom first over shared X; Overlay lines drawn on top
 )
 
 // Series is one line or one group of bars.
