@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -50,6 +51,11 @@ type snapTab struct {
 	versus   map[versusKey]versusPick
 	choosing bool
 	cands    scroller
+	// searching takes the typed query (/); n and N go to the next and
+	// previous match afterwards.
+	searching bool
+	search    textinput.Model
+	query     string
 }
 
 var (
@@ -59,16 +65,23 @@ var (
 	skVersus  = key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "estimate vs measured snapshot, by category"))
 	skStackUp = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stack of the selected allocation"))
 	skPick    = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "estimate vs measured: pick the measured snapshot"))
+	skSearch  = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search the tree (whole tree: opens what matches)"))
+	skNext    = key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n/N", "next / previous match"))
 )
 
-func newSnapTab(sel *selection) *snapTab { return &snapTab{trees: map[[2]int]*treeView{}, sel: sel} }
+func newSnapTab(sel *selection) *snapTab {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "file, function, category…"
+	return &snapTab{trees: map[[2]int]*treeView{}, sel: sel, search: ti}
+}
 
 func (t *snapTab) name() string { return "Snapshot" }
 
-func (t *snapTab) capturing() bool { return false }
+func (t *snapTab) capturing() bool { return t.searching }
 
 func (t *snapTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skPick, skStackUp, kExport}
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skPick, skSearch, skNext, skStackUp, kExport}
 }
 
 func (t *snapTab) resize(w, h int) { t.w, t.h = w, h }
@@ -188,8 +201,20 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 	if t.src == nil || t.src.State != model.Loaded {
 		return nil
 	}
+	if t.searching {
+		return t.searchKey(a, msg)
+	}
 	if m, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
+		case key.Matches(m, skSearch) && (t.mode == smCategory || t.mode == smStack || t.mode == smModules):
+			t.searching = true
+			t.search.SetValue("") // a new search, as in less and vim
+			return t.search.Focus()
+		case key.Matches(m, skNext) && t.query != "":
+			if tv := t.currentTree(a); tv != nil && !tv.find(t.query, m.String() == "n", false) {
+				a.setStatus("no match for %q", t.query)
+			}
+			return nil
 		case key.Matches(m, skDevice):
 			if n := t.numDevices(); n > 1 {
 				t.sel.dev = (t.sel.dev + 1) % n
@@ -275,6 +300,31 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 		tv.update(msg)
 	}
 	return nil
+}
+
+// searchKey handles keys while a search is typed: each change jumps to
+// the first match from the cursor; enter keeps it, esc ends the search.
+func (t *snapTab) searchKey(a *App, msg tea.Msg) tea.Cmd {
+	if m, ok := msg.(tea.KeyPressMsg); ok {
+		switch m.String() {
+		case "esc", "enter":
+			t.searching = false
+			t.search.Blur()
+			if m.String() == "esc" {
+				t.query = ""
+			}
+			return nil
+		}
+	}
+	var cmd tea.Cmd
+	t.search, cmd = t.search.Update(msg)
+	if q := t.search.Value(); q != t.query {
+		t.query = q
+		if tv := t.currentTree(a); tv != nil && q != "" && !tv.find(q, true, true) {
+			a.setStatus("no match for %q", q)
+		}
+	}
+	return cmd
 }
 
 func wheel(m tea.MouseWheelMsg) int {
@@ -411,7 +461,13 @@ func (t *snapTab) headerView(a *App, d *snapshot.DeviceStats) string {
 		l2 += " · " + th.warn.Render(plural(n, "note"))
 	}
 	modeName := map[snapMode]string{smCategory: "category → call site → allocation", smStack: "call stack (outermost first)", smSegments: "segment map"}[t.mode]
-	l3 := th.dim.Render(fmt.Sprintf("view: %s · g regroup · m segment map · enter expand/stack", modeName))
+	l3 := th.dim.Render(fmt.Sprintf("view: %s · g regroup · m segment map · enter expand/stack · / search", modeName))
+	switch {
+	case t.searching:
+		l3 = t.search.View() + th.dim.Render("  (enter keeps, esc ends; then n/N next/previous)")
+	case t.query != "":
+		l3 += th.dim.Render(fmt.Sprintf(" · search %q: n/N", t.query))
+	}
 	return fit(l1, t.w) + "\n" + fit(l2, t.w) + "\n" + fit(l3, t.w)
 }
 

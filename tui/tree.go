@@ -44,6 +44,76 @@ func newTreeView(root *snapshot.TreeNode, total int64) *treeView {
 	return t
 }
 
+// find moves the cursor to the next node (after the cursor when next, else
+// before it; wrapping) whose label holds query, case-insensitively,
+// opening its ancestors. It searches the whole tree, not only the rows
+// shown, and reports whether a node matched.
+func (t *treeView) find(query string, next, includeCursor bool) bool {
+	q := strings.ToLower(query)
+	if q == "" || t.root == nil {
+		return false
+	}
+	// Every node in display order, by pointer: sibling leaves share a
+	// label, so a path does not name one node.
+	type entry struct {
+		node *snapshot.TreeNode
+		path string
+	}
+	var all []entry
+	var walk func(n *snapshot.TreeNode, path string, depth int)
+	walk = func(n *snapshot.TreeNode, path string, depth int) {
+		if depth > 64 {
+			return
+		}
+		for _, c := range n.Children {
+			p := path + "/" + c.Label
+			all = append(all, entry{c, p})
+			walk(c, p, depth+1)
+		}
+	}
+	walk(t.root, "", 0)
+	if len(all) == 0 {
+		return false
+	}
+	start := 0
+	if r := t.cur(); r != nil {
+		for i, e := range all {
+			if e.node == r.node {
+				start = i
+				break
+			}
+		}
+	}
+	step := 1
+	if !next {
+		step = len(all) - 1
+	}
+	first := start
+	if !includeCursor {
+		first = (start + step) % len(all)
+	}
+	for k, i := 0, first; k < len(all); k, i = k+1, (i+step)%len(all) {
+		e := all[i]
+		if !strings.Contains(strings.ToLower(e.node.Label), q) {
+			continue
+		}
+		for j := 1; j < len(e.path); j++ {
+			if e.path[j] == '/' {
+				t.expanded[e.path[:j]] = true
+			}
+		}
+		t.flatten()
+		for ri, r := range t.rows {
+			if r.node == e.node {
+				t.list.cursor = ri
+				t.list.clamp()
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // treeKeep is what a tree had open, carried over a reload.
 type treeKeep struct {
 	expanded map[string]bool

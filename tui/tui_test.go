@@ -988,3 +988,43 @@ func TestSegmentsToOneScale(t *testing.T) {
 		t.Errorf("spanCells = %q, want %q", got, want)
 	}
 }
+
+// TestSnapshotTreeSearch: / searches the whole tree (closed nodes too),
+// opens what matches and puts the cursor on it; n and N go on.
+func TestSnapshotTreeSearch(t *testing.T) {
+	a := newTestApp(t, 140, 40, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	press(a, "2", "/")
+	if !a.snap.capturing() {
+		t.Fatal("/ starts a search that takes the keys")
+	}
+	press(a, "q", "w", "e", "n")
+	tv := a.snap.currentTree(a)
+	if r := tv.cur(); r == nil || !strings.Contains(r.node.Label, "qwen2") {
+		t.Fatalf("the cursor is on the call site in modeling_qwen2.py: %+v\n%s", r, screen(a))
+	}
+	press(a, "enter")
+	if a.snap.capturing() || !strings.Contains(screen(a), `search "qwen"`) {
+		t.Error("enter keeps the search and gives the keys back")
+	}
+	// Allocation leaves sit in closed nodes: the search opens them.
+	press(a, "/")
+	for _, r := range "active_alloc" {
+		press(a, string(r))
+	}
+	press(a, "enter")
+	first := tv.cur()
+	if first == nil || first.node.Alloc == nil {
+		t.Fatalf("the search reaches an allocation in a closed node: %+v", first)
+	}
+	firstNode := first.node
+	press(a, "n")
+	second := tv.cur().node
+	press(a, "N")
+	if tv.cur().node != firstNode || second == firstNode || second.Alloc == nil {
+		t.Errorf("n then N come back to the first match: %p, %p, %p", firstNode, second, tv.cur().node)
+	}
+	press(a, "/", "z", "z", "q", "esc")
+	if a.snap.query != "" || !strings.Contains(a.status, "no match") {
+		t.Errorf("a query without match says so and esc ends it: %q %q", a.snap.query, a.status)
+	}
+}
