@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
@@ -60,6 +62,11 @@ type tracesTab struct {
 	// from stepLo to stepHi for step-based sources.
 	span           float64
 	stepLo, stepHi float64
+	// all holds every rank; rows the ones the filter (/) keeps.
+	all      []traceRow
+	filterOn bool
+	filter   textinput.Model
+	query    string
 }
 
 type sparkKey struct {
@@ -77,16 +84,22 @@ var (
 	tkIterN   = key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next iteration"))
 	tkHeatSrc = key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "heatmap: real / simulated"))
 	tkRelTime = key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "detail: seconds / % of each iteration"))
+	tkFilter  = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter ranks (number, or text of the file path)"))
 )
 
-func newTracesTab() *tracesTab { return &tracesTab{sparkMemo: map[sparkKey]string{}} }
+func newTracesTab() *tracesTab {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "rank number or file path"
+	return &tracesTab{sparkMemo: map[sparkKey]string{}, filter: ti}
+}
 
 func (t *tracesTab) name() string { return "Traces" }
 
-func (t *tracesTab) capturing() bool { return false }
+func (t *tracesTab) capturing() bool { return t.filterOn }
 
 func (t *tracesTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, tkSort, tkDetail, kBack, tkHeat, tkHeatSrc, tkTheo, tkResv, tkIterP, tkIterN, tkRelTime, kExport}
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, tkSort, tkDetail, kBack, tkHeat, tkHeatSrc, tkTheo, tkResv, tkIterP, tkIterN, tkRelTime, tkFilter, kExport}
 }
 
 func (t *tracesTab) resize(w, h int) {
@@ -178,7 +191,34 @@ func (t *tracesTab) build() {
 			}
 		}
 	}
+	t.all = t.rows
+	t.applyFilter()
+}
+
+// applyFilter keeps the ranks the query names: a number is a rank, other
+// text is looked for in the real and simulated file paths.
+func (t *tracesTab) applyFilter() {
+	q := strings.ToLower(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(t.query), "rank")))
+	t.rows = t.rows[:0:0]
+	for _, r := range t.all {
+		if q == "" || t.matches(&r, q) {
+			t.rows = append(t.rows, r)
+		}
+	}
 	t.sortRows()
+	t.list.setN(len(t.rows))
+}
+
+func (t *tracesTab) matches(r *traceRow, q string) bool {
+	if n, err := strconv.Atoi(q); err == nil {
+		return r.rank == n
+	}
+	for _, rk := range []*trace.Rank{r.real, r.sim} {
+		if rk != nil && strings.Contains(strings.ToLower(rk.Path), q) {
+			return true
+		}
+	}
+	return false
 }
 
 // columns reduces an iteration to w columns on the shared time axis.
@@ -239,8 +279,33 @@ func (t *tracesTab) update(a *App, msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	case tea.KeyPressMsg:
+		if t.filterOn {
+			switch m.String() {
+			case "esc", "enter":
+				t.filterOn = false
+				t.filter.Blur()
+				if m.String() == "esc" {
+					t.query = ""
+					t.applyFilter()
+				}
+				return nil
+			}
+			var cmd tea.Cmd
+			t.filter, cmd = t.filter.Update(msg)
+			if v := t.filter.Value(); v != t.query {
+				t.query = v
+				t.applyFilter()
+				t.list.home()
+			}
+			return cmd
+		}
 		if t.mode == modeDetail {
 			return t.detailKey(a, m)
+		}
+		if key.Matches(m, tkFilter) {
+			t.filterOn = true
+			t.filter.SetValue(t.query)
+			return t.filter.Focus()
 		}
 		if listMove(&t.list, m) {
 			return nil
@@ -441,11 +506,18 @@ func (t *tracesTab) listView(a *App) string {
 	for i := to - from; i < t.list.height; i++ {
 		b.WriteString("\n")
 	}
-	hint := "TIME R/S = real and simulated iteration seconds, S/R their ratio · enter detail · s sort · h heatmap · o sources"
+	hint := "TIME R/S = real and simulated iteration seconds, S/R their ratio · enter detail · s sort · h heatmap · / filter · o sources"
 	if h := t.list.hint(); h != "" {
 		hint = h + " · " + hint
 	}
-	b.WriteString(th.dim.Render(fit(hint, t.w)))
+	switch {
+	case t.filterOn:
+		b.WriteString(fit(t.filter.View()+th.dim.Render("  (enter keeps, esc clears)"), t.w))
+	case t.query != "":
+		b.WriteString(th.dim.Render(fit(fmt.Sprintf("filter %q: %d of %d ranks · / changes, esc in the filter clears · ", t.query, len(t.rows), len(t.all))+hint, t.w)))
+	default:
+		b.WriteString(th.dim.Render(fit(hint, t.w)))
+	}
 	return b.String()
 }
 

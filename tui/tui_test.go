@@ -1028,3 +1028,28 @@ func TestSnapshotTreeSearch(t *testing.T) {
 		t.Errorf("a query without match says so and esc ends it: %q %q", a.snap.query, a.status)
 	}
 }
+
+// TestTracesFilter: / keeps the ranks whose number or file path matches.
+func TestTracesFilter(t *testing.T) {
+	a := newTestApp(t, 160, 40, "../testdata/traces/generated")
+	all := len(a.traces.rows)
+	press(a, "1", "/", "3")
+	if len(a.traces.rows) != 1 || a.traces.rows[0].rank != 3 {
+		t.Fatalf("a number keeps that rank: %d rows", len(a.traces.rows))
+	}
+	press(a, "enter")
+	if a.traces.capturing() || !strings.Contains(screen(a), `filter "3": 1 of 6 ranks`) {
+		t.Errorf("enter keeps the filter:\n%s", screen(a))
+	}
+	press(a, "/", "esc")
+	if len(a.traces.rows) != all {
+		t.Error("esc clears the filter")
+	}
+	press(a, "/")
+	for _, r := range "rank5_" {
+		press(a, string(r))
+	}
+	if len(a.traces.rows) != 1 || a.traces.rows[0].rank != 5 {
+		t.Errorf("text is looked for in the file paths: %d rows", len(a.traces.rows))
+	}
+}
