@@ -16,7 +16,7 @@ import (
 // (util-linux script) and hangs up: the demo's temporary folder must go.
 func TestHangupRemovesDemoFolder(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary")
+		t.Skip("-short: this test builds the binary")
 	}
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {

@@ -29,6 +29,18 @@ class Refusing(pickle.Unpickler):
         raise pickle.UnpicklingError("global %s.%s refused" % (module, name))
 
 
+def items(x, stack):
+    """The canonical texts of a container's elements, in its order."""
+    stack.add(id(x))
+    parts = []
+    for e in x:
+        p = []
+        canon(e, p, stack)
+        parts.append("".join(p))
+    stack.discard(id(x))
+    return parts
+
+
 def canon(x, out, stack):
     if id(x) in stack and isinstance(x, (list, dict, set, tuple, frozenset)):
         out.append("@")
@@ -48,15 +60,8 @@ def canon(x, out, stack):
     elif isinstance(x, (bytes, bytearray)):
         out.append("b" + bytes(x).hex())
     elif isinstance(x, (list, tuple)):
-        stack.add(id(x))
-        parts = []
-        for e in x:
-            p = []
-            canon(e, p, stack)
-            parts.append("".join(p))
-        stack.discard(id(x))
         o, c = ("[", "]") if isinstance(x, list) else ("(", ")")
-        out.append(o + ",".join(parts) + c)
+        out.append(o + ",".join(items(x, stack)) + c)
     elif isinstance(x, dict):
         stack.add(id(x))
         frame = (set(x.keys()) == {"filename", "line", "name"} and isinstance(x["filename"], str)
@@ -72,14 +77,7 @@ def canon(x, out, stack):
         stack.discard(id(x))
         out.append("{" + ",".join(sorted(items)) + "}")
     elif isinstance(x, (set, frozenset)):
-        stack.add(id(x))
-        parts = []
-        for e in x:
-            p = []
-            canon(e, p, stack)
-            parts.append("".join(p))
-        stack.discard(id(x))
-        out.append("<" + ",".join(sorted(parts)) + ">")
+        out.append("<" + ",".join(sorted(items(x, stack))) + ">")
     else:
         out.append("?" + type(x).__name__)
 

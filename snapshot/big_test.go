@@ -102,7 +102,7 @@ func bigPickle(target int) ([]byte, int) {
 // gcThreshold (64 MiB), where decoding starts collecting between phases.
 func TestSnapshotsAroundGCThreshold(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes two 64 MiB files")
+		t.Skip("-short: this test writes two 64 MiB files")
 	}
 	dir := t.TempDir()
 	for _, size := range []int{gcThreshold - 4096, gcThreshold + 4096} {
