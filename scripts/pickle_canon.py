@@ -29,7 +29,7 @@ class Refusing(pickle.Unpickler):
         raise pickle.UnpicklingError("global %s.%s refused" % (module, name))
 
 
-def items(x, stack):
+def elements(x, stack):
     """The canonical texts of a container's elements, in its order."""
     stack.add(id(x))
     parts = []
@@ -61,7 +61,7 @@ def canon(x, out, stack):
         out.append("b" + bytes(x).hex())
     elif isinstance(x, (list, tuple)):
         o, c = ("[", "]") if isinstance(x, list) else ("(", ")")
-        out.append(o + ",".join(items(x, stack)) + c)
+        out.append(o + ",".join(elements(x, stack)) + c)
     elif isinstance(x, dict):
         stack.add(id(x))
         frame = (set(x.keys()) == {"filename", "line", "name"} and isinstance(x["filename"], str)
@@ -77,7 +77,7 @@ def canon(x, out, stack):
         stack.discard(id(x))
         out.append("{" + ",".join(sorted(items)) + "}")
     elif isinstance(x, (set, frozenset)):
-        out.append("<" + ",".join(sorted(items(x, stack))) + ">")
+        out.append("<" + ",".join(sorted(elements(x, stack))) + ">")
     else:
         out.append("?" + type(x).__name__)
 
