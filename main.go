@@ -35,6 +35,11 @@ Usage:
   memscope record --out DIR [--interval D] [--duration D] [--devices LIST]
                   [--pid PID] [--source nvml|fake]
                             record live GPU memory as per-rank traces
+  memscope fleet --prometheus URL [--selector S] [--range 1h] [--json]
+                            GPU memory of a cluster from its Prometheus
+                            (dcgm-exporter metrics): a table per host
+  memscope serve [--listen 127.0.0.1:9400] [--source nvml|fake] [--hostname H]
+                            serve this node's GPUs as dcgm-exporter metrics
   memscope help             this text
 
 Explorer flags: --replay DIR (drive the Live tab from recorded traces),
@@ -96,6 +101,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		failed, err = cmdDiff(ctx, args[1:], stdout, stderr)
 	case "record":
 		failed, err = cmdRecord(ctx, args[1:], stdout, stderr)
+	case "fleet":
+		failed, err = cmdFleet(ctx, args[1:], stdout, stderr)
+	case "serve":
+		failed, err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(ctx, args[1:], stdout, stderr)
 	default:

@@ -3,6 +3,7 @@ package nvml
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand"
 	"sync"
@@ -20,6 +21,9 @@ type Fake struct {
 	rng   *rand.Rand
 	// Period is the length of one simulated iteration.
 	Period time.Duration
+	// Host, when set, goes into the UUIDs and shifts the phase, so fakes
+	// standing for different nodes differ.
+	Host string
 }
 
 // NewFake returns n simulated 80 GiB H100s. now is the clock (nil: real time).
@@ -42,7 +46,11 @@ func (f *Fake) Simulated() bool { return true }
 func (f *Fake) Devices() []Device {
 	out := make([]Device, f.n)
 	for i := range out {
-		out[i] = Device{Index: i, UUID: fmt.Sprintf("GPU-fake-%04d", i), Name: "Simulated H100 80GB HBM3", Parent: -1}
+		uuid := fmt.Sprintf("GPU-fake-%04d", i)
+		if f.Host != "" {
+			uuid = fmt.Sprintf("GPU-fake-%s-%04d", f.Host, i)
+		}
+		out[i] = Device{Index: i, UUID: uuid, Name: "Simulated H100 80GB HBM3", Parent: -1}
 	}
 	return out
 }
@@ -51,7 +59,7 @@ func (f *Fake) Devices() []Device {
 func (f *Fake) Level(d int, t time.Time) int64 {
 	el := t.Sub(f.start).Seconds()
 	period := f.Period.Seconds()
-	phase := math.Mod(el/period+float64(d)*0.07, 1)
+	phase := math.Mod(el/period+float64(d)*0.07+hostPhase(f.Host), 1)
 	static := 22.0 + float64(d%4)*0.8 // GiB: weights, grads, optimizer state
 	act := 38.0 + float64(d%3)*2.5    // GiB of activations at the peak
 	var level float64
@@ -64,6 +72,16 @@ func (f *Fake) Level(d int, t time.Time) int64 {
 		level = static + 4*math.Sin((phase-0.85)/0.15*math.Pi)
 	}
 	return int64((level + 2) * (1 << 30))
+}
+
+// hostPhase is a fixed fraction of an iteration derived from a host name.
+func hostPhase(h string) float64 {
+	if h == "" {
+		return 0
+	}
+	x := fnv.New32a()
+	x.Write([]byte(h))
+	return float64(x.Sum32()%1000) / 1000
 }
 
 // Sample reads every fake GPU.

@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"memscope/nvml"
+)
+
+// Exporter serves a GPU source under dcgm-exporter's metric names and
+// labels, so a node without DCGM (or a test) looks like one with it. Each
+// scrape samples the source once.
+type Exporter struct {
+	src  nvml.Source
+	host string
+	// SampleTimeout bounds one sampling round.
+	SampleTimeout time.Duration
+	descs         []exportedMetric
+}
+
+type exportedMetric struct {
+	desc  *prometheus.Desc
+	value func(s *nvml.Sample) float64 // NaN: not exported for this GPU
+}
+
+var exportLabels = []string{LabelGPU, LabelUUID, LabelDevice, LabelModel, LabelPCIBusID, LabelHost}
+
+func mib(b int64) float64 {
+	if b < 0 {
+		return math.NaN()
+	}
+	return math.Floor(float64(b) / MiB) // DCGM reports whole MiB
+}
+
+// NewExporter exports src's GPUs under the Hostname label host.
+func NewExporter(src nvml.Source, host string) *Exporter {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, exportLabels, nil)
+	}
+	return &Exporter{src: src, host: host, SampleTimeout: 5 * time.Second, descs: []exportedMetric{
+		{d(MetricUsed, "Framebuffer memory used (in MiB)."), func(s *nvml.Sample) float64 { return mib(s.Used) }},
+		{d(MetricFree, "Framebuffer memory free (in MiB)."), func(s *nvml.Sample) float64 {
+			if s.Total <= 0 || s.Used < 0 {
+				return math.NaN()
+			}
+			// In whole MiB, so USED + FREE + RESERVED = TOTAL as DCGM has it.
+			return max(0, mib(s.Total)-mib(s.Used)-mib(max(0, s.Reserved)))
+		}},
+		{d(MetricTotal, "Total framebuffer memory (in MiB)."), func(s *nvml.Sample) float64 { return mib(s.Total) }},
+		{d(MetricReserved, "Framebuffer memory reserved by the driver (in MiB)."), func(s *nvml.Sample) float64 {
+			if s.MemV1 {
+				return math.NaN()
+			}
+			return mib(s.Reserved)
+		}},
+		{d(MetricUtil, "GPU utilization (in %)."), func(s *nvml.Sample) float64 { return s.UtilGPU }},
+		{d(MetricPower, "Power draw (in W)."), func(s *nvml.Sample) float64 { return s.PowerW }},
+	}}
+}
+
+// Describe implements prometheus.Collector.
+func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range e.descs {
+		ch <- m.desc
+	}
+}
+
+// Collect implements prometheus.Collector: one sampling round per scrape.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.SampleTimeout)
+	defer cancel()
+	samples, err := e.src.Sample(ctx)
+	if err != nil {
+		for _, m := range e.descs {
+			ch <- prometheus.NewInvalidMetric(m.desc, fmt.Errorf("sampling %s: %w", e.src.Name(), err))
+		}
+		return
+	}
+	devs := map[int]nvml.Device{}
+	for _, d := range e.src.Devices() {
+		devs[d.Index] = d
+	}
+	for i := range samples {
+		s := &samples[i]
+		if s.Err != nil {
+			continue // a GPU that could not be read has no figures, not zeros
+		}
+		dev := devs[s.Device]
+		labels := []string{fmt.Sprint(s.Device), dev.UUID, fmt.Sprintf("nvidia%d", s.Device), dev.Name, "", e.host}
+		for _, m := range e.descs {
+			v := m.value(s)
+			if math.IsNaN(v) {
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, v, labels...)
+		}
+	}
+}
+
+// Handler returns the /metrics handler: a registry holding only the
+// exporter, so the page carries the DCGM names and nothing else.
+func (e *Exporter) Handler() (http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(e); err != nil {
+		return nil, err
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}), nil
+}

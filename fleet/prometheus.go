@@ -1,0 +1,507 @@
+package fleet
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// MaxPoints is the most points per series Prometheus returns from a
+// query_range; it refuses a query that would exceed it.
+const MaxPoints = 11000
+
+// DefaultScrape is dcgm-exporter's usual collection interval, the finest
+// step worth asking for.
+const DefaultScrape = 15 * time.Second
+
+// Options says where the cluster's Prometheus is and how to reach it.
+type Options struct {
+	// URL of the Prometheus server ("http://prometheus:9090").
+	URL string
+	// Selector narrows every query: `{Hostname=~"node-0.*"}` (the braces
+	// are optional).
+	Selector string
+	// Range is the history window (maximum used, sparklines). Default 1h.
+	Range time.Duration
+	// Scrape is the expected scrape interval: the finest history step.
+	Scrape time.Duration
+	// Timeout bounds each query. Default 30s.
+	Timeout time.Duration
+	// BearerToken is sent as "Authorization: Bearer ...".
+	BearerToken string
+	// BasicUser and BasicPassword enable HTTP basic auth.
+	BasicUser, BasicPassword string
+	// CAFile is a PEM bundle of extra certificate authorities.
+	CAFile string
+}
+
+// Client reads dcgm-exporter metrics from one Prometheus.
+type Client struct {
+	api      v1.API
+	opt      Options
+	matchers string
+}
+
+// New checks the options and returns a client. It does not contact the
+// server.
+func New(opt Options) (*Client, error) {
+	if opt.URL == "" {
+		return nil, errors.New("no Prometheus URL given")
+	}
+	u, err := url.Parse(opt.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("Prometheus URL %q: want http://host:port or https://host:port", opt.URL)
+	}
+	if opt.Range <= 0 {
+		opt.Range = time.Hour
+	}
+	if opt.Scrape <= 0 {
+		opt.Scrape = DefaultScrape
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 30 * time.Second
+	}
+	matchers, err := normalizeSelector(opt.Selector)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = opt.Timeout
+	if opt.CAFile != "" {
+		pem, err := os.ReadFile(opt.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s: no PEM certificate in it", opt.CAFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	var rt http.RoundTripper = tr
+	if opt.BearerToken != "" || opt.BasicUser != "" {
+		rt = authTransport{next: tr, token: opt.BearerToken, user: opt.BasicUser, pass: opt.BasicPassword}
+	}
+	c, err := api.NewClient(api.Config{Address: opt.URL, RoundTripper: rt})
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus client: %w", err)
+	}
+	return &Client{api: v1.NewAPI(c), opt: opt, matchers: matchers}, nil
+}
+
+// Options returns the options in effect (defaults filled in).
+func (c *Client) Options() Options { return c.opt }
+
+type authTransport struct {
+	next              http.RoundTripper
+	token, user, pass string
+}
+
+func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if a.token != "" {
+		r.Header.Set("Authorization", "Bearer "+a.token)
+	} else {
+		r.SetBasicAuth(a.user, a.pass)
+	}
+	return a.next.RoundTrip(r)
+}
+
+// normalizeSelector strips the braces of a label selector and checks they
+// balance; Prometheus checks the rest and its message is shown as is.
+func normalizeSelector(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "{") {
+		if !strings.HasSuffix(s, "}") {
+			return "", fmt.Errorf("selector %q: missing closing }", s)
+		}
+		s = strings.TrimSpace(s[1 : len(s)-1])
+	}
+	if strings.ContainsAny(s, "{}") {
+		return "", fmt.Errorf("selector %q: want label matchers such as {Hostname=~\"node-0.*\"}", s)
+	}
+	return s, nil
+}
+
+// series is the selector of one metric over the fleet.
+func (c *Client) series(metric string) string {
+	if c.matchers == "" {
+		return metric
+	}
+	return metric + "{" + c.matchers + "}"
+}
+
+// Step is the history step for a range: the scrape interval, coarsened
+// to whole seconds until no series has more than MaxPoints points.
+func Step(rng, scrape time.Duration) time.Duration {
+	if scrape < time.Second {
+		scrape = time.Second
+	}
+	step := scrape.Truncate(time.Second)
+	// points = rng/step + 1 must stay within MaxPoints.
+	minStep := (rng + time.Duration(MaxPoints-1) - 1) / time.Duration(MaxPoints-1)
+	if minStep > step {
+		step = ((minStep + time.Second - 1) / time.Second) * time.Second
+	}
+	return step
+}
+
+// Fleet is every GPU the selector matches, as Prometheus knew them at At.
+type Fleet struct {
+	At    time.Time
+	Range time.Duration
+	Step  time.Duration
+	// GPUs sorted by host, then GPU number.
+	GPUs []GPU
+	// Warnings from Prometheus and about the data.
+	Warnings []string
+	// HasHistory is set once History has filled the series.
+	HasHistory bool
+}
+
+// Hosts returns the distinct host names, sorted.
+func (f *Fleet) Hosts() []string {
+	var out []string
+	for i, g := range f.GPUs {
+		if i == 0 || g.Host != f.GPUs[i-1].Host {
+			out = append(out, g.Host)
+		}
+	}
+	return out
+}
+
+// GPU is one GPU's latest figures. Bytes are -1 and rates NaN when the
+// latest sample is missing or blank.
+type GPU struct {
+	Host, Index, UUID, Model, Device, PCIBusID string
+	Pod, Namespace, Container                  string
+	Used, Free, Reserved                       int64
+	// Total is FB_TOTAL when exported, else USED + FREE (+ RESERVED).
+	Total int64
+	// MaxUsed is the maximum of FB_USED over the range.
+	MaxUsed int64
+	// Util is GPU utilisation in percent, Power in watts.
+	Util, Power float64
+	// History is FB_USED over the range (blanks left out).
+	History []Point
+
+	// Stale is set when FB_USED has no sample in Prometheus's five-minute
+	// lookback (or was marked stale): the figures are the last ones seen
+	// in the range.
+	Stale bool
+
+	maxBlank bool // the range held a blank: MaxUsed needs the history
+	total    int64
+}
+
+// Point is one history sample.
+type Point struct {
+	T     time.Time
+	Bytes int64
+}
+
+// Key identifies a GPU across queries.
+func (g *GPU) Key() string { return g.Host + "\x00" + g.Index + "\x00" + g.UUID }
+
+// UsedFraction is used over total, NaN when either is unknown.
+func (g *GPU) UsedFraction() float64 {
+	if g.Used < 0 || g.Total <= 0 {
+		return math.NaN()
+	}
+	return float64(g.Used) / float64(g.Total)
+}
+
+func hostOf(m model.Metric) string {
+	if h := m[LabelHost]; h != "" {
+		return string(h)
+	}
+	return string(m["instance"])
+}
+
+func gpuFrom(m model.Metric) GPU {
+	return GPU{
+		Host: hostOf(m), Index: string(m[LabelGPU]), UUID: string(m[LabelUUID]),
+		Model: string(m[LabelModel]), Device: string(m[LabelDevice]), PCIBusID: string(m[LabelPCIBusID]),
+		Pod: string(m[LabelPod]), Namespace: string(m[LabelNamespace]), Container: string(m[LabelContainer]),
+		Used: -1, Free: -1, Reserved: -1, Total: -1, MaxUsed: -1, total: -1,
+		Util: math.NaN(), Power: math.NaN(), Stale: true,
+	}
+}
+
+func keyOf(m model.Metric) string {
+	return hostOf(m) + "\x00" + string(m[LabelGPU]) + "\x00" + string(m[LabelUUID])
+}
+
+// instantQueries are the queries of Latest, each filling one figure.
+type instantQuery struct {
+	query string
+	// makes: a series of this query adds a GPU; the others only fill in
+	// GPUs found by a memory query (a lone utilisation series is not a
+	// memory reading).
+	makes bool
+	set   func(g *GPU, v float64)
+}
+
+func (c *Client) instantQueries() []instantQuery {
+	// last_over_time over the range, not a plain selector: a plain
+	// selector only looks back five minutes, and a node whose exporter
+	// went quiet (or a backfilled history) would vanish from the table.
+	// The plain query below says which GPUs are fresh.
+	last := func(m string) string {
+		return fmt.Sprintf("last_over_time(%s[%s])", c.series(m), model.Duration(c.opt.Range))
+	}
+	return []instantQuery{
+		{last(MetricUsed), true, func(g *GPU, v float64) { g.Used = mibBytes(v) }},
+		{last(MetricFree), true, func(g *GPU, v float64) { g.Free = mibBytes(v) }},
+		{fmt.Sprintf("max_over_time(%s[%s])", c.series(MetricUsed), model.Duration(c.opt.Range)), true, func(g *GPU, v float64) {
+			if Blank(v) {
+				g.maxBlank = true // a sentinel in the window outranks every figure
+				return
+			}
+			g.MaxUsed = mibBytes(v)
+		}},
+		{last(MetricTotal), false, func(g *GPU, v float64) { g.total = mibBytes(v) }},
+		{last(MetricReserved), false, func(g *GPU, v float64) { g.Reserved = mibBytes(v) }},
+		{last(MetricUtil), false, func(g *GPU, v float64) { g.Util = rate(v) }},
+		{last(MetricPower), false, func(g *GPU, v float64) { g.Power = rate(v) }},
+		{c.series(MetricUsed), false, func(g *GPU, v float64) { g.Stale = false }},
+	}
+}
+
+func rate(v float64) float64 {
+	if Blank(v) {
+		return math.NaN()
+	}
+	return v
+}
+
+// Latest reads every GPU's latest figures at time at (zero: now), one
+// instant query per metric for the whole fleet, run concurrently.
+func (c *Client) Latest(ctx context.Context, at time.Time) (*Fleet, error) {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	qs := c.instantQueries()
+	results := make([]model.Vector, len(qs))
+	warns := make([][]string, len(qs))
+	errs := make([]error, len(qs))
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
+			defer cancel()
+			v, w, _, err := c.api.Query(qctx, q.query, at, v1.WithTimeout(c.opt.Timeout))
+			if err != nil {
+				errs[i] = c.explain(err, q.query)
+				return
+			}
+			warns[i] = w
+			vec, ok := v.(model.Vector)
+			if !ok {
+				errs[i] = fmt.Errorf("Prometheus at %s: %s: expected a vector, got %s", c.opt.URL, q.query, v.Type())
+				return
+			}
+			results[i] = vec
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	f := &Fleet{At: at, Range: c.opt.Range, Step: Step(c.opt.Range, c.opt.Scrape)}
+	byKey := map[string]int{}
+	for i, vec := range results {
+		for _, s := range vec {
+			k := keyOf(s.Metric)
+			j, ok := byKey[k]
+			if !ok {
+				if !qs[i].makes {
+					continue
+				}
+				j = len(f.GPUs)
+				byKey[k] = j
+				f.GPUs = append(f.GPUs, gpuFrom(s.Metric))
+			}
+			qs[i].set(&f.GPUs[j], float64(s.Value))
+		}
+		for _, w := range warns[i] {
+			f.Warnings = append(f.Warnings, "Prometheus: "+w)
+		}
+	}
+	if len(f.GPUs) == 0 {
+		return nil, fmt.Errorf("Prometheus at %s has no series %s or %s in the %s before %s: is dcgm-exporter scraped, and does the selector match?",
+			c.opt.URL, c.series(MetricUsed), c.series(MetricFree), model.Duration(c.opt.Range), at.Format(time.RFC3339))
+	}
+	for i := range f.GPUs {
+		g := &f.GPUs[i]
+		g.Total = totalOf(g)
+		if g.maxBlank {
+			g.MaxUsed = -1 // known once the history is read
+		}
+	}
+	sortGPUs(f.GPUs)
+	return f, nil
+}
+
+func totalOf(g *GPU) int64 {
+	if g.total > 0 {
+		return g.total
+	}
+	if g.Used < 0 || g.Free < 0 {
+		return -1
+	}
+	t := g.Used + g.Free
+	if g.Reserved > 0 {
+		t += g.Reserved
+	}
+	return t
+}
+
+func sortGPUs(gs []GPU) {
+	sort.SliceStable(gs, func(i, j int) bool {
+		if gs[i].Host != gs[j].Host {
+			return gs[i].Host < gs[j].Host
+		}
+		if gs[i].Index != gs[j].Index {
+			return gpuLess(gs[i].Index, gs[j].Index)
+		}
+		return gs[i].UUID < gs[j].UUID
+	})
+}
+
+// History fills each GPU's FB_USED series over the range with one
+// query_range, and the maximum of GPUs whose window held a blank.
+// GPUs seen only in the history (an exporter gone quiet) are added with
+// unknown latest figures.
+func (c *Client) History(ctx context.Context, f *Fleet) error {
+	q := c.series(MetricUsed)
+	qctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
+	defer cancel()
+	r := v1.Range{Start: f.At.Add(-f.Range), End: f.At, Step: f.Step}
+	v, w, _, err := c.api.QueryRange(qctx, q, r, v1.WithTimeout(c.opt.Timeout))
+	if err != nil {
+		return c.explain(err, q)
+	}
+	for _, s := range w {
+		f.Warnings = append(f.Warnings, "Prometheus: "+s)
+	}
+	mat, ok := v.(model.Matrix)
+	if !ok {
+		return fmt.Errorf("Prometheus at %s: %s: expected a matrix, got %s", c.opt.URL, q, v.Type())
+	}
+	byKey := make(map[string]int, len(f.GPUs))
+	for i := range f.GPUs {
+		byKey[f.GPUs[i].Key()] = i
+	}
+	added := false
+	for _, s := range mat {
+		k := keyOf(s.Metric)
+		j, ok := byKey[k]
+		if !ok {
+			j = len(f.GPUs)
+			byKey[k] = j
+			f.GPUs = append(f.GPUs, gpuFrom(s.Metric))
+			f.GPUs[j].maxBlank = true
+			added = true
+		}
+		g := &f.GPUs[j]
+		g.History = g.History[:0]
+		var peak int64 = -1
+		for _, p := range s.Values {
+			b := mibBytes(float64(p.Value))
+			if b < 0 {
+				continue
+			}
+			g.History = append(g.History, Point{T: p.Timestamp.Time(), Bytes: b})
+			peak = max(peak, b)
+		}
+		if g.maxBlank {
+			g.MaxUsed = max(peak, g.Used)
+		}
+	}
+	if added {
+		sortGPUs(f.GPUs)
+	}
+	f.HasHistory = true
+	return nil
+}
+
+// Fetch reads the latest figures and the history.
+func (c *Client) Fetch(ctx context.Context, at time.Time) (*Fleet, error) {
+	f, err := c.Latest(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.History(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// explain turns a client error into a sentence a user can act on.
+func (c *Client) explain(err error, query string) error {
+	var apiErr *v1.Error
+	var netErr net.Error
+	var urlErr *url.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("Prometheus at %s did not answer %s within %s", c.opt.URL, query, c.opt.Timeout)
+	case errors.As(err, &apiErr):
+		msg := apiErr.Msg
+		if d := firstLine(apiErr.Detail); d != "" && !strings.Contains(msg, d) {
+			msg += ": " + d
+		}
+		hint := ""
+		switch {
+		case strings.Contains(msg, "401"), strings.Contains(msg, "403"):
+			hint = " (check --prometheus-token-file or --prometheus-user)"
+		case strings.Contains(msg, "404"):
+			hint = " (is the URL the Prometheus server itself, without /api/v1?)"
+		}
+		return fmt.Errorf("Prometheus at %s refused %s: %s%s", c.opt.URL, query, msg, hint)
+	case errors.As(err, &netErr), errors.As(err, &urlErr):
+		return fmt.Errorf("cannot reach Prometheus at %s: %v", c.opt.URL, unwrapURL(err))
+	}
+	return fmt.Errorf("Prometheus at %s: %s: %w", c.opt.URL, query, err)
+}
+
+func unwrapURL(err error) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return urlErr.Err
+	}
+	return err
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
