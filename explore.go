@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"memscope/fleet"
 	"memscope/model"
 	"memscope/nvml"
 	"memscope/snapshot"
@@ -27,6 +28,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	noLive := fs.Bool("no-live", false, "never initialise NVML")
 	interval := fs.Duration("interval", time.Second, "live sampling interval (min 50ms)")
 	catFile := fs.String("categories", "", "category rules file")
+	pf := addPromFlags(fs)
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return false, err
@@ -45,16 +47,33 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		fmt.Fprintln(stderr, "memscope: --speed must be above 0")
 		return false, errUsage
 	}
+	var fleetSrc *fleet.Client
+	if *pf.url != "" {
+		if fleetSrc, err = pf.client(); err != nil {
+			return false, err
+		}
+	}
 	wantLive := (*live || len(paths) == 0) && !*noLive
-	if len(paths) == 0 && *replay == "" {
-		paths = []string{"."} // a replay opens only what it is given
+	if len(paths) == 0 && *replay == "" && fleetSrc == nil {
+		paths = []string{"."} // a replay or the cluster opens only what it is given
 	}
 	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
+		if fleetSrc != nil {
+			fl, err := fleetSrc.Fetch(ctx, time.Time{})
+			if err != nil {
+				return false, err
+			}
+			writeFleetText(stdout, *pf.url, fl)
+			fmt.Fprintln(stdout)
+		}
 		return printReports(ctx, paths, rules, stdout)
 	}
 	ws := model.New(ctx, rules)
 	ws.Open(paths...)
 	opts := tui.Options{Interval: *interval}
+	if fleetSrc != nil {
+		opts.Fleet = fleetSrc
+	}
 	switch {
 	case *replay != "":
 		r, err := nvml.NewReplay(ctx, *replay, nil, *speed)

@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"memscope/fleet"
 	"memscope/internal/textsafe"
 	"memscope/internal/units"
@@ -179,7 +181,7 @@ func bytesOrDash(n int64) string {
 func writeFleetText(w io.Writer, url string, f *fleet.Fleet) {
 	hosts := f.Hosts()
 	fmt.Fprintf(w, "Prometheus %s: %d hosts, %d GPUs, at %s; maximum over %s\n",
-		textsafe.Safe(url), len(hosts), len(f.GPUs), f.At.Format(time.DateTime), f.Range)
+		textsafe.Safe(url), len(hosts), len(f.GPUs), f.At.Format(time.DateTime), promDuration(f.Range))
 	i := 0
 	for _, h := range hosts {
 		j := i
@@ -211,3 +213,6 @@ func writeFleetText(w io.Writer, url string, f *fleet.Fleet) {
 		tw.Flush()
 	}
 }
+
+// promDuration prints a duration as Prometheus does ("1h", "5m", "90s").
+func promDuration(d time.Duration) string { return model.Duration(d).String() }

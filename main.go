@@ -44,7 +44,9 @@ Usage:
 
 Explorer flags: --replay DIR (drive the Live tab from recorded traces),
   --live / --no-live (sample GPUs through NVML; default: only without PATH),
-  --interval D (live sampling, default 1s, min 50ms), --categories FILE.
+  --interval D (live sampling, default 1s, min 50ms), --categories FILE,
+  --prometheus URL [--selector S] [--range D] (add the Fleet tab: the cluster's
+  GPUs from Prometheus; alone, it opens only the Fleet and Live tabs).
 
 Exit status: 0 when every input was read, 1 when any failed (the others are
 still reported), 2 for usage errors.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -175,6 +176,15 @@ type Fleet struct {
 	Warnings []string
 	// HasHistory is set once History has filled the series.
 	HasHistory bool
+}
+
+// Clone copies the fleet so History can fill the copy while the original
+// is still read elsewhere.
+func (f *Fleet) Clone() *Fleet {
+	c := *f
+	c.GPUs = slices.Clone(f.GPUs)
+	c.Warnings = slices.Clone(f.Warnings)
+	return &c
 }
 
 // Hosts returns the distinct host names, sorted.
@@ -425,7 +435,9 @@ func (c *Client) History(ctx context.Context, f *Fleet) error {
 			added = true
 		}
 		g := &f.GPUs[j]
-		g.History = g.History[:0]
+		// A new slice: a clone being filled must not write into the
+		// history another reader still holds.
+		g.History = make([]Point, 0, len(s.Values))
 		var peak int64 = -1
 		for _, p := range s.Values {
 			b := mibBytes(float64(p.Value))

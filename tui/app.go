@@ -33,6 +33,8 @@ type Options struct {
 	Interval time.Duration
 	// ExportDir is where `e` writes pictures and tables.
 	ExportDir string
+	// Fleet, when set, adds the Fleet tab: the cluster from Prometheus.
+	Fleet FleetSource
 }
 
 // tab is one view of the explorer.
@@ -77,6 +79,7 @@ type App struct {
 	top      *topTab
 	live     *liveTab
 	timeline *timelineTab
+	fleet    *fleetTab // nil without --prometheus
 
 	overlay  overlay
 	showHelp bool
@@ -102,13 +105,18 @@ func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	a := &App{ctx: ctx, ws: ws, opts: opts, th: newTheme(true), keys: newGlobalKeys(), w: 80, h: 24}
+	a := &App{ctx: ctx, ws: ws, opts: opts, th: newTheme(true), w: 80, h: 24}
 	a.traces = newTracesTab()
 	a.snap = newSnapTab(&a.sel)
 	a.top = newTopTab()
 	a.live = newLiveTab(opts)
 	a.timeline = newTimelineTab()
 	a.tabs = []tab{a.traces, a.snap, a.top, a.live, a.timeline}
+	if opts.Fleet != nil {
+		a.fleet = newFleetTab(opts.Fleet)
+		a.tabs = append(a.tabs, a.fleet)
+	}
+	a.keys = newGlobalKeys(len(a.tabs))
 	a.sources = ws.Sources()
 	a.refresh()
 	a.resize()
@@ -137,7 +145,11 @@ func waitChange(ws *model.Workspace) tea.Cmd {
 // Init starts listening to the workspace, asks for the background colour
 // and starts the live sampler.
 func (a *App) Init() tea.Cmd {
-	return tea.Batch(waitChange(a.ws), tea.RequestBackgroundColor, a.live.init(a))
+	cmds := []tea.Cmd{waitChange(a.ws), tea.RequestBackgroundColor, a.live.init(a)}
+	if a.fleet != nil {
+		cmds = append(cmds, a.fleet.fetch(a))
+	}
+	return tea.Batch(cmds...)
 }
 
 func (a *App) bodyHeight() int { return max(1, a.h-2) }
@@ -204,6 +216,8 @@ func (a *App) fitTab() int {
 		return 0
 	case snaps:
 		return 1
+	case a.fleet != nil:
+		return len(a.tabs) - 1 // the cluster was asked for
 	case live, a.opts.Live != nil:
 		return 3 // nothing but GPUs (live or replayed)
 	}
@@ -287,7 +301,17 @@ func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 		a.setStatus("%s", string(msg))
 		return a, nil
 	case liveMsg:
-		return a, a.live.onSample(a, msg)
+		cmd := a.live.onSample(a, msg)
+		if a.fleet != nil && len(a.live.state.Devices) > 0 && a.fleet.data != nil && !a.fleet.linked {
+			a.fleet.linked = true // local UUIDs known: mark local GPUs
+			a.fleet.rebuild(a)
+		}
+		return a, cmd
+	case fleetLatestMsg, fleetHistoryMsg, fleetTickMsg:
+		if a.fleet != nil {
+			return a, a.fleet.onMsg(a, msg)
+		}
+		return a, nil
 	case stateTick:
 		a.timeline.onStateTick(msg)
 		return a, nil

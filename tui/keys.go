@@ -6,7 +6,11 @@ type globalKeys struct {
 	quit, forceQuit, help, next, prev, sources, tabs key.Binding
 }
 
-func newGlobalKeys() globalKeys {
+func newGlobalKeys(tabs int) globalKeys {
+	var digits []string
+	for i := 1; i <= tabs && i <= 9; i++ {
+		digits = append(digits, itoa(i))
+	}
 	return globalKeys{
 		quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 		forceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
@@ -14,7 +18,7 @@ func newGlobalKeys() globalKeys {
 		next:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next tab")),
 		prev:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous tab")),
 		sources:   key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "sources (pick, errors, diff)")),
-		tabs:      key.NewBinding(key.WithKeys("1", "2", "3", "4", "5"), key.WithHelp("1-5", "go to tab")),
+		tabs:      key.NewBinding(key.WithKeys(digits...), key.WithHelp("1-"+itoa(tabs), "go to tab")),
 	}
 }
 

@@ -39,6 +39,28 @@ func fitTail(s string, w int) string {
 	return fit("…"+string(r), w)
 }
 
+// fitMiddle cuts s in the middle (names that share a prefix and differ at
+// the end stay apart), padding to exactly w. s must be plain text.
+func fitMiddle(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) <= w {
+		return fit(s, w)
+	}
+	r := []rune(s)
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	for ansi.StringWidth(string(r[:head])) > (w-1)/2 && head > 0 {
+		head--
+	}
+	t := r[len(r)-tail:]
+	for ansi.StringWidth(string(t)) > w-1-ansi.StringWidth(string(r[:head])) && len(t) > 0 {
+		t = t[1:]
+	}
+	return fit(string(r[:head])+"…"+string(t), w)
+}
+
 // fitLeft right-aligns s in w cells.
 func fitLeft(s string, w int) string {
 	sw := ansi.StringWidth(s)

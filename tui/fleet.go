@@ -1,0 +1,751 @@
+package tui
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"memscope/fleet"
+	"memscope/internal/textsafe"
+	"memscope/internal/units"
+)
+
+// FleetSource is where the Fleet tab reads the cluster (a *fleet.Client).
+type FleetSource interface {
+	Latest(ctx context.Context, at time.Time) (*fleet.Fleet, error)
+	History(ctx context.Context, f *fleet.Fleet) error
+	Options() fleet.Options
+}
+
+// fleetTab is the cluster: a hosts x GPUs grid from Prometheus, a host's
+// GPUs with their history, and one GPU's chart.
+type fleetTab struct {
+	w, h   int
+	src    FleetSource
+	data   *fleet.Fleet
+	err    error
+	errAt  time.Time
+	seq    int // the refresh in flight; older answers are dropped
+	busy   bool
+	gotAt  time.Time
+	took   time.Duration // the last refresh, latest figures and history
+	hosts  []fleetHost   // sorted and filtered
+	sortBy int
+	list   scroller // hosts
+	gpus   scroller // the open host's GPUs
+	level  int      // 0 hosts, 1 a host's GPUs, 2 one GPU's chart
+	host   string   // the open host
+	filter textinput.Model
+	typing bool
+	query  string
+	linked bool // rebuilt once the Live tab knew its GPUs
+	top    int  // body line of the first list row (mouse clicks)
+}
+
+// fleetHost is one row of the grid.
+type fleetHost struct {
+	name  string
+	gpus  []*fleet.GPU
+	sum   fleet.HostSummary
+	pods  string
+	local int // GPUs that are also on the Live tab
+}
+
+type fleetLatestMsg struct {
+	seq  int
+	f    *fleet.Fleet
+	err  error
+	took time.Duration
+}
+
+type fleetHistoryMsg struct {
+	seq  int
+	f    *fleet.Fleet
+	err  error
+	took time.Duration
+}
+
+type fleetTickMsg struct{ seq int }
+
+var fleetSorts = []string{"used", "free", "imbalance", "name"}
+
+var (
+	fkSort    = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort hosts: used, free, imbalance, name"))
+	fkFilter  = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter by host, pod or model (esc clears)"))
+	fkRefresh = key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh now"))
+	fkOpen    = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open host, then GPU chart"))
+	fkLive    = key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "show a local GPU on the Live tab"))
+)
+
+func newFleetTab(src FleetSource) *fleetTab {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "host, pod, model…"
+	return &fleetTab{src: src, filter: ti}
+}
+
+func (t *fleetTab) name() string { return "Fleet" }
+
+func (t *fleetTab) capturing() bool { return t.typing }
+
+func (t *fleetTab) help() []key.Binding {
+	return []key.Binding{kUp, kDown, fkOpen, kBack, fkSort, fkFilter, fkRefresh, fkLive}
+}
+
+func (t *fleetTab) resize(w, h int) { t.w, t.h = w, h }
+
+func (t *fleetTab) interval() time.Duration {
+	if d := t.src.Options().Scrape; d > 0 {
+		return d
+	}
+	return fleet.DefaultScrape
+}
+
+// fetch reads the latest figures off the UI goroutine.
+func (t *fleetTab) fetch(a *App) tea.Cmd {
+	t.seq++
+	t.busy = true
+	seq, src, ctx := t.seq, t.src, a.ctx
+	return func() tea.Msg {
+		start := time.Now()
+		f, err := src.Latest(ctx, time.Time{})
+		return fleetLatestMsg{seq: seq, f: f, err: err, took: time.Since(start)}
+	}
+}
+
+func (t *fleetTab) tick(seq int) tea.Cmd {
+	return tea.Tick(t.interval(), func(time.Time) tea.Msg { return fleetTickMsg{seq: seq} })
+}
+
+func (t *fleetTab) onMsg(a *App, msg tea.Msg) tea.Cmd {
+	switch m := msg.(type) {
+	case fleetTickMsg:
+		if m.seq != t.seq || t.busy {
+			return nil
+		}
+		return t.fetch(a)
+	case fleetLatestMsg:
+		if m.seq != t.seq {
+			return nil
+		}
+		if m.err != nil {
+			t.busy = false
+			t.err, t.errAt = m.err, time.Now()
+			return t.tick(t.seq)
+		}
+		t.err = nil
+		t.took = m.took
+		if t.data != nil {
+			// Keep the sparklines until the new history arrives.
+			old := make(map[string][]fleet.Point, len(t.data.GPUs))
+			for i := range t.data.GPUs {
+				old[t.data.GPUs[i].Key()] = t.data.GPUs[i].History
+			}
+			for i := range m.f.GPUs {
+				m.f.GPUs[i].History = old[m.f.GPUs[i].Key()]
+			}
+		}
+		t.setData(a, m.f)
+		seq, src, ctx, f := t.seq, t.src, a.ctx, m.f.Clone()
+		return func() tea.Msg {
+			start := time.Now()
+			err := src.History(ctx, f)
+			return fleetHistoryMsg{seq: seq, f: f, err: err, took: time.Since(start)}
+		}
+	case fleetHistoryMsg:
+		if m.seq != t.seq {
+			return nil
+		}
+		t.busy = false
+		t.took += m.took
+		if m.err != nil {
+			t.err, t.errAt = m.err, time.Now()
+		} else {
+			t.setData(a, m.f)
+		}
+		return t.tick(t.seq)
+	}
+	return nil
+}
+
+func (t *fleetTab) setData(a *App, f *fleet.Fleet) {
+	t.data, t.gotAt = f, time.Now()
+	t.rebuild(a)
+}
+
+// rebuild groups, filters and sorts the hosts (on new data, a new sort or
+// filter; never per frame).
+func (t *fleetTab) rebuild(a *App) {
+	t.hosts = t.hosts[:0]
+	if t.data == nil {
+		return
+	}
+	local := map[string]bool{}
+	for _, d := range a.live.state.Devices {
+		if d.UUID != "" {
+			local[d.UUID] = true
+		}
+	}
+	q := strings.ToLower(strings.TrimSpace(t.query))
+	gs := t.data.GPUs
+	for i := 0; i < len(gs); {
+		j := i
+		for j < len(gs) && gs[j].Host == gs[i].Host {
+			j++
+		}
+		h := fleetHost{name: gs[i].Host, sum: fleet.SummarizeHost(gs[i:j])}
+		var pods []string
+		match := q == "" || strings.Contains(strings.ToLower(h.name), q)
+		for k := i; k < j; k++ {
+			g := &gs[k]
+			h.gpus = append(h.gpus, g)
+			if g.Pod != "" && !slices.Contains(pods, g.Pod) {
+				pods = append(pods, g.Pod)
+			}
+			if local[g.UUID] {
+				h.local++
+			}
+			if !match && (strings.Contains(strings.ToLower(g.Pod), q) || strings.Contains(strings.ToLower(g.Namespace), q) ||
+				strings.Contains(strings.ToLower(g.Model), q)) {
+				match = true
+			}
+		}
+		h.pods = strings.Join(pods, ",")
+		if match {
+			t.hosts = append(t.hosts, h)
+		}
+		i = j
+	}
+	free := func(h fleetHost) int64 { return h.sum.Total - h.sum.Used }
+	slices.SortStableFunc(t.hosts, func(x, y fleetHost) int {
+		switch fleetSorts[t.sortBy] {
+		case "used":
+			return cmp.Compare(y.sum.Used, x.sum.Used)
+		case "free":
+			return cmp.Compare(free(y), free(x))
+		case "imbalance":
+			return cmp.Compare(y.sum.Imbalance, x.sum.Imbalance)
+		}
+		return cmp.Compare(x.name, y.name)
+	})
+	t.list.setN(len(t.hosts))
+	if t.level > 0 {
+		if h := t.openHost(); h == nil {
+			t.level = 0
+		} else {
+			t.gpus.setN(len(h.gpus))
+		}
+	}
+}
+
+func (t *fleetTab) openHost() *fleetHost {
+	for i := range t.hosts {
+		if t.hosts[i].name == t.host {
+			return &t.hosts[i]
+		}
+	}
+	return nil
+}
+
+func (t *fleetTab) update(a *App, msg tea.Msg) tea.Cmd {
+	if t.typing {
+		if m, ok := msg.(tea.KeyPressMsg); ok {
+			switch m.String() {
+			case "esc":
+				t.typing, t.query = false, ""
+				t.filter.SetValue("")
+				t.filter.Blur()
+				t.rebuild(a)
+				return nil
+			case "enter":
+				t.typing = false
+				t.filter.Blur()
+				return nil
+			}
+		}
+		var cmd tea.Cmd
+		t.filter, cmd = t.filter.Update(msg)
+		if t.filter.Value() != t.query {
+			t.query = t.filter.Value()
+			t.list.home()
+			t.rebuild(a)
+		}
+		return cmd
+	}
+	cur := &t.list
+	if t.level > 0 {
+		cur = &t.gpus
+	}
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		cur.scroll(wheel(m))
+	case tea.MouseClickMsg:
+		if cur.click(m.Y - t.top) {
+			return nil
+		}
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(m, fkOpen):
+			switch {
+			case t.level == 0 && len(t.hosts) > 0:
+				t.host, t.level = t.hosts[t.list.cursor].name, 1
+				t.gpus = scroller{height: t.gpus.height}
+				t.gpus.setN(len(t.hosts[t.list.cursor].gpus))
+			case t.level == 1:
+				t.level = 2
+			}
+		case key.Matches(m, kBack):
+			switch {
+			case t.level > 0:
+				t.level--
+			case t.query != "":
+				t.query = ""
+				t.filter.SetValue("")
+				t.rebuild(a)
+			}
+		case key.Matches(m, fkSort):
+			t.sortBy = (t.sortBy + 1) % len(fleetSorts)
+			t.rebuild(a)
+			a.setStatus("hosts sorted by %s", fleetSorts[t.sortBy])
+		case key.Matches(m, fkFilter):
+			t.typing = true
+			return t.filter.Focus()
+		case key.Matches(m, fkRefresh):
+			if !t.busy {
+				return t.fetch(a)
+			}
+		case key.Matches(m, fkLive):
+			return t.showLocal(a)
+		default:
+			listMove(cur, m)
+		}
+	}
+	return nil
+}
+
+// showLocal opens the Live tab on the selected GPU when it is local.
+func (t *fleetTab) showLocal(a *App) tea.Cmd {
+	g := t.selectedGPU()
+	if g == nil {
+		a.setStatus("open a host and select a GPU first")
+		return nil
+	}
+	for i, d := range a.live.shownDevices() {
+		if d.UUID != "" && d.UUID == g.UUID {
+			a.live.sel, a.live.focus = i, true
+			for k, tb := range a.tabs {
+				if tb == tab(a.live) {
+					a.active, a.tabChosen = k, true
+				}
+			}
+			return nil
+		}
+	}
+	a.setStatus("%s GPU %s is not one of this machine's GPUs", textsafe.Safe(g.Host), textsafe.Safe(g.Index))
+	return nil
+}
+
+func (t *fleetTab) selectedGPU() *fleet.GPU {
+	if t.level == 0 {
+		return nil
+	}
+	h := t.openHost()
+	if h == nil || t.gpus.cursor >= len(h.gpus) {
+		return nil
+	}
+	return h.gpus[t.gpus.cursor]
+}
+
+// Used-fraction levels: a glyph and a colour each, so the grid reads the
+// same under NO_COLOR.
+var fleetLevels = []struct {
+	below float64
+	glyph string
+	color string
+}{
+	{0.10, "·", "#5FAF5F"}, {0.40, "░", "#87D75F"}, {0.70, "▒", "#D7D75F"}, {0.90, "▓", "#FFAF00"}, {math.Inf(1), "█", "#FF5F5F"},
+}
+
+func (t *fleetTab) cell(a *App, g *fleet.GPU) string {
+	fr := g.UsedFraction()
+	if math.IsNaN(fr) {
+		return a.th.dim.Render("?")
+	}
+	for _, l := range fleetLevels {
+		if fr < l.below {
+			return a.th.fg(l.color).Render(l.glyph)
+		}
+	}
+	return "?"
+}
+
+func (t *fleetTab) legend(a *App) string {
+	parts := []string{}
+	lo := 0.0
+	for _, l := range fleetLevels {
+		label := fmt.Sprintf("<%.0f%%", 100*l.below)
+		if math.IsInf(l.below, 1) {
+			label = fmt.Sprintf("≥%.0f%%", 100*lo)
+		}
+		parts = append(parts, a.th.fg(l.color).Render(l.glyph)+" "+label)
+		lo = l.below
+	}
+	parts = append(parts, "? no reading")
+	return strings.Join(parts, "  ")
+}
+
+func (t *fleetTab) view(a *App) string {
+	if t.data == nil {
+		var b strings.Builder
+		b.WriteString(a.th.title.Render("Fleet") + " · " + textsafe.Safe(t.src.Options().URL) + "\n\n")
+		switch {
+		case t.err != nil:
+			b.WriteString(a.th.errS.Render("✗ "+textsafe.Safe(t.err.Error())) + "\n\n")
+			b.WriteString(fmt.Sprintf("retrying every %s; r retries now", t.interval()))
+		default:
+			b.WriteString("asking Prometheus for the fleet's GPUs…")
+		}
+		return b.String()
+	}
+	switch t.level {
+	case 1:
+		if h := t.openHost(); h != nil {
+			return t.hostView(a, h)
+		}
+	case 2:
+		if g := t.selectedGPU(); g != nil {
+			return t.gpuView(a, g)
+		}
+	}
+	return t.gridView(a)
+}
+
+// header is the first line: the source, the totals and the freshness.
+func (t *fleetTab) header(a *App) string {
+	var used, total int64
+	for i := range t.data.GPUs {
+		g := &t.data.GPUs[i]
+		if g.Used >= 0 && g.Total > 0 {
+			used += g.Used
+			total += g.Total
+		}
+	}
+	parts := []string{a.th.title.Render("Fleet"), fmt.Sprintf("%d hosts", len(t.data.Hosts())), plural(len(t.data.GPUs), "GPU")}
+	if total > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s used (%.0f%%)", units.Bytes(used), units.Bytes(total), 100*float64(used)/float64(total)))
+	}
+	age := time.Since(t.gotAt).Truncate(time.Second)
+	fresh := fmt.Sprintf("%s ago, every %s", age, t.interval())
+	if t.busy {
+		fresh = "refreshing…"
+	}
+	parts = append(parts, fresh)
+	return strings.Join(parts, " · ")
+}
+
+// errLine is the last refresh's error (the figures shown are older).
+func (t *fleetTab) errLine(a *App) []string {
+	if t.err == nil {
+		return nil
+	}
+	return []string{fit(a.th.errS.Render(fmt.Sprintf("✗ %s ago: %s", time.Since(t.errAt).Truncate(time.Second), textsafe.Safe(t.err.Error()))), t.w)}
+}
+
+// controls says the sort and the filter, so neither is ever hidden.
+func (t *fleetTab) controls(a *App) string {
+	f := a.th.dim.Render("none (/)")
+	switch {
+	case t.typing:
+		f = t.filter.View()
+	case t.query != "":
+		f = a.th.warn.Render(fmt.Sprintf("%q", textsafe.Safe(t.query))) + a.th.dim.Render(fmt.Sprintf(" %d of %d hosts (esc clears)", len(t.hosts), len(t.data.Hosts())))
+	}
+	return fmt.Sprintf("sort %s (s) · filter %s", a.th.bold.Render(fleetSorts[t.sortBy]), f)
+}
+
+func (t *fleetTab) gridView(a *App) string {
+	lines := append([]string{fit(t.header(a), t.w)}, t.errLine(a)...)
+	lines = append(lines, fit(t.controls(a), t.w))
+	cells := 0
+	nameW := 8
+	for _, h := range t.hosts {
+		cells = max(cells, len(h.gpus))
+		w := lipgloss.Width(textsafe.Safe(h.name))
+		if h.local > 0 {
+			w += 2
+		}
+		nameW = max(nameW, w)
+	}
+	cells = min(cells, 64)
+	nameW = min(nameW, max(12, t.w/4))
+	cellW := max(cells, 4)
+	usedW := 22
+	hdr := fit("HOST", nameW) + " " + fit("GPUS", cellW) + " " + fitLeft("USED / TOTAL", usedW) + "  " + fitLeft("USED", 5) + "  " + fitLeft("IMBAL", 5) + "  POD"
+	lines = append(lines, a.th.header.Render(fit(hdr, t.w)))
+	bodyH := max(1, t.h-len(lines)-1)
+	t.list.setHeight(bodyH)
+	t.top = len(lines)
+	lo, hi := t.list.visible()
+	for i := lo; i < hi; i++ {
+		h := &t.hosts[i]
+		var cb strings.Builder
+		for k, g := range h.gpus {
+			if k == cells {
+				break
+			}
+			cb.WriteString(t.cell(a, g))
+		}
+		pct, imb := "-", "-"
+		if h.sum.Total > 0 {
+			pct = fmt.Sprintf("%.0f%%", 100*float64(h.sum.Used)/float64(h.sum.Total))
+		}
+		if h.sum.Imbalance > 0 {
+			imb = fmt.Sprintf("%.2f", h.sum.Imbalance)
+		}
+		name := fitMiddle(textsafe.Safe(h.name), nameW)
+		if h.local > 0 {
+			name = fitMiddle(textsafe.Safe(h.name), nameW-2) + " ◆"
+		}
+		row := name + " " + fit(cb.String(), cellW) + " " +
+			fitLeft(units.Bytes(h.sum.Used)+" / "+units.Bytes(h.sum.Total), usedW) + "  " + fitLeft(pct, 5) + "  " + fitLeft(imb, 5) + "  " + textsafe.Safe(h.pods)
+		if h.sum.Unknown > 0 {
+			row += a.th.warn.Render(fmt.Sprintf(" %d without a reading", h.sum.Unknown))
+		}
+		row = fit(row, t.w)
+		if i == t.list.cursor {
+			row = a.th.sel.Render(ansiStrip(row))
+		}
+		lines = append(lines, row)
+	}
+	if len(t.hosts) == 0 {
+		lines = append(lines, a.th.dim.Render("no host matches the filter (esc clears it)"))
+	}
+	for len(lines) < t.h-1 {
+		lines = append(lines, "")
+	}
+	foot := t.legend(a)
+	if s := t.list.hint(); s != "" {
+		foot += a.th.dim.Render("  · " + s)
+	}
+	foot += a.th.dim.Render("  · ◆ local GPU · enter opens")
+	lines = append(lines[:t.h-1], fit(foot, t.w))
+	return strings.Join(lines, "\n")
+}
+
+func (t *fleetTab) hostView(a *App, h *fleetHost) string {
+	title := a.th.title.Render(textsafe.Safe(h.name)) + " · " + plural(len(h.gpus), "GPU")
+	if len(h.gpus) > 0 && h.gpus[0].Model != "" {
+		title += " · " + textsafe.Safe(h.gpus[0].Model)
+	}
+	title += fmt.Sprintf(" · %s of %s used", units.Bytes(h.sum.Used), units.Bytes(h.sum.Total))
+	if h.sum.Imbalance > 0 {
+		title += fmt.Sprintf(" · imbalance %.2f", h.sum.Imbalance)
+	}
+	lines := append([]string{fit(title, t.w)}, t.errLine(a)...)
+	lines = append(lines, fit(t.controlsHost(a), t.w))
+	barW := 10
+	histW := max(0, t.w-(4+barW+6+18+10+6+7+14+8))
+	rng := model0(t.data.Range)
+	hdr := fit("GPU", 4) + fit("USED", barW+6) + fitLeft("USED / TOTAL", 18) + fitLeft("MAX "+rng, 10) + fitLeft("UTIL", 6) + fitLeft("POWER", 7) + "  " + fit("POD", 12)
+	if histW >= 8 {
+		hdr += "  HISTORY " + rng
+	}
+	lines = append(lines, a.th.header.Render(fit(hdr, t.w)))
+	t.gpus.setHeight(max(1, t.h-len(lines)-1))
+	t.top = len(lines)
+	lo, hi := t.gpus.visible()
+	for i := lo; i < hi; i++ {
+		g := h.gpus[i]
+		fr := g.UsedFraction()
+		pct := "   -"
+		if !math.IsNaN(fr) {
+			pct = fmt.Sprintf("%4.0f%%", 100*fr)
+		}
+		idx := textsafe.Safe(g.Index)
+		if g.Stale {
+			idx += "!"
+		}
+		pod := g.Pod
+		if g.Namespace != "" && pod != "" {
+			pod = g.Namespace + "/" + pod
+		}
+		row := fit(idx, 4) + t.cell(a, g) + hbar(fr, barW-1, t.levelStyle(a, fr)) + " " + pct + " " +
+			fitLeft(usedOfTotal(g.Used, g.Total), 18) + fitLeft(bytesOrDash(g.MaxUsed), 10) +
+			fitLeft(naPct(g.Util), 6) + fitLeft(naW(g.Power), 7) + "  " + fitMiddle(textsafe.Safe(pod), 12)
+		if histW >= 8 {
+			row += "  " + t.sparkline(a, g, histW-2)
+		}
+		row = fit(row, t.w)
+		if i == t.gpus.cursor {
+			row = a.th.sel.Render(ansiStrip(row))
+		}
+		lines = append(lines, row)
+	}
+	for len(lines) < t.h-1 {
+		lines = append(lines, "")
+	}
+	foot := a.th.dim.Render("enter: chart · esc: all hosts · ! stale (no sample in 5 min)")
+	if g := t.selectedGPU(); g != nil && t.isLocal(a, g) {
+		foot = a.th.accent.Render("◆ this GPU is local: L shows it on the Live tab") + a.th.dim.Render(" · esc: all hosts")
+	}
+	lines = append(lines[:t.h-1], fit(foot, t.w))
+	return strings.Join(lines, "\n")
+}
+
+func (t *fleetTab) controlsHost(a *App) string {
+	pods := map[string]bool{}
+	h := t.openHost()
+	var names []string
+	for _, g := range h.gpus {
+		if g.Pod != "" && !pods[g.Pod] {
+			pods[g.Pod] = true
+			names = append(names, g.Pod)
+		}
+	}
+	if len(names) == 0 {
+		return a.th.dim.Render("no pod labels (dcgm-exporter adds them on Kubernetes)")
+	}
+	return "pods: " + textsafe.Safe(strings.Join(names, ", "))
+}
+
+func (t *fleetTab) isLocal(a *App, g *fleet.GPU) bool {
+	for _, d := range a.live.state.Devices {
+		if d.UUID != "" && d.UUID == g.UUID {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *fleetTab) levelStyle(a *App, fr float64) lipgloss.Style {
+	for _, l := range fleetLevels {
+		if fr < l.below {
+			return a.th.fg(l.color)
+		}
+	}
+	return a.th.dim
+}
+
+// sparkline draws FB_USED over the whole range in w columns, scaled from
+// 0 to the GPU's total, so rows compare.
+func (t *fleetTab) sparkline(a *App, g *fleet.GPU, w int) string {
+	if len(g.History) == 0 || w <= 0 {
+		if !t.data.HasHistory {
+			return a.th.dim.Render("…")
+		}
+		return a.th.dim.Render("no history")
+	}
+	end := t.data.At
+	start := end.Add(-t.data.Range)
+	cols := make([]float64, w)
+	for i := range cols {
+		cols[i] = math.NaN()
+	}
+	span := end.Sub(start).Seconds()
+	for _, p := range g.History {
+		c := int(p.T.Sub(start).Seconds() / span * float64(w))
+		c = max(0, min(w-1, c))
+		if math.IsNaN(cols[c]) || float64(p.Bytes) > cols[c] {
+			cols[c] = float64(p.Bytes)
+		}
+	}
+	hi := float64(g.Total)
+	if hi <= 0 {
+		hi = float64(g.MaxUsed)
+	}
+	return spark(cols, 0, hi, a.th.accent)
+}
+
+func (t *fleetTab) gpuView(a *App, g *fleet.GPU) string {
+	title := fmt.Sprintf("%s · GPU %s · %s", a.th.title.Render(textsafe.Safe(g.Host)), textsafe.Safe(g.Index), textsafe.Safe(g.Model))
+	sub := fmt.Sprintf("used %s of %s · max %s over %s · UUID %s", bytesOrDash(g.Used), bytesOrDash(g.Total), bytesOrDash(g.MaxUsed),
+		model0(t.data.Range), textsafe.Safe(g.UUID))
+	lines := []string{fit(title, t.w), fit(sub, t.w)}
+	chartH := max(3, t.h-len(lines)-1)
+	if len(g.History) == 0 {
+		lines = append(lines, a.th.dim.Render("no history in the range (yet)"))
+	} else {
+		xs := make([]float64, len(g.History))
+		ys := make([]float64, len(g.History))
+		ymax := float64(g.Total)
+		for i, p := range g.History {
+			xs[i] = p.T.Sub(t.data.At).Minutes()
+			ys[i] = float64(p.Bytes) / (1 << 30)
+			ymax = max(ymax, float64(p.Bytes))
+		}
+		spec := chartSpec{w: t.w, h: chartH, xmin: -t.data.Range.Minutes(), xmax: 0, ymin: 0, ymax: ymax / (1 << 30) * 1.05,
+			xfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0fm", v) },
+			yfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0fG", v) },
+			axis: a.th.dim, label: a.th.dim,
+			series: []chartSeries{{xs: xs, ys: ys, style: a.th.accent}}}
+		if g.Total > 0 {
+			spec.lines = append(spec.lines, chartLine{at: float64(g.Total) / (1 << 30), style: a.th.errS, dotted: true})
+		}
+		lines = append(lines, renderChart(spec))
+	}
+	foot := "x: minutes before now · y: GiB · dotted: total · esc: back"
+	if t.isLocal(a, g) {
+		foot = "◆ local: L shows it on the Live tab · " + foot
+	}
+	body := strings.Join(lines, "\n")
+	return block(body, t.w, t.h-1) + "\n" + fit(a.th.dim.Render(foot), t.w)
+}
+
+func bytesOrDash(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return units.Bytes(n)
+}
+
+// usedOfTotal prints "49.79/80.00 GiB": one unit, the total's.
+func usedOfTotal(used, total int64) string {
+	if used < 0 || total <= 0 {
+		return bytesOrDash(used) + " / " + bytesOrDash(total)
+	}
+	t := units.Bytes(total)
+	i := strings.LastIndexByte(t, ' ')
+	if i < 0 {
+		return units.Bytes(used) + " / " + t
+	}
+	unit := t[i+1:]
+	scale := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}[unit]
+	if scale == 0 {
+		return units.Bytes(used) + " / " + t
+	}
+	return fmt.Sprintf("%.2f/%s", float64(used)/scale, t)
+}
+
+func naPct(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", v)
+}
+
+func naW(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0fW", v)
+}
+
+// model0 prints a duration the Prometheus way ("1h", "30m").
+func model0(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
