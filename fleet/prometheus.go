@@ -335,7 +335,19 @@ func (c *Client) Latest(ctx context.Context, at time.Time) (*Fleet, error) {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// The queries fail together when the server does: say each cause once.
+	var uniq []error
+	seen := map[string]bool{}
+	for _, err := range errs {
+		if err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			uniq = append(uniq, err)
+		}
+	}
+	if len(uniq) == 1 {
+		return nil, uniq[0]
+	}
+	if err := errors.Join(uniq...); err != nil {
 		return nil, err
 	}
 	f := &Fleet{At: at, Range: c.opt.Range, Step: Step(c.opt.Range, c.opt.Scrape)}
