@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"memscope/internal/pickletest"
+	"memscope/snapshot/pickle"
 )
 
 // bigPickle writes a snapshot pickle of about target bytes, as PyTorch
@@ -18,25 +21,25 @@ func bigPickle(target int) ([]byte, int) {
 	var b bytes.Buffer
 	str := func(s string) {
 		if len(s) < 256 {
-			b.Write([]byte{opShortBinUni, byte(len(s))})
+			b.Write([]byte{pickletest.OpShortBinUni, byte(len(s))})
 		} else {
-			b.WriteByte(opBinUnicode)
+			b.WriteByte(pickletest.OpBinUnicode)
 			binary.Write(&b, binary.LittleEndian, uint32(len(s)))
 		}
 		b.WriteString(s)
 	}
 	num := func(v int64) {
 		if v >= 0 && v < 1<<31 {
-			b.WriteByte(opBinInt)
+			b.WriteByte(pickletest.OpBinInt)
 			binary.Write(&b, binary.LittleEndian, int32(v))
 			return
 		}
-		b.Write([]byte{opLong1, 8})
+		b.Write([]byte{pickletest.OpLong1, 8})
 		binary.Write(&b, binary.LittleEndian, v)
 	}
-	b.Write([]byte{opProto, 4, opEmptyDict, opMark})
+	b.Write([]byte{pickletest.OpProto, 4, pickletest.OpEmptyDict, pickletest.OpMark})
 	str("segments")
-	b.Write([]byte{opEmptyList, opMark, opEmptyDict, opMark})
+	b.Write([]byte{pickletest.OpEmptyList, pickletest.OpMark, pickletest.OpEmptyDict, pickletest.OpMark})
 	const base = int64(0x7f0000000000)
 	for _, kv := range []struct {
 		k string
@@ -49,7 +52,7 @@ func bigPickle(target int) ([]byte, int) {
 	str("segment_type")
 	str("large")
 	str("blocks")
-	b.Write([]byte{opEmptyList, opEmptyDict, opMark})
+	b.Write([]byte{pickletest.OpEmptyList, pickletest.OpEmptyDict, pickletest.OpMark})
 	str("address")
 	num(base)
 	str("size")
@@ -58,17 +61,17 @@ func bigPickle(target int) ([]byte, int) {
 	num(0)
 	str("state")
 	str("inactive")
-	b.Write([]byte{opSetItems, opAppend})
-	b.Write([]byte{opSetItems, opAppends})
+	b.Write([]byte{pickletest.OpSetItems, pickletest.OpAppend})
+	b.Write([]byte{pickletest.OpSetItems, pickletest.OpAppends})
 	str("device_traces")
-	b.Write([]byte{opEmptyList, opEmptyList, opMark})
+	b.Write([]byte{pickletest.OpEmptyList, pickletest.OpEmptyList, pickletest.OpMark})
 	n := 0
 	for b.Len() < target-64 || n%2 == 1 {
 		action := "alloc"
 		if n%2 == 1 {
 			action = "free_completed"
 		}
-		b.Write([]byte{opEmptyDict, opMark})
+		b.Write([]byte{pickletest.OpEmptyDict, pickletest.OpMark})
 		str("action")
 		str(action)
 		str("addr")
@@ -80,34 +83,34 @@ func bigPickle(target int) ([]byte, int) {
 		str("time_us")
 		num(1_700_000_000_000_000 + int64(n))
 		str("frames")
-		b.Write([]byte{opEmptyList, opMark})
+		b.Write([]byte{pickletest.OpEmptyList, pickletest.OpMark})
 		for f := 0; f < 4; f++ {
-			b.Write([]byte{opEmptyDict, opMark})
+			b.Write([]byte{pickletest.OpEmptyDict, pickletest.OpMark})
 			str("filename")
 			str(fmt.Sprintf("/workspace/model/layer_%d.py", (n+f)%97))
 			str("line")
 			num(int64(n%5000 + f))
 			str("name")
 			str(fmt.Sprintf("forward_%d", n%131))
-			b.WriteByte(opSetItems)
+			b.WriteByte(pickletest.OpSetItems)
 		}
-		b.Write([]byte{opAppends, opSetItems})
+		b.Write([]byte{pickletest.OpAppends, pickletest.OpSetItems})
 		n++
 	}
-	b.Write([]byte{opAppends, opAppend, opSetItems, opStop})
+	b.Write([]byte{pickletest.OpAppends, pickletest.OpAppend, pickletest.OpSetItems, pickletest.OpStop})
 	return b.Bytes(), n
 }
 
 // TestSnapshotsAroundGCThreshold opens snapshots just under and just over
-// gcThreshold (64 MiB), where decoding starts collecting between phases.
+// pickle.GCThreshold (64 MiB), where decoding starts collecting between phases.
 func TestSnapshotsAroundGCThreshold(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: this test writes two 64 MiB files")
 	}
 	dir := t.TempDir()
-	for _, size := range []int{gcThreshold - 4096, gcThreshold + 4096} {
+	for _, size := range []int{pickle.GCThreshold - 4096, pickle.GCThreshold + 4096} {
 		data, n := bigPickle(size)
-		if (len(data) > gcThreshold) != (size > gcThreshold) {
+		if (len(data) > pickle.GCThreshold) != (size > pickle.GCThreshold) {
 			t.Fatalf("generator missed its side of the threshold: %d bytes for %d", len(data), size)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("big_%d.pickle", len(data)))

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"memscope/snapshot/pickle"
 )
 
 // Kind is what a file holds, detected by content.
@@ -28,7 +30,7 @@ func Sniff(head []byte) Kind {
 	if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
 		return KindTorch // gzip: only snapshots are read compressed
 	}
-	if len(head) >= 2 && head[0] == opProto && head[1] >= 2 && head[1] <= 5 {
+	if len(head) >= 2 && pickle.IsPickle(head) && head[1] >= 2 && head[1] <= 5 {
 		return KindTorch
 	}
 	t := bytes.TrimLeft(head, " \t\r\n\xef\xbb\xbf")

@@ -5,18 +5,20 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"memscope/internal/pickletest"
 )
 
 // TestTextOutputEscapesFileStrings: a frame named with terminal escape
 // sequences (set the window title, clear the screen) reaches the text
 // report and diff only as visible escapes; JSON stays exact.
 func TestTextOutputEscapesFileStrings(t *testing.T) {
-	evil := []any{frameD("/w/\x1b]0;PWNED\x07model.py", 12, "forward\x1b[2J\u009b31m"), frameD("/w/train.py", 3, "main")}
-	data := pickleOf(pdict{
-		{"segments", []any{segment(4096, 2048,
-			block(4096, 1024, 1000, "active_allocated", evil),
-			block(5120, 1024, 0, "inactive", []any{}))}},
-		{"device_traces", []any{[]any{pdict{{"action", "alloc"}, {"addr", 4096}, {"size", 1000}, {"stream", 0}, {"frames", evil}}}}},
+	evil := []any{pickletest.FrameDict("/w/\x1b]0;PWNED\x07model.py", 12, "forward\x1b[2J\u009b31m"), pickletest.FrameDict("/w/train.py", 3, "main")}
+	data := pickletest.Of(pickletest.Dict{
+		{"segments", []any{pickletest.SegmentDict(4096, 2048,
+			pickletest.BlockDict(4096, 1024, 1000, "active_allocated", evil),
+			pickletest.BlockDict(5120, 1024, 0, "inactive", []any{}))}},
+		{"device_traces", []any{[]any{pickletest.Dict{{"action", "alloc"}, {"addr", 4096}, {"size", 1000}, {"stream", 0}, {"frames", evil}}}}},
 	})
 	s, err := Decode(context.Background(), data)
 	if err != nil {

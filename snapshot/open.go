@@ -5,18 +5,12 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-)
 
-// gcThreshold is the input size above which decoding collects garbage
-// between its phases. Each phase leaves the previous one's memory (the raw
-// file, then the value graph) unreachable; without a collection the heap
-// would hold all three at once, doubling peak memory on large snapshots.
-const gcThreshold = 64 << 20
+	"memscope/snapshot/pickle"
+)
 
 // maxGzipRatio bounds how much a gzip member may expand, so a small
 // "zip bomb" cannot exhaust memory. Snapshot pickles compress 5-20x.
@@ -44,7 +38,7 @@ func OpenProgress(ctx context.Context, path string, progress func(float64)) (*Sn
 }
 
 // ErrNotSnapshot is returned for data that is none of the snapshot forms.
-var ErrNotSnapshot = errors.New("not an allocator snapshot")
+var ErrNotSnapshot = pickle.ErrNotSnapshot
 
 // Decode decodes a snapshot from memory, detecting the form by content.
 func Decode(ctx context.Context, data []byte) (*Snapshot, error) {
@@ -74,9 +68,9 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 	switch {
 	case len(data) == 0:
 		return nil, fmt.Errorf("empty file: %w", ErrNotSnapshot)
-	case data[0] == opProto:
+	case pickle.IsPickle(data):
 		trimmed = nil
-		s, err := decodePickleSnapshot(ctx, &data, progress)
+		s, err := pickle.DecodeSnapshot(ctx, &data, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -88,14 +82,14 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 			return nil, err
 		}
 		data, trimmed = nil, nil
-		s, err := decodePickleSnapshot(ctx, &payload, progress)
+		s, err := pickle.DecodeSnapshot(ctx, &payload, progress)
 		if err != nil {
 			return nil, fmt.Errorf("embedded snapshot: %w", err)
 		}
 		s.Format = "html (" + s.Format + ")" + format
 		return s, nil
 	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
-		s, err := decodeJSONSnapshot(trimmed)
+		s, err := pickle.DecodeJSON(trimmed)
 		if err != nil {
 			return nil, err
 		}
@@ -103,34 +97,6 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 		return s, nil
 	}
 	return nil, fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON or HTML): %w", data[0], ErrNotSnapshot)
-}
-
-func decodePickleSnapshot(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot, error) {
-	// After decoding nothing may keep the input alive, so the collector can
-	// reclaim it (a file's worth of memory) while the binder builds the
-	// typed snapshot: it is cleared where it came from (see decode).
-	data := *in
-	*in = nil
-	size := len(data)
-	g, root, err := decodePickleCtx(ctx, data, progress)
-	data = nil
-	if err != nil {
-		return nil, err
-	}
-	if size > gcThreshold {
-		runtime.GC() // the input is garbage now: reclaim it before binding
-	}
-	s, err := newBinder(g, size).bindRoot(root)
-	proto := g.proto
-	if size > gcThreshold {
-		g = nil
-		runtime.GC() // and the value graph, before analysis allocates
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.Format = fmt.Sprintf("pickle protocol %d", proto)
-	return s, nil
 }
 
 func gunzip(data []byte) ([]byte, error) {

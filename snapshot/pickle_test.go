@@ -10,21 +10,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"memscope/internal/pickletest"
 )
-
-func frameD(file string, line int, name string) pdict {
-	return pdict{{"filename", file}, {"line", line}, {"name", name}}
-}
-
-func block(addr, size, req int, state string, frames []any) pdict {
-	return pdict{{"address", addr}, {"size", size}, {"requested_size", req}, {"state", state}, {"frames", frames}}
-}
-
-func segment(addr, total int, blocks ...any) pdict {
-	return pdict{{"device", 0}, {"address", addr}, {"total_size", total}, {"allocated_size", 0},
-		{"active_size", 0}, {"requested_size", 0}, {"stream", 0}, {"segment_type", "large"},
-		{"segment_pool_id", ptuple{0, 0}}, {"is_expandable", false}, {"frames", []any{}}, {"blocks", blocks}}
-}
 
 func decodeBytes(t *testing.T, b []byte) (*Snapshot, error) {
 	t.Helper()
@@ -32,15 +20,15 @@ func decodeBytes(t *testing.T, b []byte) (*Snapshot, error) {
 }
 
 func TestDecodeBuiltSnapshot(t *testing.T) {
-	fr := []any{frameD("/m/model.py", 12, "forward"), frameD("/m/train.py", 3, "main")}
-	data := pickleOf(pdict{
-		{"segments", []any{segment(4096, 3072,
-			block(4096, 1024, 1000, "active_allocated", fr),
-			block(5120, 1024, 0, "inactive", []any{}),
-			block(6144, 1024, 1024, "active_pending_free", fr))}},
-		{"device_traces", []any{[]any{pdict{{"action", "alloc"}, {"addr", 4096}, {"size", 1024}, {"stream", 0}, {"time_us", 5}}}}},
-		{"allocator_settings", pdict{{"max_split_size", -1}, {"expandable_segments", true}}},
-		{"external_annotations", []any{pdict{{"name", "ProfilerStep#3"}, {"stage", "START"}, {"device", 0}, {"time_us", 4}}}},
+	fr := []any{pickletest.FrameDict("/m/model.py", 12, "forward"), pickletest.FrameDict("/m/train.py", 3, "main")}
+	data := pickletest.Of(pickletest.Dict{
+		{"segments", []any{pickletest.SegmentDict(4096, 3072,
+			pickletest.BlockDict(4096, 1024, 1000, "active_allocated", fr),
+			pickletest.BlockDict(5120, 1024, 0, "inactive", []any{}),
+			pickletest.BlockDict(6144, 1024, 1024, "active_pending_free", fr))}},
+		{"device_traces", []any{[]any{pickletest.Dict{{"action", "alloc"}, {"addr", 4096}, {"size", 1024}, {"stream", 0}, {"time_us", 5}}}}},
+		{"allocator_settings", pickletest.Dict{{"max_split_size", -1}, {"expandable_segments", true}}},
+		{"external_annotations", []any{pickletest.Dict{{"name", "ProfilerStep#3"}, {"stage", "START"}, {"device", 0}, {"time_us", 4}}}},
 	})
 	s, err := decodeBytes(t, data)
 	if err != nil {
@@ -73,20 +61,13 @@ func TestDecodeBuiltSnapshot(t *testing.T) {
 func TestDecodeSharedMemoValues(t *testing.T) {
 	// A frame list written once and referenced from two blocks must bind to
 	// one stack, as PyTorch's files rely on.
-	fr := pmemo{[]any{frameD("/a.py", 1, "f")}}
-	data := pickleOf(pdict{{"segments", []any{segment(0, 2048,
-		block(0, 1024, 1024, "active_allocated", []any{}),
-		block(1024, 1024, 1024, "active_allocated", []any{}))}}})
-	// Rebuild with sharing: first block's frames memoized, second refers.
-	p := &pickler{}
-	p.op(opProto, 4)
-	p.put(pdict{{"segments", []any{segment(0, 2048,
-		pdict{{"address", 0}, {"size", 1024}, {"requested_size", 1024}, {"state", "active_allocated"}, {"frames", fr}},
-		pdict{{"address", 1024}, {"size", 1024}, {"requested_size", 1024}, {"state", "active_allocated"}, {"frames", pref(0)}},
+	fr := pickletest.Memoize([]any{pickletest.FrameDict("/a.py", 1, "f")})
+	// The first block's frames are memoized, the second refers to them.
+	data := pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 2048,
+		pickletest.Dict{{"address", 0}, {"size", 1024}, {"requested_size", 1024}, {"state", "active_allocated"}, {"frames", fr}},
+		pickletest.Dict{{"address", 1024}, {"size", 1024}, {"requested_size", 1024}, {"state", "active_allocated"}, {"frames", pickletest.Ref(0)}},
 	)}}})
-	p.op(opStop)
-	_ = data
-	s, err := decodeBytes(t, p.buf.Bytes())
+	s, err := decodeBytes(t, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,68 +77,13 @@ func TestDecodeSharedMemoValues(t *testing.T) {
 	}
 }
 
-func TestDecodeIntegers(t *testing.T) {
-	cases := []struct {
-		name string
-		ops  []byte
-		want val
-	}{
-		{"BININT negative", []byte{opBinInt, 0xff, 0xff, 0xff, 0xff}, val{k: kInt, i: -1}},
-		{"BININT2", []byte{opBinInt2, 0x34, 0x12}, val{k: kInt, i: 0x1234}},
-		{"LONG1 empty", []byte{opLong1, 0}, val{k: kInt}},
-		{"LONG1 negative", []byte{opLong1, 1, 0xff}, val{k: kInt, i: -1}},
-		{"LONG1 5 bytes", []byte{opLong1, 5, 0, 0, 0, 0, 1}, val{k: kInt, i: 1 << 32}},
-		// 2^64-1 needs 9 bytes (a frame line in a real file).
-		{"LONG1 9 bytes 2^64-1", []byte{opLong1, 9, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0}, val{k: kUint, i: -1}},
-		{"LONG1 9 bytes small", []byte{opLong1, 9, 5, 0, 0, 0, 0, 0, 0, 0, 0}, val{k: kInt, i: 5}},
-		{"LONG4", []byte{opLong4, 2, 0, 0, 0, 0x00, 0x01}, val{k: kInt, i: 256}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			data := append([]byte{opProto, 4}, c.ops...)
-			data = append(data, opStop)
-			_, v, err := decodePickle(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v != c.want {
-				t.Errorf("got %+v want %+v", v, c.want)
-			}
-		})
-	}
-}
-
-func TestDecodeStackOps(t *testing.T) {
-	// [1, 1] via DUP; POP drops; POP_MARK drops to the mark; EMPTY_SET +
-	// ADDITEMS; DICT and LIST from a mark.
-	data := []byte{opProto, 4, opEmptyList, opMark, opBinInt1, 1, opDup, opBinInt1, 9, opPop, opAppends,
-		opMark, opBinInt1, 7, opPopMark,
-		opStop}
-	g, v, err := decodePickle(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if items := g.seq(v); len(items) != 2 || items[0].i != 1 || items[1].i != 1 {
-		t.Errorf("list: %+v", items)
-	}
-	data = []byte{opProto, 4, opMark, opShortBinUni, 1, 'a', opEmptySet, opMark, opBinInt1, 3, opAddItems, opDict, opStop}
-	g, v, err = decodePickle(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := g.seq(v)
-	if v.k != kDict || len(kv) != 2 || kv[1].k != kSet || len(g.seq(kv[1])) != 1 {
-		t.Errorf("dict: %+v", kv)
-	}
-}
-
 // TestBadInputs covers every bad input the issue lists. Each must fail with
 // an error that names the problem, quickly and without a panic.
 func TestBadInputs(t *testing.T) {
 	bigLen := func(op byte, n uint64) []byte {
-		b := []byte{opProto, 4, op}
+		b := []byte{pickletest.OpProto, 4, op}
 		switch op {
-		case opBinUnicode:
+		case pickletest.OpBinUnicode:
 			b = binary.LittleEndian.AppendUint32(b, uint32(n))
 		default:
 			b = binary.LittleEndian.AppendUint64(b, n)
@@ -165,36 +91,36 @@ func TestBadInputs(t *testing.T) {
 		return append(b, "abc"...)
 	}
 	deep := func(n int) []byte {
-		b := []byte{opProto, 4}
-		b = append(b, bytes.Repeat([]byte{opEmptyList}, n)...)
-		b = append(b, bytes.Repeat([]byte{opAppend}, n-1)...)
-		return append(b, opStop)
+		b := []byte{pickletest.OpProto, 4}
+		b = append(b, bytes.Repeat([]byte{pickletest.OpEmptyList}, n)...)
+		b = append(b, bytes.Repeat([]byte{pickletest.OpAppend}, n-1)...)
+		return append(b, pickletest.OpStop)
 	}
 	// A 100k-entry list referring to one trace dict, referred to 100k times:
 	// 10^10 records if expanded.
 	bomb := func() []byte {
-		p := &pickler{}
-		p.op(opProto, 4, opEmptyDict, opShortBinUni)
-		p.op(byte(len("device_traces")))
-		p.buf.WriteString("device_traces")
-		p.op(opEmptyList, opMark)
+		p := &pickletest.Writer{}
+		p.Op(pickletest.OpProto, 4, pickletest.OpEmptyDict, pickletest.OpShortBinUni)
+		p.Op(byte(len("device_traces")))
+		p.Op([]byte("device_traces")...)
+		p.Op(pickletest.OpEmptyList, pickletest.OpMark)
 		// inner list, memo 0
-		p.op(opEmptyList, opMemoize, opMark)
-		p.put(pmemo{pdict{{"action", "alloc"}, {"addr", 1}, {"size", 1}}}) // memo 1
+		p.Op(pickletest.OpEmptyList, pickletest.OpMemoize, pickletest.OpMark)
+		p.Put(pickletest.Memoize(pickletest.Dict{{"action", "alloc"}, {"addr", 1}, {"size", 1}})) // memo 1
 		for i := 1; i < 100000; i++ {
-			p.put(pref(1))
+			p.Put(pickletest.Ref(1))
 		}
-		p.op(opAppends)
+		p.Op(pickletest.OpAppends)
 		for i := 1; i < 100000; i++ {
-			p.put(pref(0))
+			p.Put(pickletest.Ref(0))
 		}
-		p.op(opAppends, opSetItem, opStop)
-		return p.buf.Bytes()
+		p.Op(pickletest.OpAppends, pickletest.OpSetItem, pickletest.OpStop)
+		return p.Bytes()
 	}
 	rng := rand.New(rand.NewSource(1))
 	random := make([]byte, 4096)
 	rng.Read(random)
-	random[0] = opProto
+	random[0] = pickletest.OpProto
 	random[1] = 4
 
 	cases := []struct {
@@ -214,25 +140,25 @@ func TestBadInputs(t *testing.T) {
 		{"NEWOBJ", []byte("\x80\x04N)\x81."), "refusing opcode NEWOBJ"},
 		{"PERSID", []byte("\x80\x04P1\n."), "refusing opcode PERSID"},
 		{"EXT1", []byte("\x80\x04\x82\x01."), "refusing opcode EXT1"},
-		{"string length beyond file", bigLen(opBinUnicode, 1<<31-1), "BINUNICODE needs 2147483647 bytes but only 3 remain"},
-		{"string8 length beyond file", bigLen(opBinUnicode8, 1<<62), "declares 4611686018427387904 bytes"},
-		{"truncated mid-opcode", []byte{opProto, 4, opBinInt}, "BININT needs 4 bytes"},
-		{"no STOP", []byte{opProto, 4, opEmptyDict}, "ends before the STOP"},
-		{"memo read before write", []byte{opProto, 4, opBinGet, 7, opStop}, "memo key 7 is read before it is written"},
+		{"string length beyond file", bigLen(pickletest.OpBinUnicode, 1<<31-1), "BINUNICODE needs 2147483647 bytes but only 3 remain"},
+		{"string8 length beyond file", bigLen(pickletest.OpBinUnicode8, 1<<62), "declares 4611686018427387904 bytes"},
+		{"truncated mid-opcode", []byte{pickletest.OpProto, 4, pickletest.OpBinInt}, "BININT needs 4 bytes"},
+		{"no STOP", []byte{pickletest.OpProto, 4, pickletest.OpEmptyDict}, "ends before the STOP"},
+		{"memo read before write", []byte{pickletest.OpProto, 4, pickletest.OpBinGet, 7, pickletest.OpStop}, "memo key 7 is read before it is written"},
 		{"nesting a million levels", deep(1000000), "segments[0]: expected a dict, found list"},
 		{"memo bomb", bomb(), "memo bomb"},
-		{"segments a string", pickleOf(pdict{{"segments", "abc"}}), "segments: expected a list, found str"},
-		{"negative size", pickleOf(pdict{{"segments", []any{segment(0, 16, block(0, -5, 0, "inactive", nil))}}}), "segments[0].blocks[0].size: negative size -5"},
-		{"size of wrong type", pickleOf(pdict{{"segments", []any{segment(0, 16, block(0, 16, 0, "inactive", nil))}}, {"device_traces", []any{[]any{pdict{{"action", "alloc"}, {"size", "big"}}}}}}), "device_traces[0][0].size: expected an int, found str"},
-		{"top level an int", pickleOf(5), "top level: expected a dict"},
-		{"frames not frames", pickleOf(pdict{{"segments", []any{segment(0, 16, block(0, 16, 0, "inactive", []any{1}))}}}), "frames[0]: expected a frame dict, found int"},
-		{"unsupported protocol", []byte{opProto, 9, opNone, opStop}, "unsupported pickle protocol 9"},
+		{"segments a string", pickletest.Of(pickletest.Dict{{"segments", "abc"}}), "segments: expected a list, found str"},
+		{"negative size", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 16, pickletest.BlockDict(0, -5, 0, "inactive", nil))}}}), "segments[0].blocks[0].size: negative size -5"},
+		{"size of wrong type", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 16, pickletest.BlockDict(0, 16, 0, "inactive", nil))}}, {"device_traces", []any{[]any{pickletest.Dict{{"action", "alloc"}, {"size", "big"}}}}}}), "device_traces[0][0].size: expected an int, found str"},
+		{"top level an int", pickletest.Of(5), "top level: expected a dict"},
+		{"frames not frames", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 16, pickletest.BlockDict(0, 16, 0, "inactive", []any{1}))}}}), "frames[0]: expected a frame dict, found int"},
+		{"unsupported protocol", []byte{pickletest.OpProto, 9, pickletest.OpNone, pickletest.OpStop}, "unsupported pickle protocol 9"},
 		{"protocol 0 text", []byte("I1\n."), "unrecognised content"},
 		{"gzip truncated", gzipTrunc(t), "gzip"},
 		{"html without payload", []byte("<html><body>hi</body></html>"), "HTML without an embedded snapshot"},
 		{"json truncated", []byte(`{"segments": [{"address": 1, `), "end of data"},
-		{"setitems on a list", []byte{opProto, 4, opEmptyList, opMark, opNone, opNone, opSetItems, opStop}, "SETITEMS on a list"},
-		{"appends without mark", []byte{opProto, 4, opEmptyList, opAppends, opStop}, "APPENDS without a preceding MARK"},
+		{"setitems on a list", []byte{pickletest.OpProto, 4, pickletest.OpEmptyList, pickletest.OpMark, pickletest.OpNone, pickletest.OpNone, pickletest.OpSetItems, pickletest.OpStop}, "SETITEMS on a list"},
+		{"appends without mark", []byte{pickletest.OpProto, 4, pickletest.OpEmptyList, pickletest.OpAppends, pickletest.OpStop}, "APPENDS without a preceding MARK"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -257,19 +183,19 @@ func gzipTrunc(t *testing.T) []byte {
 
 func TestMemoBombBoundedMemory(t *testing.T) {
 	// The refusal must come before anything proportional to 10^10 is built.
-	p := &pickler{}
-	p.op(opProto, 4, opEmptyDict, opShortBinUni, byte(len("segments")))
-	p.buf.WriteString("segments")
-	p.op(opEmptyList, opMark)
-	p.put(pmemo{segment(0, 1, pmemo{pdict{{"address", 0}, {"size", 1}, {"requested_size", 1}, {"state", "inactive"}}})})
+	p := &pickletest.Writer{}
+	p.Op(pickletest.OpProto, 4, pickletest.OpEmptyDict, pickletest.OpShortBinUni, byte(len("segments")))
+	p.Op([]byte("segments")...)
+	p.Op(pickletest.OpEmptyList, pickletest.OpMark)
+	p.Put(pickletest.Memoize(pickletest.SegmentDict(0, 1, pickletest.Memoize(pickletest.Dict{{"address", 0}, {"size", 1}, {"requested_size", 1}, {"state", "inactive"}}))))
 	for i := 1; i < 200000; i++ {
-		p.put(pref(1)) // memo 0 is the block, written first
+		p.Put(pickletest.Ref(1)) // memo 0 is the block, written first
 	}
-	p.op(opAppends, opSetItem, opStop)
+	p.Op(pickletest.OpAppends, pickletest.OpSetItem, pickletest.OpStop)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err := decodeBytes(t, p.buf.Bytes())
+	_, err := decodeBytes(t, p.Bytes())
 	runtime.ReadMemStats(&after)
 	if err == nil || !strings.Contains(err.Error(), "memo bomb") {
 		t.Fatalf("want memo bomb refusal, got %v", err)
@@ -371,53 +297,20 @@ func TestLegacyForms(t *testing.T) {
 	}
 }
 
-// TestFrameLinesAroundTheInlineLimit: a frame's line is held in 32 bits
-// inside its container up to 2^32-2; wider lines take the wide form, and
-// lines wider than int64 read as -1. Each frame is also read again through
-// the memo (GET), as shared frames are.
-func TestFrameLinesAroundTheInlineLimit(t *testing.T) {
-	huge := []byte{opLong1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0x40} // 2^70
-	for _, c := range []struct {
-		line any
-		want int64
-	}{
-		{0, 0}, {1, 1}, {int64(lineUnknown) - 1, int64(lineUnknown) - 1}, {int64(lineUnknown), int64(lineUnknown)},
-		{int64(lineUnknown) + 1, int64(lineUnknown) + 1}, {int64(1) << 62, int64(1) << 62}, {huge, -1}, {-1, -1}, {-7, -7},
-	} {
-		fr := pdict{{"filename", "/m/a.py"}, {"line", c.line}, {"name", "f"}}
-		data := pickleOf(pdict{
-			{"segments", []any{segment(4096, 2048,
-				block(4096, 1024, 1000, "active_allocated", []any{pmemo{fr}}),
-				block(5120, 1024, 1000, "active_allocated", []any{pref(0), frameD("/m/b.py", 2, "g")}))}},
-		})
-		s, err := decodeBytes(t, data)
-		if err != nil {
-			t.Fatalf("line %v: %v", c.line, err)
-		}
-		b := s.Segments[0].Blocks
-		if got := b[0].Frames[0].Line; got != c.want {
-			t.Errorf("line %v read as %d, want %d", c.line, got, c.want)
-		}
-		if got := b[1].Frames[0].Line; got != c.want || b[1].Frames[1].Name != "g" {
-			t.Errorf("line %v through the memo: %+v", c.line, b[1].Frames)
-		}
-	}
-}
-
 // TestPoolOrderIsStable: known pools first, others by name, whatever the
 // map order (run many times).
 func TestPoolOrderIsStable(t *testing.T) {
-	seg := func(addr int, typ string) pdict {
-		return pdict{{"device", 0}, {"address", addr}, {"total_size", 1024}, {"allocated_size", 0},
+	seg := func(addr int, typ string) pickletest.Dict {
+		return pickletest.Dict{{"device", 0}, {"address", addr}, {"total_size", 1024}, {"allocated_size", 0},
 			{"active_size", 0}, {"requested_size", 0}, {"stream", 0}, {"segment_type", typ},
-			{"segment_pool_id", ptuple{0, 0}}, {"is_expandable", false}, {"frames", []any{}},
-			{"blocks", []any{block(addr, 1024, 0, "inactive", []any{})}}}
+			{"segment_pool_id", pickletest.Tuple{0, 0}}, {"is_expandable", false}, {"frames", []any{}},
+			{"blocks", []any{pickletest.BlockDict(addr, 1024, 0, "inactive", []any{})}}}
 	}
 	var segs []any
 	for i, typ := range []string{"zeta", "small", "alpha", "large", "mid", "beta"} {
 		segs = append(segs, seg(4096*(i+1), typ))
 	}
-	data := pickleOf(pdict{{"segments", segs}})
+	data := pickletest.Of(pickletest.Dict{{"segments", segs}})
 	want := "large,small,alpha,beta,mid,zeta"
 	for i := 0; i < 50; i++ {
 		s, err := decodeBytes(t, data)

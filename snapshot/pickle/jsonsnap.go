@@ -1,16 +1,18 @@
-package snapshot
+package pickle
 
 import (
 	"math"
 
+	"memscope/snapshot/schema"
+
 	"memscope/internal/jsonscan"
 )
 
-// decodeJSONSnapshot reads the JSON form of a snapshot (what
+// DecodeJSON reads the JSON form of a snapshot (what
 // json.dumps(torch.cuda.memory._snapshot()) writes, accepted by
 // pytorch.org/memory_viz) into the same graph the pickle reader builds, so
 // one binder serves both.
-func decodeJSONSnapshot(data []byte) (*Snapshot, error) {
+func DecodeJSON(data []byte) (*schema.Snapshot, error) {
 	d := newDecoder(data)
 	root, err := d.fromJSON(jsonscan.New(data))
 	if err != nil {

@@ -1,4 +1,4 @@
-package snapshot
+package pickle
 
 // keyRole identifies a dict key the binder understands. Roles are computed
 // once per distinct string while decoding, so binding switches on a small

@@ -1,4 +1,4 @@
-package snapshot
+package pickle
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"memscope/internal/pickletest"
 )
 
 // canonical writes v in the canonical form of scripts/pickle_canon.py, so
@@ -169,7 +171,7 @@ func (g *graph) keyID(s string) uint32 {
 func corpusInputs(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	files, _ := filepath.Glob("testdata/fuzz/FuzzDecode/*")
+	files, _ := filepath.Glob("../testdata/fuzz/FuzzDecode/*")
 	for _, p := range files {
 		raw, err := os.ReadFile(p)
 		if err != nil {
@@ -192,7 +194,7 @@ func corpusInputs(t testing.TB) map[string][]byte {
 // for each.
 func pythonCanon(t *testing.T, paths []string) []string {
 	t.Helper()
-	cmd := exec.Command("python3", append([]string{"../scripts/pickle_canon.py"}, paths...)...)
+	cmd := exec.Command("python3", append([]string{"../../scripts/pickle_canon.py"}, paths...)...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("pickle_canon.py: %v", err)
@@ -254,8 +256,8 @@ func TestPickleAgreesWithCPython(t *testing.T) {
 		t.Skip("python3 not found")
 	}
 	inputs := corpusInputs(t)
-	samples, _ := filepath.Glob("../testdata/snapshots/*.pickle")
-	more, _ := filepath.Glob("../testdata/snapshots/synthetic/*.pickle")
+	samples, _ := filepath.Glob("../../testdata/snapshots/*.pickle")
+	more, _ := filepath.Glob("../../testdata/snapshots/synthetic/*.pickle")
 	for _, p := range append(samples, more...) {
 		limit := int64(8 << 20)
 		if testing.Short() {
@@ -288,7 +290,7 @@ func FuzzDifferential(f *testing.F) {
 	for _, b := range corpusInputs(f) {
 		f.Add(b)
 	}
-	f.Add(pickleOf(pdict{{"segments", []any{}}, {"x", ptuple{1.5, math.MaxInt64, "é"}}}))
+	f.Add(pickletest.Of(pickletest.Dict{{"segments", []any{}}, {"x", pickletest.Tuple{1.5, math.MaxInt64, "é"}}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 || data[0] != opProto {
 			return

@@ -1,4 +1,4 @@
-package snapshot
+package pickle
 
 // chunked is an append-only array stored in fixed-size chunks. Growing a
 // single slice to millions of elements copies it over and over (half of the

@@ -1,11 +1,12 @@
-package snapshot
+package pickle
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"memscope/snapshot/schema"
 )
 
 // binder turns a decoded graph into a typed Snapshot. It walks only the
@@ -16,8 +17,8 @@ import (
 type binder struct {
 	g       *graph
 	budget  int64
-	stackOf []int32 // per container: 1 + index into stacks, 0 when not bound yet
-	stacks  []Stack // typed form of graph.stacks, filled on first use
+	stackOf []int32        // per container: 1 + index into stacks, 0 when not bound yet
+	stacks  []schema.Stack // typed form of graph.stacks, filled on first use
 	scratch []rawFrame
 	warns   map[string]int
 }
@@ -154,8 +155,8 @@ func (b *binder) boolean(v val) bool {
 	return false
 }
 
-func (b *binder) bindRoot(root val) (*Snapshot, error) {
-	s := &Snapshot{}
+func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
+	s := &schema.Snapshot{}
 	switch root.k {
 	case kList:
 		segs, err := b.segments(root, "segments")
@@ -228,7 +229,7 @@ func (b *binder) warnings() []string {
 	return out
 }
 
-func (b *binder) segments(v val, path string) ([]Segment, error) {
+func (b *binder) segments(v val, path string) ([]schema.Segment, error) {
 	items, err := b.list(v, path)
 	if err != nil {
 		return nil, err
@@ -236,7 +237,7 @@ func (b *binder) segments(v val, path string) ([]Segment, error) {
 	if err := b.spend(len(items), path); err != nil {
 		return nil, err
 	}
-	segs := make([]Segment, len(items))
+	segs := make([]schema.Segment, len(items))
 	for i, it := range items {
 		if err := b.segment(it, &segs[i], path+"["+strconv.Itoa(i)+"]"); err != nil {
 			return nil, err
@@ -245,7 +246,7 @@ func (b *binder) segments(v val, path string) ([]Segment, error) {
 	return segs, nil
 }
 
-func (b *binder) segment(v val, s *Segment, path string) error {
+func (b *binder) segment(v val, s *schema.Segment, path string) error {
 	kv, err := b.pairs(v, path)
 	if err != nil {
 		return err
@@ -300,7 +301,7 @@ func (b *binder) segment(v val, s *Segment, path string) error {
 		if err := b.spend(len(items), path+".blocks"); err != nil {
 			return err
 		}
-		s.Blocks = make([]Block, len(items))
+		s.Blocks = make([]schema.Block, len(items))
 		next := s.Address
 		var covered int64
 		for i, it := range items {
@@ -340,7 +341,7 @@ func (b *binder) poolID(v val, path string) ([2]int64, error) {
 	return id, nil
 }
 
-func (b *binder) block(v val, bl *Block, defaultAddr uint64, path string) error {
+func (b *binder) block(v val, bl *schema.Block, defaultAddr uint64, path string) error {
 	kv, err := b.pairs(v, path)
 	if err != nil {
 		return err
@@ -364,7 +365,7 @@ func (b *binder) block(v val, bl *Block, defaultAddr uint64, path string) error 
 			var st string
 			st, err = b.text(x, path+".state")
 			var ok bool
-			bl.State, ok = parseState(st)
+			bl.State, ok = schema.ParseState(st)
 			if !ok && err == nil {
 				b.warn(fmt.Sprintf("unknown block state %q (kept, counted as neither active nor free)", st))
 			}
@@ -416,367 +417,4 @@ func (b *binder) block(v val, bl *Block, defaultAddr uint64, path string) error 
 		bl.RequestedSize = bl.Size
 	}
 	return nil
-}
-
-func (b *binder) traces(v val, path string) ([][]TraceEntry, error) {
-	devs, err := b.list(v, path)
-	if err != nil {
-		return nil, err
-	}
-	total := 0
-	for _, dv := range devs {
-		if dv.k == kList || dv.k == kTuple {
-			total += int(b.g.cont(dv.ref).n)
-		}
-	}
-	if err := b.spend(total, path); err != nil {
-		return nil, err
-	}
-	if len(devs) > 1<<16 {
-		return nil, errAt(path, "%d devices is not plausible", len(devs))
-	}
-	out := make([][]TraceEntry, len(devs))
-	for d, dv := range devs {
-		dpath := path + "[" + strconv.Itoa(d) + "]"
-		items, err := b.list(dv, dpath)
-		if err != nil {
-			return nil, err
-		}
-		if len(items) == 0 {
-			continue
-		}
-		t := make([]TraceEntry, len(items))
-		for i, it := range items {
-			if err := b.traceEntry(it, &t[i], dpath, i); err != nil {
-				return nil, err
-			}
-		}
-		out[d] = t
-	}
-	return out, nil
-}
-
-func (b *binder) traceEntry(v val, e *TraceEntry, dpath string, i int) error {
-	if v.k == kDict && b.g.cont(v.ref).kind == cTrace {
-		return b.rawTraceEntry(b.g.traces.at(b.g.cont(v.ref).start), e, dpath, i)
-	}
-	if v.k != kDict || b.g.cont(v.ref).kind != cGeneric {
-		_, err := b.pairs(v, fmt.Sprintf("%s[%d]", dpath, i))
-		if err == nil {
-			err = errAt(fmt.Sprintf("%s[%d]", dpath, i), "expected a trace entry dict")
-		}
-		return err
-	}
-	kv := b.g.seq(v)
-	for j := 0; j < len(kv); j += 2 {
-		k, x := kv[j], kv[j+1]
-		var err error
-		switch b.keyRole(k) {
-		case keyAction:
-			if x.k != kStr {
-				err = fmt.Errorf("expected a string, found %s", x.k)
-				break
-			}
-			var ok bool
-			e.Action, ok = parseAction(b.str(x))
-			if !ok {
-				b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.str(x)))
-			}
-		case keyAddr:
-			e.Addr, err = b.addr(x, "")
-		case keySize:
-			e.Size, err = b.size(x, "")
-		case keyStream:
-			e.Stream, err = b.addr(x, "")
-		case keyTimeUS:
-			e.TimeUS, err = b.integer(x, "")
-		case keyFrames:
-			e.Frames, err = b.stack(x, "")
-		case keyDeviceFree:
-			e.DeviceFree, err = b.integer(x, "")
-		case keyCompileContext:
-			if x.k == kStr {
-				e.CompileContext = b.str(x)
-			}
-		case keyUserMetadata:
-			if x.k == kStr {
-				e.UserMetadata = b.str(x)
-			}
-		case keyPoolID, keyForwardFrames, keyDevice:
-			// Known, not used by the analysis.
-		default:
-			b.warn(fmt.Sprintf("unknown trace entry key %q", b.keyName(k)))
-		}
-		if err != nil {
-			// Field helpers were given no path (building one per field
-			// costs more than decoding it); name the field here.
-			msg := err.Error()
-			if be, ok := err.(*bindError); ok {
-				msg = be.msg
-			}
-			return errAt(fmt.Sprintf("%s[%d].%s", dpath, i, b.keyName(k)), "%s", msg)
-		}
-	}
-	return nil
-}
-
-// rawTraceEntry binds a trace entry recognised while decoding.
-func (b *binder) rawTraceEntry(r *rawTrace, e *TraceEntry, dpath string, i int) error {
-	var ok bool
-	e.Action, ok = parseAction(b.g.strs[r.action])
-	if !ok {
-		b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.g.strs[r.action]))
-	}
-	e.Addr, e.Size, e.Stream, e.TimeUS, e.DeviceFree = r.addr, r.size, r.stream, r.time, r.devFree
-	if r.cc != noRef {
-		e.CompileContext = b.g.strs[r.cc]
-	}
-	if r.um != noRef {
-		e.UserMetadata = b.g.strs[r.um]
-	}
-	if r.fram != noRef {
-		st, err := b.stack(val{k: kList, ref: r.fram}, fmt.Sprintf("%s[%d].frames", dpath, i))
-		if err != nil {
-			return err
-		}
-		e.Frames = st
-	}
-	return nil
-}
-
-func (b *binder) annotations(v val) ([]Annotation, error) {
-	items, err := b.list(v, "external_annotations")
-	if err != nil {
-		return nil, err
-	}
-	if err := b.spend(len(items), "external_annotations"); err != nil {
-		return nil, err
-	}
-	out := make([]Annotation, 0, len(items))
-	for i, it := range items {
-		path := "external_annotations[" + strconv.Itoa(i) + "]"
-		kv, err := b.pairs(it, path)
-		if err != nil {
-			return nil, err
-		}
-		var a Annotation
-		for j := 0; j < len(kv); j += 2 {
-			k, x := kv[j], kv[j+1]
-			switch b.keyRole(k) {
-			case keyName:
-				a.Name, err = b.text(x, path+".name")
-			case keyStage:
-				a.Stage, err = b.text(x, path+".stage")
-			case keyDevice:
-				var d int64
-				d, err = b.integer(x, path+".device")
-				a.Device = int(d)
-			case keyTimeUS:
-				a.TimeUS, err = b.integer(x, path+".time_us")
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func (b *binder) settings(v val) (Settings, error) {
-	st := Settings{Present: true}
-	kv, err := b.pairs(v, "allocator_settings")
-	if err != nil {
-		if v.k == kNone {
-			return Settings{}, nil
-		}
-		return st, err
-	}
-	for i := 0; i < len(kv); i += 2 {
-		k, x := kv[i], kv[i+1]
-		name := b.keyName(k)
-		st.Raw = append(st.Raw, KV{Key: name, Value: b.render(x, 0)})
-		switch name {
-		case "PYTORCH_CUDA_ALLOC_CONF":
-			st.AllocConf, _ = b.text(x, name)
-		case "max_split_size":
-			st.MaxSplitSize, _ = b.integer(x, name)
-		case "expandable_segments":
-			st.ExpandableSegments = b.boolean(x)
-		case "garbage_collection_threshold":
-			if x.k == kFloat {
-				st.GCThreshold = math.Float64frombits(uint64(x.i))
-			} else if x.k == kInt {
-				st.GCThreshold = float64(x.i)
-			}
-		case "trace_alloc_max_entries":
-			st.TraceMaxEntries, _ = b.integer(x, name)
-		case "trace_alloc_overflowed":
-			st.TraceOverflowed = b.boolean(x)
-			st.TraceOverflowedKnown = true
-		}
-	}
-	return st, nil
-}
-
-// render formats a value for display, with bounded depth and width.
-func (b *binder) render(v val, depth int) string {
-	switch v.k {
-	case kNone:
-		return "None"
-	case kBool:
-		if v.i != 0 {
-			return "True"
-		}
-		return "False"
-	case kInt:
-		return strconv.FormatInt(v.i, 10)
-	case kUint:
-		return strconv.FormatUint(uint64(v.i), 10)
-	case kHuge, kFloat:
-		return strconv.FormatFloat(math.Float64frombits(uint64(v.i)), 'g', -1, 64)
-	case kStr, kBytes:
-		s := b.str(v)
-		if len(s) > 200 {
-			s = s[:200] + "…"
-		}
-		return strconv.Quote(s)
-	}
-	if depth > 3 {
-		return "…"
-	}
-	items := b.g.seq(v)
-	var sb strings.Builder
-	open, close := "[", "]"
-	switch v.k {
-	case kTuple:
-		open, close = "(", ")"
-	case kDict, kSet:
-		open, close = "{", "}"
-	}
-	switch b.g.cont(v.ref).kind {
-	case cFrame, cFrameWide:
-		return "{frame}"
-	case cStack:
-		return fmt.Sprintf("[%d frames]", b.g.cont(v.ref).n)
-	case cTrace:
-		return "{trace entry}"
-	}
-	sb.WriteString(open)
-	step := 1
-	if v.k == kDict {
-		step = 2
-	}
-	for i := 0; i < len(items); i += step {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		if sb.Len() > 300 {
-			sb.WriteString("…")
-			break
-		}
-		sb.WriteString(b.render(items[i], depth+1))
-		if step == 2 {
-			sb.WriteString(": ")
-			sb.WriteString(b.render(items[i+1], depth+1))
-		}
-	}
-	sb.WriteString(close)
-	return sb.String()
-}
-
-// stack binds a list of frame dicts. Lists shared through the memo are bound
-// once; equal stacks share one backing array.
-func (b *binder) stack(v val, path string) (Stack, error) {
-	if v.k == kNone {
-		return nil, nil
-	}
-	if v.k != kList && v.k != kTuple {
-		return nil, errAt(path, "expected a list of frames, found %s", v.k)
-	}
-	c := b.g.cont(v.ref)
-	if c.n == 0 {
-		return nil, nil
-	}
-	if c.kind == cStack {
-		return b.typedStack(c.start), nil
-	}
-	if s := b.stackOf[v.ref]; s > 0 {
-		return b.typedStack(uint32(s - 1)), nil
-	}
-	items := b.g.seq(v)
-	raw := b.scratch[:0]
-	for i, it := range items {
-		if it.k != kDict {
-			return nil, errAt(fmt.Sprintf("%s[%d]", path, i), "expected a frame dict, found %s", it.k)
-		}
-		fc := b.g.cont(it.ref)
-		if fc.isFrame() {
-			raw = append(raw, b.g.frameOf(fc))
-			continue
-		}
-		f, err := b.genericFrame(it, fmt.Sprintf("%s[%d]", path, i))
-		if err != nil {
-			return nil, err
-		}
-		raw = append(raw, f)
-	}
-	b.scratch = raw
-	id := b.g.stacks.intern(raw)
-	b.stackOf[v.ref] = int32(id) + 1
-	return b.typedStack(id), nil
-}
-
-// typedStack converts an interned stack to Frames once.
-func (b *binder) typedStack(id uint32) Stack {
-	for int(id) >= len(b.stacks) {
-		b.stacks = append(b.stacks, nil)
-	}
-	if st := b.stacks[id]; st != nil {
-		return st
-	}
-	raw := b.g.stacks.raws[id]
-	st := make(Stack, len(raw))
-	for i, f := range raw {
-		st[i] = Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line}
-	}
-	b.stacks[id] = st
-	return st
-}
-
-func (b *binder) genericFrame(v val, path string) (rawFrame, error) {
-	f := rawFrame{file: math.MaxUint32, name: math.MaxUint32}
-	kv := b.g.seq(v)
-	for j := 0; j < len(kv); j += 2 {
-		k, x := kv[j], kv[j+1]
-		switch b.keyRole(k) {
-		case keyFilename:
-			if x.k != kStr {
-				return f, errAt(path+".filename", "expected a string, found %s", x.k)
-			}
-			f.file = x.ref
-		case keyName:
-			if x.k != kStr {
-				return f, errAt(path+".name", "expected a string, found %s", x.k)
-			}
-			f.name = x.ref
-		case keyLine:
-			switch x.k {
-			case kInt:
-				f.line = x.i
-			case kUint, kHuge:
-				f.line = -1
-			default:
-				return f, errAt(path+".line", "expected an int, found %s", x.k)
-			}
-		}
-	}
-	return f, nil
-}
-
-func (b *binder) strOrEmpty(id uint32) string {
-	if int(id) < len(b.g.strs) {
-		return b.g.strs[id]
-	}
-	return ""
 }

@@ -1,12 +1,10 @@
-package snapshot
+package pickle
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -70,20 +68,16 @@ func hostileInputs() map[string][]byte {
 }
 
 func TestHostilePickles(t *testing.T) {
-	dir := t.TempDir()
 	for name, data := range hostileInputs() {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(dir, name+".pickle")
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
 			// A guard against hangs, not a timing: these take milliseconds.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			_, err := Open(ctx, path)
+			in := append([]byte(nil), data...)
+			_, err := DecodeSnapshot(ctx, &in, nil)
 			runtime.ReadMemStats(&after)
 			if err == nil {
 				t.Fatal("decoded without an error")
@@ -99,8 +93,8 @@ func TestHostilePickles(t *testing.T) {
 				where = "segments[0]"
 			}
 			msg := err.Error()
-			if !strings.Contains(msg, path) || !strings.Contains(msg, where) {
-				t.Errorf("error does not name the file and %q: %v", where, err)
+			if !strings.Contains(msg, where) {
+				t.Errorf("error does not name %q: %v", where, err)
 			}
 			if grew := after.TotalAlloc - before.TotalAlloc; grew > 200<<20 {
 				t.Errorf("allocated %d MiB", grew>>20)

@@ -1,0 +1,41 @@
+package pickle
+
+import (
+	"context"
+	"testing"
+
+	"memscope/internal/pickletest"
+)
+
+// TestFrameLinesAroundTheInlineLimit: a frame's line is held in 32 bits
+// inside its container up to 2^32-2; wider lines take the wide form, and
+// lines wider than int64 read as -1. Each frame is also read again through
+// the memo (GET), as shared frames are.
+func TestFrameLinesAroundTheInlineLimit(t *testing.T) {
+	huge := []byte{pickletest.OpLong1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0x40} // 2^70
+	for _, c := range []struct {
+		line any
+		want int64
+	}{
+		{0, 0}, {1, 1}, {int64(lineUnknown) - 1, int64(lineUnknown) - 1}, {int64(lineUnknown), int64(lineUnknown)},
+		{int64(lineUnknown) + 1, int64(lineUnknown) + 1}, {int64(1) << 62, int64(1) << 62}, {huge, -1}, {-1, -1}, {-7, -7},
+	} {
+		fr := pickletest.Dict{{"filename", "/m/a.py"}, {"line", c.line}, {"name", "f"}}
+		data := pickletest.Of(pickletest.Dict{
+			{"segments", []any{pickletest.SegmentDict(4096, 2048,
+				pickletest.BlockDict(4096, 1024, 1000, "active_allocated", []any{pickletest.Memoize(fr)}),
+				pickletest.BlockDict(5120, 1024, 1000, "active_allocated", []any{pickletest.Ref(0), pickletest.FrameDict("/m/b.py", 2, "g")}))}},
+		})
+		s, err := DecodeSnapshot(context.Background(), &data, nil)
+		if err != nil {
+			t.Fatalf("line %v: %v", c.line, err)
+		}
+		b := s.Segments[0].Blocks
+		if got := b[0].Frames[0].Line; got != c.want {
+			t.Errorf("line %v read as %d, want %d", c.line, got, c.want)
+		}
+		if got := b[1].Frames[0].Line; got != c.want || b[1].Frames[1].Name != "g" {
+			t.Errorf("line %v through the memo: %+v", c.line, b[1].Frames)
+		}
+	}
+}

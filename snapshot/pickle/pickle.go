@@ -1,0 +1,430 @@
+package pickle
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+)
+
+// This file is a restricted pickle virtual machine. It runs the data-only
+// subset of protocols 2-5 and builds a compact value graph: no interface{}
+// boxing, one 16-byte val per stack slot, containers as runs in one shared
+// arena. bind.go then turns the graph into typed structs.
+//
+// Frame dicts ({filename, line, name}) are by far the most numerous objects in
+// a snapshot, so SETITEMS recognises them and stores a 16-byte rawFrame instead
+// of six vals: that keeps an 80 MB snapshot with unshared frames in a few
+// hundred MB.
+
+// DecodeError is a pickle that cannot be decoded.
+type DecodeError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *DecodeError) Error() string { return fmt.Sprintf("pickle byte %d: %s", e.Offset, e.Msg) }
+
+type decoder struct {
+	data       []byte
+	pos        int
+	g          *graph
+	stack      []val
+	marks      []int
+	memo       chunked[uint32] // see memoRef
+	memoVals   chunked[val]
+	memoSparse map[uint32]val
+	scratch    []rawFrame
+	// progress, when set, is called with the fraction of the input decoded,
+	// every progressStep bytes; ctx is checked at the same points.
+	progress   func(float64)
+	ctx        context.Context
+	nextReport int
+	// small mirrors memo entries 0-255, which BINGET (one-byte index) reads:
+	// in a snapshot those are the dict keys and common strings, read tens of
+	// millions of times.
+	small    [256]val
+	strIndex map[string]uint32
+	// puts counts PUT, BINPUT, LONG_BINPUT and MEMOIZE opcodes: the memo
+	// budget.
+	puts int
+	// ops counts opcodes between cancellation checks.
+	ops int
+}
+
+// decodePickle runs the restricted VM over data and returns the graph and
+// the top-level value. Bytes after STOP are ignored (the HTML form pads with
+// NULs; pickle.load ignores trailing data too).
+func decodePickle(data []byte) (*graph, val, error) {
+	return decodePickleCtx(context.Background(), data, nil)
+}
+
+// progressStep is how many input bytes pass between progress reports and
+// cancellation checks.
+const progressStep = 4 << 20
+
+func decodePickleCtx(ctx context.Context, data []byte, progress func(float64)) (*graph, val, error) {
+	d := newDecoder(data)
+	d.ctx, d.progress = ctx, progress
+	root, err := d.run()
+	d.data = nil
+	if err != nil {
+		return nil, val{}, err
+	}
+	return d.g, root, nil
+}
+
+func newDecoder(data []byte) *decoder {
+	d := &decoder{
+		data:     data,
+		g:        &graph{},
+		stack:    make([]val, 0, 256),
+		strIndex: make(map[string]uint32),
+	}
+	for i := range d.small {
+		d.small[i].k = kUnset
+	}
+	return d
+}
+
+// cancelEvery is how many opcodes run between cancellation checks (a power
+// of two): a few microseconds of work, so a cancelled load stops at once
+// even on inputs where each opcode is slow.
+const cancelEvery = 4096
+
+func (d *decoder) report(pos int) error {
+	if d.ctx != nil {
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if pos >= d.nextReport {
+		d.nextReport = pos + progressStep
+		if d.progress != nil && len(d.data) > 0 {
+			d.progress(float64(pos) / float64(len(d.data)))
+		}
+	}
+	return nil
+}
+
+func (d *decoder) errf(off int, format string, args ...any) error {
+	return &DecodeError{Offset: off, Msg: fmt.Sprintf(format, args...)}
+}
+
+// need returns the next n bytes or a truncation error naming the opcode.
+func (d *decoder) need(n int, op string, at int) ([]byte, error) {
+	if n < 0 || n > len(d.data)-d.pos {
+		return nil, d.errf(at, "%s needs %d bytes but only %d remain (file truncated or corrupt)", op, n, len(d.data)-d.pos)
+	}
+	b := d.data[d.pos : d.pos+n]
+	d.pos += n
+	return b, nil
+}
+
+func (d *decoder) push(v val) { d.stack = append(d.stack, v) }
+
+func (d *decoder) newCont(k vkind, items []val) uint32 {
+	id := d.g.conts.push(container{vk: k})
+	if len(items) > 0 {
+		d.extend(id, items)
+	}
+	return id
+}
+
+func (d *decoder) str(b []byte) uint32 {
+	if id, ok := d.strIndex[string(b)]; ok {
+		return id
+	}
+	s := string(b)
+	id := uint32(len(d.g.strs))
+	d.g.strs = append(d.g.strs, s)
+	d.g.roles = append(d.g.roles, roleOf(s))
+	d.strIndex[s] = id
+	return id
+}
+
+// extend appends vals to a container. Runs are extended in place when they
+// sit at the arena's tail (the common case: a container's items are written
+// right after it); otherwise the container moves to a slice of its own.
+func (d *decoder) extend(cid uint32, vs []val) {
+	g := d.g
+	c := g.conts.at(cid)
+	switch c.kind {
+	case cFrame, cFrameWide:
+		d.unframe(cid)
+	case cStack:
+		d.unstack(cid)
+	case cTrace:
+		d.untrace(cid)
+	}
+	if !c.spilled {
+		if c.n == 0 {
+			if start, ok := g.items.run(len(vs)); ok {
+				c.start = start
+				copy(g.items.slice(start, uint32(len(vs))), vs)
+				c.n = uint32(len(vs))
+				return
+			}
+		} else if g.items.canGrow(c.start, c.n, len(vs)) {
+			g.items.n += uint32(len(vs))
+			copy(g.items.slice(c.start, c.n+uint32(len(vs)))[c.n:], vs)
+			c.n += uint32(len(vs))
+			return
+		}
+		// Too big for a chunk, or not at the tail: give the container a
+		// slice of its own.
+		sp := make([]val, 0, 2*(int(c.n)+len(vs)))
+		if c.n > 0 {
+			sp = append(sp, g.items.slice(c.start, c.n)...)
+		}
+		c.start = uint32(len(g.spills))
+		c.spilled = true
+		g.spills = append(g.spills, sp)
+	}
+	g.spills[c.start] = append(g.spills[c.start], vs...)
+	c.n += uint32(len(vs))
+}
+
+func (d *decoder) popMark(at int, op string) (int, error) {
+	if len(d.marks) == 0 {
+		return 0, d.errf(at, "%s without a preceding MARK", op)
+	}
+	m := d.marks[len(d.marks)-1]
+	d.marks = d.marks[:len(d.marks)-1]
+	return m, nil
+}
+
+func (d *decoder) lastMark() int {
+	if len(d.marks) == 0 {
+		return 0
+	}
+	return d.marks[len(d.marks)-1]
+}
+
+func (d *decoder) pop(at int, op string) (val, error) {
+	if len(d.stack) <= d.lastMark() {
+		return val{}, d.errf(at, "%s on an empty stack", op)
+	}
+	v := d.stack[len(d.stack)-1]
+	d.stack = d.stack[:len(d.stack)-1]
+	return v, nil
+}
+
+// The memo holds one uint32 per entry: 0 for a hole; for a container, its
+// kind in bits 29-30 and id + 1 below (so a memo read needs no container
+// lookup); memoOther | index into memoVals for anything else.
+const (
+	memoOther     = 1 << 31
+	memoKindShift = 29
+	memoIDMask    = 1<<memoKindShift - 1
+)
+
+var memoKinds = [4]vkind{kList, kTuple, kDict, kSet}
+
+func (d *decoder) memoRef(v val) uint32 {
+	if v.k >= kList && v.k <= kSet && v.ref < memoIDMask-1 {
+		return uint32(v.k-kList)<<memoKindShift | (v.ref + 1)
+	}
+	return memoOther | d.memoVals.push(v)
+}
+
+// memoVal decodes a memo entry; ok is false for a hole.
+func (d *decoder) memoVal(r uint32) (val, bool) {
+	switch {
+	case r >= memoOther:
+		return *d.memoVals.at(r &^ memoOther), true
+	case r&memoIDMask == 0:
+		return val{}, false
+	}
+	return val{k: memoKinds[r>>memoKindShift], ref: r&memoIDMask - 1}, true
+}
+
+// denseMemoGap is how far past the end of the dense memo table (and past
+// twice the memo opcodes seen) an index may land and still be stored
+// densely.
+const denseMemoGap = 4096
+
+func (d *decoder) setMemo(idx uint32, v val) {
+	d.puts++
+	if idx < uint32(len(d.small)) {
+		d.small[idx] = v
+	}
+	n := d.memo.len()
+	switch {
+	case int(idx) < n:
+		*d.memo.at(idx) = d.memoRef(v)
+	case int(idx) == n:
+		d.memo.push(d.memoRef(v))
+	case int(idx) < n+denseMemoGap && int(idx) < 2*d.puts+denseMemoGap:
+		// Dense while the table stays within a small multiple of the
+		// PUT/MEMOIZE opcodes seen: indices that jump ahead (a hostile file,
+		// or an unusual writer) go to the map, so slots never outnumber
+		// opcodes by more than denseMemoGap.
+		for d.memo.len() < int(idx) {
+			d.memo.push(0)
+		}
+		d.memo.push(d.memoRef(v))
+	default:
+		// A far-away index: keep it sparse rather than let a hostile file
+		// make us allocate 4 billion slots.
+		if d.memoSparse == nil {
+			d.memoSparse = make(map[uint32]val)
+		}
+		d.memoSparse[idx] = v
+	}
+}
+
+func (d *decoder) getMemo(idx uint32, at int) (val, error) {
+	if int(idx) < d.memo.len() {
+		if v, ok := d.memoVal(*d.memo.at(idx)); ok {
+			return v, nil
+		}
+	}
+	if v, ok := d.memoSparse[idx]; ok {
+		return v, nil
+	}
+	return val{}, d.errf(at, "memo key %d is read before it is written", idx)
+}
+
+func (d *decoder) top(at int, op string) (val, error) {
+	if len(d.stack) == 0 || len(d.stack) <= d.lastMark() {
+		return val{}, d.errf(at, "%s on an empty stack", op)
+	}
+	return d.stack[len(d.stack)-1], nil
+}
+
+// run executes the pickle. The opcodes that make up nearly all of a
+// snapshot (memo gets, dicts, small ints, SETITEMS/APPENDS) are handled
+// inline with the stack and position in locals; everything else goes
+// through slowOp.
+func (d *decoder) run() (val, error) {
+	data := d.data
+	pos := d.pos
+	stack := d.stack
+	g := d.g
+	for {
+		d.ops++
+		if pos >= d.nextReport || d.ops&(cancelEvery-1) == 0 {
+			if err := d.report(pos); err != nil {
+				return val{}, err
+			}
+		}
+		if pos >= len(data) {
+			return val{}, d.errf(pos, "data ends before the STOP opcode (file truncated?)")
+		}
+		op := data[pos]
+		at := pos
+		pos++
+		switch op {
+		case opBinGet:
+			if pos >= len(data) {
+				return val{}, d.errf(at, "BINGET needs 1 byte but the data ends")
+			}
+			v := d.small[data[pos]]
+			pos++
+			if v.k == kUnset {
+				return val{}, d.errf(at, "memo key %d is read before it is written", data[pos-1])
+			}
+			stack = append(stack, v)
+		case opLongBinGet:
+			if pos+4 > len(data) {
+				return val{}, d.errf(at, "LONG_BINGET needs 4 bytes but the data ends")
+			}
+			idx := binary.LittleEndian.Uint32(data[pos:])
+			pos += 4
+			if int(idx) < d.memo.len() {
+				if v, ok := d.memoVal(*d.memo.at(idx)); ok {
+					stack = append(stack, v)
+					break
+				}
+			}
+			v, err := d.getMemo(idx, at)
+			if err != nil {
+				return val{}, err
+			}
+			stack = append(stack, v)
+		case opMemoize:
+			if len(stack) == 0 || len(stack) <= d.lastMark() {
+				return val{}, d.errf(at, "MEMOIZE on an empty stack")
+			}
+			v := stack[len(stack)-1]
+			if n := d.memo.len(); n < len(d.small) {
+				d.small[n] = v
+			}
+			d.puts++
+			d.memo.push(d.memoRef(v))
+		case opMark:
+			d.marks = append(d.marks, len(stack))
+		case opEmptyDict:
+			stack = append(stack, val{k: kDict, ref: g.conts.push(container{vk: kDict})})
+		case opEmptyList:
+			stack = append(stack, val{k: kList, ref: g.conts.push(container{vk: kList})})
+		case opBinInt1:
+			if pos >= len(data) {
+				return val{}, d.errf(at, "BININT1 needs 1 byte but the data ends")
+			}
+			stack = append(stack, val{k: kInt, i: int64(data[pos])})
+			pos++
+		case opBinInt2:
+			if pos+2 > len(data) {
+				return val{}, d.errf(at, "BININT2 needs 2 bytes but the data ends")
+			}
+			stack = append(stack, val{k: kInt, i: int64(binary.LittleEndian.Uint16(data[pos:]))})
+			pos += 2
+		case opBinInt:
+			if pos+4 > len(data) {
+				return val{}, d.errf(at, "BININT needs 4 bytes but the data ends")
+			}
+			stack = append(stack, val{k: kInt, i: int64(int32(binary.LittleEndian.Uint32(data[pos:])))})
+			pos += 4
+		case opSetItems:
+			if len(d.marks) == 0 {
+				return val{}, d.errf(at, "SETITEMS without a preceding MARK")
+			}
+			m := d.marks[len(d.marks)-1]
+			d.marks = d.marks[:len(d.marks)-1]
+			if m == 0 {
+				return val{}, d.errf(at, "SETITEMS with no dict before the MARK")
+			}
+			t := stack[m-1]
+			if t.k != kDict {
+				return val{}, d.errf(at, "SETITEMS on a %s, not a dict", t.k)
+			}
+			kv := stack[m:]
+			if len(kv)%2 != 0 {
+				return val{}, d.errf(at, "SETITEMS with an odd number of items (%d)", len(kv))
+			}
+			c := g.conts.at(t.ref)
+			if !(c.n == 0 && c.kind == cGeneric && (len(kv) == 6 && d.tryFrame(t.ref, kv) || len(kv) >= 4 && d.tryTrace(t.ref, kv))) && len(kv) > 0 {
+				d.extend(t.ref, kv)
+			}
+			stack = stack[:m]
+		case opAppends:
+			if len(d.marks) == 0 {
+				return val{}, d.errf(at, "APPENDS without a preceding MARK")
+			}
+			m := d.marks[len(d.marks)-1]
+			d.marks = d.marks[:len(d.marks)-1]
+			if m == 0 {
+				return val{}, d.errf(at, "APPENDS with nothing to add to")
+			}
+			t := stack[m-1]
+			if t.k != kList {
+				return val{}, d.errf(at, "APPENDS to a %s, not a list", t.k)
+			}
+			if items := stack[m:]; len(items) > 0 {
+				c := g.conts.at(t.ref)
+				if !(c.n == 0 && c.kind == cGeneric && d.tryStack(t.ref, items)) {
+					d.extend(t.ref, items)
+				}
+			}
+			stack = stack[:m]
+		default:
+			d.pos, d.stack = pos, stack
+			stop, v, err := d.slowOp(op, at)
+			if err != nil || stop {
+				return v, err
+			}
+			pos, stack = d.pos, d.stack
+		}
+	}
+}

@@ -1,0 +1,62 @@
+// Package pickle decodes allocator snapshots into package schema's types:
+// a restricted pickle machine (pickle.go, opcodes.go, slowops.go) that runs
+// only the data opcodes of protocols 2-5, never code, within a budget of
+// memo slots, containers and bytes bounded by the input, and builds a
+// compact value graph (graph.go) in which the bulk of a snapshot (frames,
+// stacks, trace entries) is recognised while decoding (recognise.go); a
+// binder (bind.go, bind_trace.go) then turns the graph into typed structs.
+// The JSON form of a snapshot is read into the same graph (jsonsnap.go).
+package pickle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"memscope/snapshot/schema"
+)
+
+// ErrNotSnapshot is returned for data that is none of the snapshot forms.
+var ErrNotSnapshot = errors.New("not an allocator snapshot")
+
+// GCThreshold is the input size above which decoding collects garbage
+// between its phases. Each phase leaves the previous one's memory (the raw
+// file, then the value graph) unreachable; without a collection the heap
+// would hold all three at once, doubling peak memory on large snapshots.
+const GCThreshold = 64 << 20
+
+// IsPickle reports whether data starts as a snapshot pickle does (PROTO).
+func IsPickle(data []byte) bool { return len(data) > 0 && data[0] == opProto }
+
+// DecodeSnapshot decodes a snapshot pickle and binds it to the schema. It
+// takes the input by pointer and clears it, so the input can be collected
+// while the snapshot is built (see GCThreshold). progress gets 0..1 while
+// decoding; ctx cancels within a few thousand opcodes.
+func DecodeSnapshot(ctx context.Context, in *[]byte, progress func(float64)) (*schema.Snapshot, error) {
+	// After decoding nothing may keep the input alive, so the collector can
+	// reclaim it (a file's worth of memory) while the binder builds the
+	// typed snapshot: it is cleared where it came from (see decode).
+	data := *in
+	*in = nil
+	size := len(data)
+	g, root, err := decodePickleCtx(ctx, data, progress)
+	data = nil
+	if err != nil {
+		return nil, err
+	}
+	if size > GCThreshold {
+		runtime.GC() // the input is garbage now: reclaim it before binding
+	}
+	s, err := newBinder(g, size).bindRoot(root)
+	proto := g.proto
+	if size > GCThreshold {
+		g = nil
+		runtime.GC() // and the value graph, before analysis allocates
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Format = fmt.Sprintf("pickle protocol %d", proto)
+	return s, nil
+}

@@ -1,0 +1,233 @@
+// Package schema is the typed form of a PyTorch allocator snapshot
+// (torch.cuda.memory._snapshot()): segments and their blocks, the trace
+// of allocator events per device, call stacks, annotations and settings.
+// Package pickle decodes files into it; package snapshot analyses it.
+package schema
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Frame is one entry of a captured call stack. Stacks are stored innermost
+// call first, as PyTorch records them.
+type Frame struct {
+	Filename string
+	Name     string
+	// Line is the source line; 0 for C++ frames. Values PyTorch wrote that do
+	// not fit an int64 (2^64-1 appears in real files) are stored as -1.
+	Line int64
+	// Source is the line of code, when the stack came with it (estimates).
+	Source string
+}
+
+// String formats the frame as "file:line function".
+func (f Frame) String() string {
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d %s", f.Filename, f.Line, f.Name)
+	}
+	return fmt.Sprintf("%s %s", f.Filename, f.Name)
+}
+
+// Stack is a call stack, innermost frame first. Identical stacks in one
+// snapshot share one backing array, so the address of the first element is
+// a cheap identity key (categorizers and location caches use it).
+type Stack []Frame
+
+// BlockState is the allocator state of a block.
+type BlockState uint8
+
+// Block states. StateOther keeps blocks whose state string is unknown to
+// this version; the snapshot's Warnings name the strings.
+const (
+	StateInactive BlockState = iota
+	StateActiveAllocated
+	StateActivePendingFree
+	StateOther
+)
+
+var stateNames = [...]string{"inactive", "active_allocated", "active_pending_free", "other"}
+
+func (s BlockState) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "other"
+}
+
+// Active reports whether the block is handed out to a tensor (allocated or
+// freed but awaiting stream completion).
+func (s BlockState) Active() bool {
+	return s == StateActiveAllocated || s == StateActivePendingFree
+}
+
+// ParseState maps a snapshot's state string to a BlockState; false for
+// strings this version does not know.
+func ParseState(s string) (BlockState, bool) {
+	switch s {
+	case "inactive":
+		return StateInactive, true
+	case "active_allocated":
+		return StateActiveAllocated, true
+	case "active_pending_free", "active_awaiting_free":
+		return StateActivePendingFree, true
+	}
+	return StateOther, false
+}
+
+// Action is the kind of a trace entry.
+type Action uint8
+
+// Trace actions. ActionOther keeps entries with an action unknown to this
+// version.
+const (
+	ActionAlloc Action = iota
+	ActionFreeRequested
+	ActionFreeCompleted
+	ActionSegmentAlloc
+	ActionSegmentFree
+	ActionSegmentMap
+	ActionSegmentUnmap
+	ActionSnapshot
+	ActionOOM
+	ActionOther
+)
+
+var actionNames = [...]string{"alloc", "free_requested", "free_completed", "segment_alloc",
+	"segment_free", "segment_map", "segment_unmap", "snapshot", "oom", "other"}
+
+func (a Action) String() string {
+	if int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return "other"
+}
+
+// ParseAction maps a trace entry's action string to an Action; false for
+// strings this version does not know.
+func ParseAction(s string) (Action, bool) {
+	for i, n := range actionNames[:ActionOther] {
+		if n == s {
+			return Action(i), true
+		}
+	}
+	return ActionOther, false
+}
+
+// Block is a contiguous piece of a segment.
+type Block struct {
+	Address       uint64
+	Size          int64
+	RequestedSize int64
+	State         BlockState
+	// Frames is where the block was allocated. When the snapshot has no
+	// frames for an active block, analysis borrows those of its last alloc in
+	// the trace (see Analysis).
+	Frames Stack
+}
+
+// Segment is one cudaMalloc'd (or mapped, for expandable segments) region.
+type Segment struct {
+	Device        int
+	Address       uint64
+	TotalSize     int64
+	AllocatedSize int64
+	ActiveSize    int64
+	RequestedSize int64
+	Stream        uint64
+	// Type is "large" or "small" (the allocator pool).
+	Type string
+	// PoolID is (0,0) for the default pool, anything else for a private pool
+	// (CUDA graphs, MemPool).
+	PoolID     [2]int64
+	Expandable bool
+	Frames     Stack
+	Blocks     []Block
+}
+
+// Private reports whether the segment belongs to a private memory pool.
+func (s *Segment) Private() bool { return s.PoolID != [2]int64{} }
+
+// TraceEntry is one event of the allocator's ring buffer.
+type TraceEntry struct {
+	Action Action
+	Addr   uint64
+	Size   int64
+	Stream uint64
+	// TimeUS is microseconds since the epoch; 0 when absent.
+	TimeUS int64
+	Frames Stack
+	// DeviceFree is the free device memory reported by an oom entry.
+	DeviceFree     int64
+	CompileContext string
+	UserMetadata   string
+}
+
+// Annotation is an external annotation (record_function ranges such as
+// "ProfilerStep#3").
+type Annotation struct {
+	Name   string
+	Stage  string // START or END
+	Device int
+	TimeUS int64
+}
+
+// Settings holds the allocator settings PyTorch records. Raw keeps every
+// setting as text, in file order, for display.
+type Settings struct {
+	Present              bool
+	AllocConf            string
+	MaxSplitSize         int64
+	ExpandableSegments   bool
+	GCThreshold          float64
+	TraceMaxEntries      int64 // 0 when not recorded
+	TraceOverflowed      bool
+	TraceOverflowedKnown bool
+	Raw                  []KV
+}
+
+// KV is one displayed setting.
+type KV struct{ Key, Value string }
+
+// Snapshot is a decoded allocator snapshot.
+type Snapshot struct {
+	Segments []Segment
+	// Traces holds one trace per device ordinal (often empty).
+	Traces      [][]TraceEntry
+	Settings    Settings
+	Annotations []Annotation
+	// Warnings lists what was kept but not understood (unknown states,
+	// actions and keys), with counts.
+	Warnings []string
+	// Format says what the file was: "pickle protocol 4", "json", "html", with
+	// "+gzip" when compressed.
+	Format string
+}
+
+// Devices returns the device ordinals that have segments or trace entries,
+// ascending.
+func (s *Snapshot) Devices() []int {
+	seen := map[int]bool{}
+	for i := range s.Segments {
+		seen[s.Segments[i].Device] = true
+	}
+	for d, t := range s.Traces {
+		if len(t) > 0 {
+			seen[d] = true
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Trace returns the trace of a device, or nil.
+func (s *Snapshot) Trace(device int) []TraceEntry {
+	if device >= 0 && device < len(s.Traces) {
+		return s.Traces[device]
+	}
+	return nil
+}
