@@ -10,6 +10,8 @@ import (
 
 	"memscope/model"
 	"memscope/snapshot"
+	"memscope/snapshot/estimate"
+	"memscope/snapshot/report"
 )
 
 // cmdDiff implements `memscope diff`.
@@ -37,7 +39,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool
 	bar := newLoadProgress(stderr, isTerminal(stderr), sizes[0]+sizes[1], progressDelay, time.Now)
 	defer bar.finish()
 	for i, p := range paths {
-		r := snapshot.FileReport{Path: p}
+		r := report.FileReport{Path: p}
 		d, err := model.Detect(p)
 		if err != nil {
 			return true, err
@@ -53,7 +55,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool
 		case r.Err != nil:
 			return true, r.Err
 		case r.Estimate != nil:
-			sides[i] = snapshot.SideOfEstimate(p, r.Estimate)
+			sides[i] = estimate.SideOf(p, r.Estimate)
 		default:
 			sides[i] = snapshot.SideOf(p, r.Analysis)
 		}

@@ -14,6 +14,7 @@ import (
 	"memscope/model"
 	"memscope/nvml"
 	"memscope/snapshot"
+	"memscope/snapshot/report"
 	"memscope/trace"
 	"memscope/tui"
 )
@@ -106,11 +107,11 @@ func printReports(ctx context.Context, paths []string, rules []snapshot.Rule, w 
 	ws.Open(paths...)
 	ws.Wait()
 	failed := false
-	var reports []snapshot.FileReport
+	var reports []report.FileReport
 	for _, s := range ws.Sources() {
 		switch {
 		case s.Kind.IsSnapshot():
-			r := snapshot.FileReport{Path: s.Path, Label: snapshot.ParseLabel(s.Path), Err: s.Err, Analysis: s.Analysis, Estimate: s.Estimate}
+			r := report.FileReport{Path: s.Path, Label: snapshot.ParseLabel(s.Path), Err: s.Err, Analysis: s.Analysis, Estimate: s.Estimate}
 			if s.Estimate != nil {
 				r.Kind = snapshot.KindEstimated
 			}
@@ -135,7 +136,7 @@ func printReports(ctx context.Context, paths []string, rules []snapshot.Rule, w 
 		}
 	}
 	if len(reports) > 0 {
-		return failed, snapshot.WriteText(w, reports, snapshot.ReportOptions{TopN: 10})
+		return failed, report.WriteText(w, reports, report.Options{TopN: 10})
 	}
 	return failed, nil
 }

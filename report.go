@@ -19,6 +19,8 @@ import (
 	"memscope/model"
 	"memscope/plot"
 	"memscope/snapshot"
+	"memscope/snapshot/estimate"
+	"memscope/snapshot/report"
 	"memscope/trace"
 )
 
@@ -63,7 +65,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 			failed = true
 		}
 	}
-	opt := snapshot.ReportOptions{TopN: *top}
+	opt := report.Options{TopN: *top}
 	if *asJSON {
 		for _, r := range reports {
 			if r.Analysis != nil {
@@ -72,9 +74,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 				}
 			}
 		}
-		err = snapshot.WriteJSON(stdout, reports, opt)
+		err = report.WriteJSON(stdout, reports, opt)
 	} else {
-		err = snapshot.WriteText(stdout, reports, opt)
+		err = report.WriteText(stdout, reports, opt)
 	}
 	if err != nil {
 		return failed, err
@@ -102,17 +104,17 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 //
 // When progress is a terminal, a bar there shows the bytes decoded and what
 // is being done, once loading has taken longer than progressDelay.
-func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer, progress io.Writer) []snapshot.FileReport {
-	var reports []snapshot.FileReport
+func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer, progress io.Writer) []report.FileReport {
+	var reports []report.FileReport
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		switch {
 		case err != nil:
-			reports = append(reports, snapshot.FileReport{Path: p, Err: err})
+			reports = append(reports, report.FileReport{Path: p, Err: err})
 		case st.IsDir():
 			found, err := snapshot.Discover(p)
 			if err != nil {
-				reports = append(reports, snapshot.FileReport{Path: p, Err: err})
+				reports = append(reports, report.FileReport{Path: p, Err: err})
 				continue
 			}
 			if len(found) == 0 {
@@ -120,10 +122,10 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 				if traces, _ := trace.FindFiles(p); len(traces) > 0 {
 					err = fmt.Errorf("no snapshots found; it holds %d memory trace files: use memscope compare %s", len(traces), p)
 				}
-				reports = append(reports, snapshot.FileReport{Path: p, Err: err})
+				reports = append(reports, report.FileReport{Path: p, Err: err})
 			}
 			for _, f := range found {
-				reports = append(reports, snapshot.FileReport{Path: f.Path, Kind: f.Kind, Label: f.Label})
+				reports = append(reports, report.FileReport{Path: f.Path, Kind: f.Kind, Label: f.Label})
 			}
 		default:
 			// The one detection every command shares: a trace or an
@@ -131,11 +133,11 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 			d, err := model.Detect(p)
 			switch {
 			case err != nil:
-				reports = append(reports, snapshot.FileReport{Path: p, Err: err})
+				reports = append(reports, report.FileReport{Path: p, Err: err})
 			case d.Kind != model.KindSnapshot && d.Kind != model.KindEstimate:
-				reports = append(reports, snapshot.FileReport{Path: p, Err: d.NotFor(p, "report")})
+				reports = append(reports, report.FileReport{Path: p, Err: d.NotFor(p, "report")})
 			default:
-				reports = append(reports, snapshot.FileReport{Path: p, Kind: d.Snapshot, Label: snapshot.ParseLabel(p)})
+				reports = append(reports, report.FileReport{Path: p, Kind: d.Snapshot, Label: snapshot.ParseLabel(p)})
 			}
 		}
 	}
@@ -179,7 +181,7 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 
 // analyseReport opens and analyses one file; progress (never nil) hears the
 // phase and the fraction of the file done.
-func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Categorizer, progress func(phase string, frac float64)) {
+func analyseReport(ctx context.Context, r *report.FileReport, cat *snapshot.Categorizer, progress func(phase string, frac float64)) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.Err = fmt.Errorf("%s: internal error while analysing: %v", r.Path, v)
@@ -188,13 +190,13 @@ func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Ca
 	switch r.Kind {
 	case snapshot.KindEstimated:
 		progress("reading", 0)
-		est, err := snapshot.OpenEstimate(ctx, r.Path)
+		est, err := estimate.Open(ctx, r.Path)
 		if err != nil {
 			r.Err = err
 			return
 		}
 		progress("analysing", 1)
-		r.Estimate = snapshot.AnalyzeEstimate(est, cat)
+		r.Estimate = estimate.Analyze(est, cat)
 	default:
 		r.Kind = snapshot.KindTorch
 		progress("decoding", 0)
@@ -210,7 +212,7 @@ func analyseReport(ctx context.Context, r *snapshot.FileReport, cat *snapshot.Ca
 
 // reportPlots writes the pictures of every report into dir (one
 // subdirectory per input when there are several).
-func reportPlots(dir, ext string, reports []snapshot.FileReport) ([]string, error) {
+func reportPlots(dir, ext string, reports []report.FileReport) ([]string, error) {
 	var out []string
 	ok := 0
 	for _, r := range reports {
@@ -235,16 +237,16 @@ func reportPlots(dir, ext string, reports []snapshot.FileReport) ([]string, erro
 	return out, nil
 }
 
-func saveReportFolder(root, name string, paths []string, ext string, reports []snapshot.FileReport, opt snapshot.ReportOptions) (string, error) {
+func saveReportFolder(root, name string, paths []string, ext string, reports []report.FileReport, opt report.Options) (string, error) {
 	dir, err := newRunFolder(root, name, paths)
 	if err != nil {
 		return dir, err
 	}
 	var text, js bytes.Buffer
-	if err := snapshot.WriteText(&text, reports, opt); err != nil {
+	if err := report.WriteText(&text, reports, opt); err != nil {
 		return dir, err
 	}
-	if err := snapshot.WriteJSON(&js, reports, opt); err != nil {
+	if err := report.WriteJSON(&js, reports, opt); err != nil {
 		return dir, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "report.txt"), text.Bytes(), 0o644); err != nil {
@@ -262,7 +264,7 @@ func saveReportFolder(root, name string, paths []string, ext string, reports []s
 
 // reportFindings is the README.md of a saved report: the figures that
 // matter, the recommendations, and links to the pictures.
-func reportFindings(paths []string, reports []snapshot.FileReport, dir string, pics []string) string {
+func reportFindings(paths []string, reports []report.FileReport, dir string, pics []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Memory report\n\nInputs: %s  \nMade by `memscope report` on %s.\n\n", strings.Join(paths, ", "), time.Now().Format("2006-01-02 15:04"))
 	for _, r := range reports {

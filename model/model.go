@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"memscope/snapshot"
+	"memscope/snapshot/estimate"
 	"memscope/trace"
 )
 
@@ -71,7 +72,7 @@ type Source struct {
 	Warnings []string
 
 	Analysis *snapshot.Analysis
-	Estimate *snapshot.EstimateAnalysis
+	Estimate *estimate.Analysis
 	// Real is the run of a KindTraceRun, the real side of a comparison;
 	// Sim the simulated side.
 	Real, Sim  *trace.Set

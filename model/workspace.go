@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"memscope/snapshot"
+	"memscope/snapshot/estimate"
 	"memscope/trace"
 )
 
@@ -255,11 +256,11 @@ func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error
 		out.Analysis = snapshot.Analyze(s, snapshot.NewCategorizer(w.rules))
 		out.Warnings = s.Warnings
 	case KindEstimate:
-		e, err := snapshot.OpenEstimate(ctx, src.Paths[0])
+		e, err := estimate.Open(ctx, src.Paths[0])
 		if err != nil {
 			return out, err
 		}
-		out.Estimate = snapshot.AnalyzeEstimate(e, snapshot.NewCategorizer(w.rules))
+		out.Estimate = estimate.Analyze(e, snapshot.NewCategorizer(w.rules))
 	case KindTraceRun:
 		set, err := trace.LoadPath(ctx, src.Paths[0])
 		if err != nil {

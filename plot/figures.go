@@ -11,6 +11,7 @@ import (
 	"memscope/internal/palette"
 	"memscope/internal/units"
 	"memscope/snapshot"
+	"memscope/snapshot/estimate"
 	"memscope/trace"
 )
 
@@ -293,7 +294,7 @@ func Timeline(path string, tl *snapshot.Timeline) error { return Save(TimelineFi
 
 // EstimateFigures builds the phase and merged-module pictures of one device
 // of an estimate.
-func EstimateFigures(e *snapshot.EstimateDeviceStats) map[string]*Figure {
+func EstimateFigures(e *estimate.DeviceStats) map[string]*Figure {
 	unit, div := ByteUnit(float64(max(e.PeakBytes, e.ListedBytes)))
 	ph := &Figure{Kind: HBars, Title: "Estimated memory by phase, " + e.Device, XLabel: unit, YUnit: unit,
 		Note: fmt.Sprintf("peak %s; unlisted %s", units.Bytes(e.PeakBytes), units.Bytes(e.UnlistedBytes))}
@@ -341,13 +342,13 @@ func SnapshotPlots(base string, d *snapshot.DeviceStats, tl *snapshot.Timeline) 
 }
 
 // EstimatePlots writes the estimate pictures as base_NAME.png.
-func EstimatePlots(base string, e *snapshot.EstimateDeviceStats) ([]string, error) {
+func EstimatePlots(base string, e *estimate.DeviceStats) ([]string, error) {
 	return saveAll(base+"_", ".png", EstimateFigures(e))
 }
 
 // ReportDir writes the pictures of a report into dir: NAME.EXT for a single
 // device, NAME_cudaN.EXT when there are several.
-func ReportDir(dir, ext string, a *snapshot.Analysis, e *snapshot.EstimateAnalysis) ([]string, error) {
+func ReportDir(dir, ext string, a *snapshot.Analysis, e *estimate.Analysis) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -297,7 +297,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 					fromTrace = false
 				}
 			}
-			st.Allocations = append(st.Allocations, decided(cat, Allocation{
+			st.Allocations = append(st.Allocations, cat.Categorized(Allocation{
 				Address: b.Address, Size: b.Size, RequestedSize: b.RequestedSize, State: b.State,
 				Frames: frames, FramesFromTrace: fromTrace,
 				Stream: seg.Stream, SegmentType: seg.Type, SegmentAddress: seg.Address, PrivatePool: seg.Private(),
@@ -346,7 +346,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 		}
 		return cmp.Compare(x.Address, y.Address)
 	})
-	st.Categories = categoryTotals(st.Allocations, cat)
+	st.Categories = CategoryTotals(st.Allocations, cat)
 
 	st.TraceEntries = len(trace)
 	analyzeTrace(s, trace, tl, &st)
@@ -355,7 +355,9 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 	return st
 }
 
-func categoryTotals(allocs []Allocation, cat *Categorizer) []CategoryTotal {
+// CategoryTotals sums allocations by category, largest first, in the
+// categorizer's order on ties.
+func CategoryTotals(allocs []Allocation, cat *Categorizer) []CategoryTotal {
 	idx := map[string]int{}
 	var out []CategoryTotal
 	for _, a := range allocs {
@@ -460,9 +462,9 @@ func (a *Analysis) PeakLive(d *DeviceStats) []Allocation {
 	return out
 }
 
-// decided fills an allocation's category from its frames.
-func decided(cat *Categorizer, a Allocation) Allocation {
-	d := cat.Decide(a.Frames)
+// Categorized returns a with the category the rules decide for its frames.
+func (c *Categorizer) Categorized(a Allocation) Allocation {
+	d := c.Decide(a.Frames)
 	a.Category, a.CategoryFrame, a.CategoryKeyword = d.Category, d.Frame, d.Keyword
 	return a
 }

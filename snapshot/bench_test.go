@@ -1,4 +1,4 @@
-package snapshot
+package snapshot_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"memscope/snapshot"
+	"memscope/snapshot/report"
 )
 
 // Benchmarks on generated snapshots. The files are made once by
@@ -15,7 +18,7 @@ import (
 // the system temp dir) and reused. Each size also runs Python's
 // pickle.load on the same file as the baseline, in the same command:
 //
-//	go test ./snapshot -run '^$' -bench Snapshot -benchtime 5x
+//	go test ./snapshot -run '^$' -bench snapshot.Snapshot -benchtime 5x
 //
 // The ratio of the two ns/op figures is the speed claim; peak RSS is
 // measured on the binary by scripts/bench_snapshot.sh (medians of runs of
@@ -66,12 +69,12 @@ func BenchmarkSnapshot(b *testing.B) {
 		b.Run(f.name+"/memscope-report-json", func(b *testing.B) {
 			b.SetBytes(st.Size())
 			for i := 0; i < b.N; i++ {
-				s, err := Open(context.Background(), path)
+				s, err := snapshot.Open(context.Background(), path)
 				if err != nil {
 					b.Fatal(err)
 				}
-				a := Analyze(s, nil)
-				if err := WriteJSON(io.Discard, []FileReport{{Path: path, Kind: KindTorch, Analysis: a}}, ReportOptions{TopN: 10}); err != nil {
+				a := snapshot.Analyze(s, nil)
+				if err := report.WriteJSON(io.Discard, []report.FileReport{{Path: path, Kind: snapshot.KindTorch, Analysis: a}}, report.Options{TopN: 10}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -93,13 +96,13 @@ func BenchmarkSnapshot(b *testing.B) {
 
 func BenchmarkReplay1M(b *testing.B) {
 	path := benchFile(b, benchFiles[1].name, benchFiles[1].args) // 1M-entries
-	s, err := Open(context.Background(), path)
+	s, err := snapshot.Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tl := Replay(s, 0, nil)
+		tl := snapshot.Replay(s, 0, nil)
 		if tl == nil || len(tl.Active) < 1000000 {
 			b.Fatal(fmt.Sprint("short replay: ", tl))
 		}

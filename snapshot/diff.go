@@ -73,23 +73,6 @@ func SideOf(name string, a *Analysis) Side {
 	return s
 }
 
-// SideOfEstimate summarises an analysed estimate (all devices).
-func SideOfEstimate(name string, e *EstimateAnalysis) Side {
-	s := Side{Name: name}
-	var peak, listed, unlisted, tensors int64
-	for i := range e.Devices {
-		d := &e.Devices[i]
-		peak += d.PeakBytes
-		listed += d.ListedBytes
-		unlisted += d.UnlistedBytes
-		tensors += int64(d.Tensors)
-		s.Allocs = append(s.Allocs, d.Allocations...)
-	}
-	s.PeakAllocs = s.Allocs
-	s.Totals = []DiffRow{{Name: "peak_bytes", A: peak}, {Name: "listed_bytes", A: listed}, {Name: "unlisted_bytes", A: unlisted}, {Name: "tensors", A: tensors}}
-	return s
-}
-
 // Compare diffs two sides. Totals present on one side only read as 0 on
 // the other.
 func Compare(a, b Side) *Diff {
@@ -244,4 +227,11 @@ func (d *Diff) WriteText(w io.Writer, top int) error {
 	writeRows(" AT THE END", d.Categories, d.Sites)
 	_, err := io.WriteString(w, textsafe.Lines(b.String()))
 	return err
+}
+
+func absInt(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -1,4 +1,4 @@
-package snapshot
+package snapshot_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"memscope/internal/pickletest"
+	"memscope/snapshot"
+	"memscope/snapshot/report"
 )
 
 // TestTextOutputEscapesFileStrings: a frame named with terminal escape
@@ -20,17 +22,17 @@ func TestTextOutputEscapesFileStrings(t *testing.T) {
 			pickletest.BlockDict(5120, 1024, 0, "inactive", []any{}))}},
 		{"device_traces", []any{[]any{pickletest.Dict{{"action", "alloc"}, {"addr", 4096}, {"size", 1000}, {"stream", 0}, {"frames", evil}}}}},
 	})
-	s, err := Decode(context.Background(), data)
+	s, err := snapshot.Decode(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Analyze(s, nil)
-	reports := []FileReport{{Path: "evil\x1b[31m.pickle", Analysis: a}}
+	a := snapshot.Analyze(s, nil)
+	reports := []report.FileReport{{Path: "evil\x1b[31m.pickle", Analysis: a}}
 	var text, js bytes.Buffer
-	if err := WriteText(&text, reports, ReportOptions{TopN: 5}); err != nil {
+	if err := report.WriteText(&text, reports, report.Options{TopN: 5}); err != nil {
 		t.Fatal(err)
 	}
-	d := Compare(SideOf("a\x07", a), SideOf("b", a))
+	d := snapshot.Compare(snapshot.SideOf("a\x07", a), snapshot.SideOf("b", a))
 	if err := d.WriteText(&text, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func TestTextOutputEscapesFileStrings(t *testing.T) {
 	if !strings.Contains(out, `\x1b]0;PWNED\x07model.py`) {
 		t.Errorf("the escaped frame is not shown:\n%s", out)
 	}
-	if err := WriteJSON(&js, reports, ReportOptions{TopN: 5}); err != nil {
+	if err := report.WriteJSON(&js, reports, report.Options{TopN: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(js.String(), `\u001b]0;PWNED\u0007model.py`) {

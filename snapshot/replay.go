@@ -347,7 +347,7 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 			continue
 		}
 		iv := &t.Intervals[j]
-		out = append(out, decided(t.cat, Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size,
+		out = append(out, t.cat.Categorized(Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size,
 			State: StateActiveAllocated, Frames: iv.Frames, FramesFromTrace: true}))
 		if limit > 0 && len(out) == limit {
 			break
@@ -388,5 +388,5 @@ func (t *Timeline) LiveStats(i int) (n int, bytes int64, cats []CategoryTotal) {
 // LiveByCategory totals live allocations (from LiveAt) by category, largest
 // first.
 func (t *Timeline) LiveByCategory(live []Allocation) []CategoryTotal {
-	return categoryTotals(live, t.cat)
+	return CategoryTotals(live, t.cat)
 }

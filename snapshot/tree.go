@@ -19,7 +19,8 @@ type TreeNode struct {
 	index    map[string]*TreeNode
 }
 
-func (n *TreeNode) child(label string) *TreeNode {
+// Child returns the child with label, adding it when missing.
+func (n *TreeNode) Child(label string) *TreeNode {
 	if n.index == nil {
 		n.index = map[string]*TreeNode{}
 	}
@@ -32,7 +33,8 @@ func (n *TreeNode) child(label string) *TreeNode {
 	return c
 }
 
-func (n *TreeNode) finish() {
+// Finish sorts every level of the tree, largest first (ties by label).
+func (n *TreeNode) Finish() {
 	n.index = nil
 	slices.SortStableFunc(n.Children, func(a, b *TreeNode) int {
 		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
@@ -41,7 +43,7 @@ func (n *TreeNode) finish() {
 		return cmp.Compare(a.Label, b.Label)
 	})
 	for _, c := range n.Children {
-		c.finish()
+		c.Finish()
 	}
 }
 
@@ -62,15 +64,15 @@ func CategoryTree(allocs []Allocation) *TreeNode {
 		if loc == "" {
 			loc = NoFrames
 		}
-		path := []*TreeNode{root, root.child(a.Category)}
-		path = append(path, path[1].child(loc))
+		path := []*TreeNode{root, root.Child(a.Category)}
+		path = append(path, path[1].Child(loc))
 		for _, n := range path {
 			n.Bytes += a.Size
 			n.Blocks++
 		}
 		path[2].Children = append(path[2].Children, leaf(a))
 	}
-	root.finish()
+	root.Finish()
 	return root
 }
 
@@ -91,18 +93,18 @@ func StackTree(allocs []Allocation) *TreeNode {
 				continue
 			}
 			shown++
-			n = n.child(f.String())
+			n = n.Child(f.String())
 			n.Frame = f
 			n.Bytes += a.Size
 			n.Blocks++
 		}
 		if shown == 0 {
-			n = n.child(NoFrames)
+			n = n.Child(NoFrames)
 			n.Bytes += a.Size
 			n.Blocks++
 		}
 		n.Children = append(n.Children, leaf(a))
 	}
-	root.finish()
+	root.Finish()
 	return root
 }

@@ -9,6 +9,7 @@ import (
 
 	"memscope/model"
 	"memscope/snapshot"
+	"memscope/snapshot/estimate"
 )
 
 // diffOverlay shows `memscope diff` of two marked snapshots as a table.
@@ -19,7 +20,7 @@ type diffOverlay struct {
 
 func sideOf(s *model.Source) snapshot.Side {
 	if s.Estimate != nil {
-		return snapshot.SideOfEstimate(s.Name(), s.Estimate)
+		return estimate.SideOf(s.Name(), s.Estimate)
 	}
 	return snapshot.SideOf(s.Name(), s.Analysis)
 }

@@ -15,6 +15,7 @@ import (
 	"memscope/internal/palette"
 	"memscope/model"
 	"memscope/snapshot"
+	"memscope/snapshot/estimate"
 )
 
 func ansiStrip(s string) string { return ansi.Strip(s) }
@@ -151,7 +152,7 @@ func (t *snapTab) dev() *snapshot.DeviceStats {
 	return &t.src.Analysis.Devices[t.sel.dev]
 }
 
-func (t *snapTab) est() *snapshot.EstimateDeviceStats {
+func (t *snapTab) est() *estimate.DeviceStats {
 	if t.src == nil || t.src.Estimate == nil || t.sel.dev >= len(t.src.Estimate.Devices) {
 		return nil
 	}

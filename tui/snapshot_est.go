@@ -10,6 +10,7 @@ import (
 	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/snapshot"
+	"memscope/snapshot/estimate"
 )
 
 func (t *snapTab) estimateView(a *App) string {
@@ -50,7 +51,7 @@ func (t *snapTab) estimateView(a *App) string {
 	return b.String()
 }
 
-func (t *snapTab) frac(e *snapshot.EstimateDeviceStats, v int64) float64 {
+func (t *snapTab) frac(e *estimate.DeviceStats, v int64) float64 {
 	d := max(e.PeakBytes, e.ListedBytes)
 	if d <= 0 {
 		return 0
@@ -58,7 +59,7 @@ func (t *snapTab) frac(e *snapshot.EstimateDeviceStats, v int64) float64 {
 	return float64(v) / float64(d)
 }
 
-func (t *snapTab) mergedView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
+func (t *snapTab) mergedView(a *App, e *estimate.DeviceStats, h int) string {
 	th := a.th
 	t.groups.setHeight(h - 1)
 	t.groups.setN(len(e.Modules) + 1)
@@ -84,7 +85,7 @@ func (t *snapTab) mergedView(a *App, e *snapshot.EstimateDeviceStats, h int) str
 	return b.String()
 }
 
-func (t *snapTab) phaseView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
+func (t *snapTab) phaseView(a *App, e *estimate.DeviceStats, h int) string {
 	th := a.th
 	t.groups.setHeight(h - 1)
 	t.groups.setN(len(e.Phases) + 1)
@@ -112,7 +113,7 @@ func (t *snapTab) phaseView(a *App, e *snapshot.EstimateDeviceStats, h int) stri
 	return b.String()
 }
 
-func (t *snapTab) groupView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
+func (t *snapTab) groupView(a *App, e *estimate.DeviceStats, h int) string {
 	th := a.th
 	t.groups.setHeight(h - 1)
 	t.groups.setN(len(e.StackGroups))
@@ -170,7 +171,7 @@ func (a *App) sourceByID(id int) *model.Source {
 // device: the user's pick, else a snapshot whose file name has the same
 // rank label. Device indices are never used to guess: they match unrelated
 // runs. how says which rule paired them.
-func (t *snapTab) measuredFor(a *App, e *snapshot.EstimateDeviceStats) (src *model.Source, d *snapshot.DeviceStats, how string) {
+func (t *snapTab) measuredFor(a *App, e *estimate.DeviceStats) (src *model.Source, d *snapshot.DeviceStats, how string) {
 	if p, ok := t.versus[versusKey{t.src.ID, e.Device}]; ok {
 		if s := a.sourceByID(p.src); s != nil && s.State == model.Loaded && s.Analysis != nil {
 			if d := s.Analysis.Device(p.dev); d != nil {
@@ -202,7 +203,7 @@ func (t *snapTab) measuredFor(a *App, e *snapshot.EstimateDeviceStats) (src *mod
 
 // versusUpdate handles keys of the estimate-vs-measured view: p opens the
 // list of measured devices, enter there picks one.
-func (t *snapTab) versusUpdate(a *App, m tea.KeyPressMsg, e *snapshot.EstimateDeviceStats) {
+func (t *snapTab) versusUpdate(a *App, m tea.KeyPressMsg, e *estimate.DeviceStats) {
 	cands := measuredCandidates(a)
 	if _, d, _ := t.measuredFor(a, e); d == nil && len(cands) > 0 {
 		t.choosing = true
@@ -230,7 +231,7 @@ func (t *snapTab) versusUpdate(a *App, m tea.KeyPressMsg, e *snapshot.EstimateDe
 	}
 }
 
-func (t *snapTab) versusView(a *App, e *snapshot.EstimateDeviceStats, h int) string {
+func (t *snapTab) versusView(a *App, e *estimate.DeviceStats, h int) string {
 	th := a.th
 	src, meas, how := t.measuredFor(a, e)
 	cands := measuredCandidates(a)
@@ -240,7 +241,7 @@ func (t *snapTab) versusView(a *App, e *snapshot.EstimateDeviceStats, h int) str
 	if t.choosing || meas == nil {
 		return t.pickView(a, cands, h)
 	}
-	rows := snapshot.CompareByCategory(e, src.Analysis.PeakLive(meas))
+	rows := estimate.CompareByCategory(e, src.Analysis.PeakLive(meas))
 	var b strings.Builder
 	b.WriteString(fit(fmt.Sprintf("estimate  %s %s · estimated peak %s", textsafe.Safe(t.src.Path), e.Device, bytesStr(e.PeakBytes)), t.w) + "\n")
 	at := "at the snapshot (no trace)"

@@ -1,4 +1,4 @@
-package snapshot
+package estimate
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"memscope/snapshot"
 )
 
 // PhaseTotal is the memory of one phase.
@@ -28,13 +30,13 @@ type ModuleTotal struct {
 
 // StackGroup is the tensors created at one identical stack.
 type StackGroup struct {
-	Frames  Stack
+	Frames  snapshot.Stack
 	Bytes   int64
 	Tensors int
 }
 
-// EstimateDeviceStats is the analysis of one device of an estimate.
-type EstimateDeviceStats struct {
+// DeviceStats is the analysis of one device of an estimate.
+type DeviceStats struct {
 	Device string
 	// PeakBytes is peak_memory_mb in bytes (the listed sum when absent).
 	PeakBytes   int64
@@ -50,21 +52,21 @@ type EstimateDeviceStats struct {
 	Modules         []ModuleTotal
 	// ModuleTree is the full module hierarchy, root first, each node with
 	// the bytes of the tensors created under it.
-	ModuleTree  *TreeNode
+	ModuleTree  *snapshot.TreeNode
 	StackGroups []StackGroup
-	Categories  []CategoryTotal
+	Categories  []snapshot.CategoryTotal
 	// Allocations are the tensors, largest first.
-	Allocations []Allocation
+	Allocations []snapshot.Allocation
 }
 
-// EstimateAnalysis is the analysis of a whole estimate file.
-type EstimateAnalysis struct {
+// Analysis is the analysis of a whole estimate file.
+type Analysis struct {
 	Estimate *Estimate
-	Devices  []EstimateDeviceStats
+	Devices  []DeviceStats
 }
 
 // Device returns the stats of a device key, or nil.
-func (a *EstimateAnalysis) Device(key string) *EstimateDeviceStats {
+func (a *Analysis) Device(key string) *DeviceStats {
 	for i := range a.Devices {
 		if a.Devices[i].Device == key {
 			return &a.Devices[i]
@@ -86,27 +88,27 @@ func MergedPattern(module string) string {
 	return strings.Join(parts, ".")
 }
 
-// AnalyzeEstimate computes the per-device analysis. cat may be nil.
-func AnalyzeEstimate(e *Estimate, cat *Categorizer) *EstimateAnalysis {
+// Analyze computes the per-device analysis. cat may be nil.
+func Analyze(e *Estimate, cat *snapshot.Categorizer) *Analysis {
 	if cat == nil {
-		cat = NewCategorizer(nil)
+		cat = snapshot.NewCategorizer(nil)
 	}
-	a := &EstimateAnalysis{Estimate: e}
+	a := &Analysis{Estimate: e}
 	for i := range e.Devices {
-		a.Devices = append(a.Devices, analyzeEstimateDevice(&e.Devices[i], cat))
+		a.Devices = append(a.Devices, analyzeDevice(&e.Devices[i], cat))
 	}
 	return a
 }
 
-func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceStats {
-	st := EstimateDeviceStats{Device: d.Device, Tensors: len(d.Tensors), ModuleTree: &TreeNode{Label: "all"}}
+func analyzeDevice(d *Device, cat *snapshot.Categorizer) DeviceStats {
+	st := DeviceStats{Device: d.Device, Tensors: len(d.Tensors), ModuleTree: &snapshot.TreeNode{Label: "all"}}
 	phases := map[string]*PhaseTotal{}
 	type modAcc struct {
 		ModuleTotal
 		paths map[string]bool
 	}
 	mods := map[string]*modAcc{}
-	groupIdx := map[*Frame]int{} // groups in order of first appearance, for stable ties
+	groupIdx := map[*snapshot.Frame]int{} // groups in order of first appearance, for stable ties
 	var noStack StackGroup
 	for i := range d.Tensors {
 		t := &d.Tensors[i]
@@ -138,7 +140,7 @@ func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceSt
 		n.Bytes += t.Size
 		n.Blocks++
 		for _, part := range strings.Split(t.Module, ".") {
-			n = n.child(part)
+			n = n.Child(part)
 			n.Bytes += t.Size
 			n.Blocks++
 		}
@@ -155,11 +157,11 @@ func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceSt
 			st.StackGroups[gi].Bytes += t.Size
 			st.StackGroups[gi].Tensors++
 		}
-		st.Allocations = append(st.Allocations, decided(cat, Allocation{Size: t.Size, RequestedSize: t.Size,
-			State: StateActiveAllocated, Frames: t.Create, Shape: t.Shape, Module: t.Module, Phase: t.Phase,
+		st.Allocations = append(st.Allocations, cat.Categorized(snapshot.Allocation{Size: t.Size, RequestedSize: t.Size,
+			State: snapshot.StateActiveAllocated, Frames: t.Create, Shape: t.Shape, Module: t.Module, Phase: t.Phase,
 			ReleaseFrames: t.Release}))
 	}
-	st.ModuleTree.finish()
+	st.ModuleTree.Finish()
 	if math.IsNaN(d.PeakMiB) {
 		st.PeakBytes = st.ListedBytes
 	} else {
@@ -188,8 +190,8 @@ func analyzeEstimateDevice(d *EstimateDevice, cat *Categorizer) EstimateDeviceSt
 		st.StackGroups = append(st.StackGroups, noStack)
 	}
 	slices.SortStableFunc(st.StackGroups, func(a, b StackGroup) int { return cmp.Compare(b.Bytes, a.Bytes) })
-	slices.SortStableFunc(st.Allocations, func(x, y Allocation) int { return cmp.Compare(y.Size, x.Size) })
-	st.Categories = categoryTotals(st.Allocations, cat)
+	slices.SortStableFunc(st.Allocations, func(x, y snapshot.Allocation) int { return cmp.Compare(y.Size, x.Size) })
+	st.Categories = snapshot.CategoryTotals(st.Allocations, cat)
 	return st
 }
 

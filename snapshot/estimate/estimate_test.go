@@ -1,18 +1,20 @@
-package snapshot
+package estimate
 
 import (
 	"context"
 	"os"
 	"strings"
 	"testing"
+
+	"memscope/snapshot"
 )
 
 func TestEstimateSample(t *testing.T) {
-	e, err := OpenEstimate(context.Background(), "../testdata/estimates/SYNTHETIC_peak_snapshot.json")
+	e, err := Open(context.Background(), "../../testdata/estimates/SYNTHETIC_peak_snapshot.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := AnalyzeEstimate(e, nil)
+	a := Analyze(e, nil)
 	d := a.Device("cuda:0")
 	if d == nil || d.Tensors != 3 || d.PeakBytes != 1536<<20 || d.ListedBytes != 770<<20 || d.UnlistedBytes != 766<<20 {
 		t.Fatalf("device: %+v", d)
@@ -59,7 +61,7 @@ func TestEstimateBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e, err := DecodeEstimate(context.Background(), []byte(c.data))
+			e, err := Decode(context.Background(), []byte(c.data))
 			if c.isErr {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Errorf("error %v, want %q", err, c.want)
@@ -75,11 +77,11 @@ func TestEstimateBadInput(t *testing.T) {
 		})
 	}
 	// A peak below the listed sum is reported, never negative.
-	e, err := DecodeEstimate(context.Background(), []byte(`{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": 4194304}]}}`))
+	e, err := Decode(context.Background(), []byte(`{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": 4194304}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := AnalyzeEstimate(e, nil).Devices[0]
+	d := Analyze(e, nil).Devices[0]
 	if !d.PeakBelowListed || d.UnlistedBytes != 0 {
 		t.Errorf("peak below listed: %+v", d)
 	}
@@ -119,11 +121,11 @@ func FuzzDecodeEstimate(f *testing.F) {
 	f.Add([]byte(`{"cuda:0": {"peak_memory_mb": 10, "tensors": [{"size_bytes": 1048576, "size_mb": 1.0, "shape": "torch.Size([1])", "module": "a.0.b", "phase": "initialization", "create_stack_trace": ["  File \"x.py\", line 3, in f\n    y = g()\n"], "release_stack_trace": []}]}}`))
 	f.Add([]byte(`{"cuda:1": []}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := DecodeEstimate(context.Background(), data)
+		e, err := Decode(context.Background(), data)
 		if err != nil {
 			return
 		}
-		for _, d := range AnalyzeEstimate(e, nil).Devices {
+		for _, d := range Analyze(e, nil).Devices {
 			if d.UnlistedBytes < 0 {
 				t.Fatal("negative unlisted")
 			}
@@ -135,11 +137,11 @@ func FuzzDecodeEstimate(f *testing.F) {
 // writer produced: its hook frames never name a tensor's origin, lambda
 // frames make nothing Optimizer State, Unknown modules split by phase.
 func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
-	e, err := OpenEstimate(context.Background(), "../testdata/estimates/WRITER_tiny_gpt_cpu_peak_snapshot.json")
+	e, err := Open(context.Background(), "../../testdata/estimates/WRITER_tiny_gpt_cpu_peak_snapshot.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := AnalyzeEstimate(e, nil)
+	a := Analyze(e, nil)
 	d := &a.Devices[0]
 	for _, al := range d.Allocations {
 		loc := al.Location()
@@ -147,7 +149,7 @@ func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
 			t.Errorf("location names the profiler: %q", loc)
 		}
 		i := al.LocationIndex()
-		if i < 0 || IsProfilerFrame(al.Frames[i]) {
+		if i < 0 || snapshot.IsProfilerFrame(al.Frames[i]) {
 			t.Errorf("location frame %d is the profiler's", i)
 		}
 		if al.Category == "Optimizer State" {
@@ -155,7 +157,7 @@ func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
 				t.Errorf("Optimizer State decided by %s %s", f.Filename, f.Name)
 			}
 		}
-		if al.CategoryFrame >= 0 && IsProfilerFrame(al.Frames[al.CategoryFrame]) {
+		if al.CategoryFrame >= 0 && snapshot.IsProfilerFrame(al.Frames[al.CategoryFrame]) {
 			t.Errorf("category decided by a profiler frame: %+v", al.Frames[al.CategoryFrame])
 		}
 	}
@@ -181,7 +183,7 @@ func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
 
 // TestEstimateShapes: device order, the empty file, the earlier key name.
 func TestEstimateShapes(t *testing.T) {
-	e, err := DecodeEstimate(context.Background(), []byte(`{"cpu": {"peak_memory_mb": 1, "tensors": []}, "cuda:10": {"peak_memory_mb": 1, "tensors": []},
+	e, err := Decode(context.Background(), []byte(`{"cpu": {"peak_memory_mb": 1, "tensors": []}, "cuda:10": {"peak_memory_mb": 1, "tensors": []},
 		"cuda:2": {"peak_memory_mb": 1, "tensors": [{"size_bytes": 1048576, "stack_trace": ["  File \"model.py\", line 7, in f\n    x = g()\n"]}]}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -197,21 +199,21 @@ func TestEstimateShapes(t *testing.T) {
 		t.Errorf("stack_trace is read as the creation stack: %+v", st)
 	}
 	for _, body := range []string{"{}", " {\n}\n"} {
-		if k := Sniff([]byte(body)); k != KindEstimated {
+		if k := snapshot.Sniff([]byte(body)); k != snapshot.KindEstimated {
 			t.Errorf("%q sniffed as %q", body, k)
 		}
-		e, err := DecodeEstimate(context.Background(), []byte(body))
+		e, err := Decode(context.Background(), []byte(body))
 		if err != nil || len(e.Devices) != 0 {
 			t.Errorf("%q: %v %+v", body, err, e)
 		}
 	}
 	dir := t.TempDir()
-	for name, want := range map[string]Kind{"peak_snapshot.json": KindEstimated, "memory_trace_rank0.json": KindNone} {
+	for name, want := range map[string]snapshot.Kind{"peak_snapshot.json": snapshot.KindEstimated, "memory_trace_rank0.json": snapshot.KindNone} {
 		p := dir + "/" + name
 		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if k, _ := SniffFile(p); k != want {
+		if k, _ := snapshot.SniffFile(p); k != want {
 			t.Errorf("{} named %s sniffed as %q, want %q", name, k, want)
 		}
 	}

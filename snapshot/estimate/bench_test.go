@@ -1,4 +1,4 @@
-package snapshot
+package estimate
 
 import (
 	"context"
@@ -21,18 +21,18 @@ func BenchmarkEstimate200k(b *testing.B) {
 			b.Skip("python3 is needed to generate the benchmark estimate")
 		}
 		_ = os.MkdirAll(dir, 0o755)
-		if out, err := exec.Command("python3", "../scripts/gen_estimate.py", "--tensors", "200000", "--devices", "8", path).CombinedOutput(); err != nil {
+		if out, err := exec.Command("python3", "../../scripts/gen_estimate.py", "--tensors", "200000", "--devices", "8", path).CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)
 		}
 	}
 	st, _ := os.Stat(path)
 	b.SetBytes(st.Size())
 	for i := 0; i < b.N; i++ {
-		e, err := OpenEstimate(context.Background(), path)
+		e, err := Open(context.Background(), path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if a := AnalyzeEstimate(e, nil); len(a.Devices) != 8 {
+		if a := Analyze(e, nil); len(a.Devices) != 8 {
 			b.Fatal("devices")
 		}
 	}

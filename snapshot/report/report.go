@@ -1,4 +1,7 @@
-package snapshot
+// Package report writes the text and JSON reports of analysed allocator
+// snapshots and estimates (memscope report, and the explorer's
+// non-interactive form).
+package report
 
 import (
 	"encoding/json"
@@ -10,17 +13,19 @@ import (
 
 	"memscope/internal/textsafe"
 	"memscope/internal/units"
+	"memscope/snapshot"
+	"memscope/snapshot/estimate"
 )
 
 // FileReport is one input of `memscope report`: an analysed allocator
 // snapshot, an analysed estimate, or the error that stopped it.
 type FileReport struct {
 	Path     string
-	Label    Label
-	Kind     Kind
+	Label    snapshot.Label
+	Kind     snapshot.Kind
 	Err      error
-	Analysis *Analysis
-	Estimate *EstimateAnalysis
+	Analysis *snapshot.Analysis
+	Estimate *estimate.Analysis
 }
 
 // JSON shapes of `memscope report --json`, documented in the README.
@@ -29,10 +34,10 @@ type jsonReport struct {
 }
 
 type jsonFile struct {
-	Path    string  `json:"path"`
-	Kind    Kind    `json:"kind"`
-	Error   *string `json:"error"`
-	Devices any     `json:"devices"`
+	Path    string        `json:"path"`
+	Kind    snapshot.Kind `json:"kind"`
+	Error   *string       `json:"error"`
+	Devices any           `json:"devices"`
 }
 
 type jsonDevice struct {
@@ -98,17 +103,17 @@ type jsonLiveItem struct {
 	Location string `json:"location"`
 }
 
-// ReportOptions shapes the report.
-type ReportOptions struct {
+// Options shapes the report.
+type Options struct {
 	TopN int
 }
 
 // WriteJSON writes the reports as the documented JSON.
-func WriteJSON(w io.Writer, reports []FileReport, opt ReportOptions) error {
+func WriteJSON(w io.Writer, reports []FileReport, opt Options) error {
 	out := jsonReport{Files: []jsonFile{}}
 	for _, r := range reports {
 		jf := jsonFile{Path: r.Path, Kind: r.Kind, Devices: []any{}}
-		if jf.Kind == KindNone {
+		if jf.Kind == snapshot.KindNone {
 			// Nothing was recognised: say so rather than name a kind.
 			jf.Kind = "unknown"
 		}
@@ -132,7 +137,7 @@ func WriteJSON(w io.Writer, reports []FileReport, opt ReportOptions) error {
 	return enc.Encode(out)
 }
 
-func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
+func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) jsonDevice {
 	j := jsonDevice{
 		Device: fmt.Sprintf("cuda:%d", d.Device), Reserved: d.ReservedBytes, Allocated: d.AllocatedBytes,
 		Active: d.ActiveBytes, Requested: d.RequestedBytes, Inactive: d.InactiveBytes,
@@ -146,7 +151,7 @@ func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
 	n := 0
 	for i := range d.Allocations {
 		al := &d.Allocations[i]
-		if al.State != StateActiveAllocated {
+		if al.State != snapshot.StateActiveAllocated {
 			continue
 		}
 		if n == opt.TopN {
@@ -173,7 +178,7 @@ func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
 		if len(j.Peak.Live) == opt.TopN {
 			break
 		}
-		j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: Location(l.Frames)})
+		j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: snapshot.Location(l.Frames)})
 	}
 	return j
 }
@@ -181,7 +186,7 @@ func deviceJSON(a *Analysis, d *DeviceStats, opt ReportOptions) jsonDevice {
 func round2(f float64) float64 { return math.Round(f*100) / 100 }
 
 // WriteText writes the human-readable report.
-func WriteText(w io.Writer, reports []FileReport, opt ReportOptions) error {
+func WriteText(w io.Writer, reports []FileReport, opt Options) error {
 	tw := &textWriter{w: w}
 	for i, r := range reports {
 		if i > 0 {
@@ -231,7 +236,7 @@ func bar(frac float64, width int) string {
 	return strings.Repeat("█", full) + strings.Repeat("░", width-full)
 }
 
-func writeSnapshotText(tw *textWriter, a *Analysis, opt ReportOptions) {
+func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 	s := a.Snapshot
 	tw.line("format: %s", s.Format)
 	for _, w := range s.Warnings {
@@ -280,7 +285,7 @@ func writeSnapshotText(tw *textWriter, a *Analysis, opt ReportOptions) {
 			shown := 0
 			for j := range d.Allocations {
 				al := &d.Allocations[j]
-				if al.State != StateActiveAllocated {
+				if al.State != snapshot.StateActiveAllocated {
 					continue
 				}
 				if shown == n {
@@ -322,9 +327,9 @@ func writeSnapshotText(tw *textWriter, a *Analysis, opt ReportOptions) {
 			for _, r := range d.Recommendations {
 				mark := "-"
 				switch r.Severity {
-				case Critical:
+				case snapshot.Critical:
 					mark = "!!"
-				case Warning:
+				case snapshot.Warning:
 					mark = "!"
 				}
 				tw.line("    %-2s %s", mark, r.Text)
@@ -333,7 +338,7 @@ func writeSnapshotText(tw *textWriter, a *Analysis, opt ReportOptions) {
 	}
 }
 
-func histKeys(hs ...Histogram) []int64 {
+func histKeys(hs ...snapshot.Histogram) []int64 {
 	seen := map[int64]bool{}
 	var keys []int64
 	for _, h := range hs {
@@ -348,7 +353,7 @@ func histKeys(hs ...Histogram) []int64 {
 	return keys
 }
 
-func countAt(h Histogram, lo int64) string {
+func countAt(h snapshot.Histogram, lo int64) string {
 	for _, b := range h {
 		if b.Lo == lo {
 			return fmt.Sprint(b.Count)
@@ -357,7 +362,7 @@ func countAt(h Histogram, lo int64) string {
 	return "·"
 }
 
-func bytesAt(h Histogram, lo int64) string {
+func bytesAt(h snapshot.Histogram, lo int64) string {
 	for _, b := range h {
 		if b.Lo == lo {
 			return units.Bytes(b.Bytes)
@@ -366,7 +371,7 @@ func bytesAt(h Histogram, lo int64) string {
 	return ""
 }
 
-func writePeakText(tw *textWriter, tl *Timeline, n int) {
+func writePeakText(tw *textWriter, tl *snapshot.Timeline, n int) {
 	p := &tl.Peak
 	tw.line("")
 	when := fmt.Sprintf("after trace entry %d", p.EventIndex)
@@ -382,9 +387,9 @@ func writePeakText(tw *textWriter, tl *Timeline, n int) {
 			tw.line("    … %d more", len(p.Live)-n)
 			break
 		}
-		loc := Location(l.Frames)
+		loc := snapshot.Location(l.Frames)
 		if loc == "" {
-			loc = NoFrames
+			loc = snapshot.NoFrames
 		}
 		tw.line("    %10s  %-16s %s", units.Bytes(l.Size), l.Category, loc)
 	}

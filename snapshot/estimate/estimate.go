@@ -1,4 +1,8 @@
-package snapshot
+// Package estimate reads PyTorch-Memory-Profiler peak snapshots (tensor
+// by tensor estimates of a device's peak, with module, phase and creation
+// stacks) and analyses them: merged modules, the module tree, phases,
+// stack groups, categories, and the estimate beside a measured snapshot.
+package estimate
 
 import (
 	"bytes"
@@ -15,6 +19,7 @@ import (
 	"sync"
 
 	"memscope/internal/jsonscan"
+	"memscope/snapshot"
 )
 
 // Tensor is one tensor of a PyTorch-Memory-Profiler peak snapshot.
@@ -25,11 +30,11 @@ type Tensor struct {
 	Phase  string
 	// Create and Release are innermost frame first, like allocator stacks
 	// (the file has Python's format_stack order, outermost first).
-	Create, Release Stack
+	Create, Release snapshot.Stack
 }
 
-// EstimateDevice is one device key of a peak snapshot.
-type EstimateDevice struct {
+// Device is one device key of a peak snapshot.
+type Device struct {
 	Device  string
 	PeakMiB float64
 	Tensors []Tensor
@@ -38,29 +43,29 @@ type EstimateDevice struct {
 // Estimate is a PyTorch-Memory-Profiler peak snapshot
 // (--save-peak-memory-snapshot): the tensors alive at the estimated peak.
 type Estimate struct {
-	Devices []EstimateDevice
+	Devices []Device
 	// Warnings name what was odd but kept (sizes that disagree with
 	// size_mb, stacks that are not frame strings, non-object devices, ...).
 	Warnings []string
 }
 
-// OpenEstimate reads a peak-snapshot JSON file.
-func OpenEstimate(ctx context.Context, path string) (*Estimate, error) {
+// Open reads a peak-snapshot JSON file.
+func Open(ctx context.Context, path string) (*Estimate, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	e, err := DecodeEstimate(ctx, data)
+	e, err := Decode(ctx, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return e, nil
 }
 
-// DecodeEstimate parses a peak snapshot: {"cuda:0": {"peak_memory_mb",
+// Decode parses a peak snapshot: {"cuda:0": {"peak_memory_mb",
 // "tensors": [...]}, ...}. Devices are parsed in parallel; identical stack
 // traces are parsed once.
-func DecodeEstimate(ctx context.Context, data []byte) (*Estimate, error) {
+func Decode(ctx context.Context, data []byte) (*Estimate, error) {
 	sc := jsonscan.New(data)
 	type span struct {
 		key        string
@@ -91,7 +96,7 @@ func DecodeEstimate(ctx context.Context, data []byte) (*Estimate, error) {
 	if !sc.EOF() {
 		return nil, sc.Errorf("data after the end of the peak snapshot")
 	}
-	est.Devices = make([]EstimateDevice, len(spans))
+	est.Devices = make([]Device, len(spans))
 	warns := make([][]string, len(spans))
 	errs := make([]error, len(spans))
 	interner := &stackStrings{m: map[uint64][]stackEntry{}, seed: maphash.MakeSeed()}
@@ -118,7 +123,7 @@ func DecodeEstimate(ctx context.Context, data []byte) (*Estimate, error) {
 		}
 		est.Warnings = append(est.Warnings, warns[i]...)
 	}
-	slices.SortStableFunc(est.Devices, func(a, b EstimateDevice) int { return compareDeviceKeys(a.Device, b.Device) })
+	slices.SortStableFunc(est.Devices, func(a, b Device) int { return compareDeviceKeys(a.Device, b.Device) })
 	return est, nil
 }
 
@@ -145,8 +150,8 @@ func deviceNum(k string) (int, error) {
 	return strconv.Atoi(k[i+1:])
 }
 
-func parseEstimateDevice(key string, data []byte, in *stackStrings) (EstimateDevice, []string, error) {
-	d := EstimateDevice{Device: key, PeakMiB: math.NaN()}
+func parseEstimateDevice(key string, data []byte, in *stackStrings) (Device, []string, error) {
+	d := Device{Device: key, PeakMiB: math.NaN()}
 	var warns []string
 	sc := jsonscan.New(data)
 	_ = sc.Expect('{')
@@ -328,7 +333,7 @@ type stackStrings struct {
 
 type stackEntry struct {
 	raw   []byte
-	stack Stack
+	stack snapshot.Stack
 	bad   bool
 }
 
@@ -348,7 +353,7 @@ func (s *stackStrings) str(b []byte) string {
 
 // stack reads a list of format_stack strings, returning the parsed stack
 // (innermost first) and whether some entries were not frames.
-func (s *stackStrings) stack(sc *jsonscan.Scanner) (Stack, bool, error) {
+func (s *stackStrings) stack(sc *jsonscan.Scanner) (snapshot.Stack, bool, error) {
 	if sc.Peek() == 'n' {
 		_, err := sc.Literal()
 		return nil, false, err
@@ -396,10 +401,10 @@ func (s *stackStrings) stack(sc *jsonscan.Scanner) (Stack, bool, error) {
 var reFrame = regexp.MustCompile(`File "([^"]*)", line (\d+), in ([^\n]*)\n?(?:[ \t]+([^\n]*))?`)
 
 // parseStackList parses a JSON list of Python format_stack strings.
-func parseStackList(raw []byte) (Stack, bool, error) {
+func parseStackList(raw []byte) (snapshot.Stack, bool, error) {
 	sc := jsonscan.New(raw)
 	_ = sc.Expect('[')
-	var frames Stack
+	var frames snapshot.Stack
 	bad := false
 	for first := true; ; first = false {
 		more, err := sc.More(']', first)
@@ -427,7 +432,7 @@ func parseStackList(raw []byte) (Stack, bool, error) {
 		}
 		for _, m := range ms {
 			line, _ := strconv.ParseInt(string(m[2]), 10, 64)
-			frames = append(frames, Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3])),
+			frames = append(frames, snapshot.Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3])),
 				Source: strings.TrimSpace(string(m[4]))})
 		}
 	}

@@ -1,10 +1,9 @@
-package snapshot
+package report
 
 import (
-	"cmp"
-	"slices"
-
 	"memscope/internal/units"
+	"memscope/snapshot"
+	"memscope/snapshot/estimate"
 )
 
 type jsonEstDevice struct {
@@ -39,7 +38,7 @@ type jsonEstTensor struct {
 	Location string `json:"location"`
 }
 
-func estimateJSON(e *EstimateAnalysis, topN int) []jsonEstDevice {
+func estimateJSON(e *estimate.Analysis, topN int) []jsonEstDevice {
 	out := []jsonEstDevice{}
 	for i := range e.Devices {
 		d := &e.Devices[i]
@@ -63,7 +62,7 @@ func estimateJSON(e *EstimateAnalysis, topN int) []jsonEstDevice {
 	return out
 }
 
-func writeEstimateText(tw *textWriter, e *EstimateAnalysis, opt ReportOptions) {
+func writeEstimateText(tw *textWriter, e *estimate.Analysis, opt Options) {
 	tw.line("format: PyTorch-Memory-Profiler peak snapshot (an estimate)")
 	for _, w := range e.Estimate.Warnings {
 		tw.line("note: %s", w)
@@ -119,7 +118,7 @@ func writeEstimateText(tw *textWriter, e *EstimateAnalysis, opt ReportOptions) {
 				a := &d.Allocations[k]
 				loc := a.Location()
 				if loc == "" {
-					loc = NoFrames
+					loc = snapshot.NoFrames
 				}
 				tw.line("    %10s  %-26s %-28s %-40s %s", units.Bytes(a.Size), a.Shape, a.Phase, a.Module, loc)
 			}
@@ -132,49 +131,4 @@ func writeEstimateText(tw *textWriter, e *EstimateAnalysis, opt ReportOptions) {
 			}
 		}
 	}
-}
-
-// EstimatedVsMeasured is one category of an estimate set beside a measured
-// allocator snapshot.
-type EstimatedVsMeasured struct {
-	Category            string
-	Estimated, Measured int64
-}
-
-// CompareByCategory puts an estimate's device beside what a measured
-// device held at its peak (live, from Analysis.PeakLive), category by
-// category, largest difference first. Both sides are peaks: an estimate
-// describes the peak, and a snapshot's final state can be far below it.
-func CompareByCategory(est *EstimateDeviceStats, live []Allocation) []EstimatedVsMeasured {
-	idx := map[string]int{}
-	var out []EstimatedVsMeasured
-	get := func(name string) *EstimatedVsMeasured {
-		i, ok := idx[name]
-		if !ok {
-			i = len(out)
-			idx[name] = i
-			out = append(out, EstimatedVsMeasured{Category: name})
-		}
-		return &out[i]
-	}
-	for _, c := range est.Categories {
-		get(c.Name).Estimated += c.Bytes
-	}
-	for i := range live {
-		get(live[i].Category).Measured += live[i].Size
-	}
-	if est.UnlistedBytes > 0 {
-		get("(unlisted in estimate)").Estimated += est.UnlistedBytes
-	}
-	slices.SortStableFunc(out, func(x, y EstimatedVsMeasured) int {
-		return cmp.Compare(absInt(y.Measured-y.Estimated), absInt(x.Measured-x.Estimated))
-	})
-	return out
-}
-
-func absInt(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
