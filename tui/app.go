@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -351,6 +350,14 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if t.capturing() {
 		return t.update(a, msg)
 	}
+	// A message about one tab's action ("exported …") does not follow the
+	// user to another tab.
+	before := a.active
+	defer func() {
+		if a.active != before {
+			a.status = ""
+		}
+	}()
 	switch {
 	case key.Matches(msg, a.keys.quit):
 		return tea.Quit
@@ -553,26 +560,52 @@ func (a *App) helpView(h int) string {
 		groups = append(groups, group{t.name(), t.help()})
 	}
 	// One column per group when they fit side by side, else stacked.
-	render := func(g group) []string {
-		// bubbles/help draws each group as one column; we place columns.
-		hm := help.New()
-		hm.SetWidth(a.w)
-		if a.th.noColor {
-			hm.Styles = help.Styles{}
+	// Each binding is "key  description"; a long description wraps under
+	// itself rather than being dropped (bubbles' help drops a whole column
+	// that does not fit).
+	render := func(g group, w int) []string {
+		kw := 0
+		for _, b := range g.keys {
+			if b.Enabled() {
+				kw = max(kw, lipgloss.Width(b.Help().Key))
+			}
 		}
-		hv := hm.FullHelpView([][]key.Binding{g.keys})
-		return append([]string{a.th.bold.Render(g.title)}, strings.Split(hv, "\n")...)
+		dw := max(10, w-kw-2)
+		out := []string{a.th.bold.Render(g.title)}
+		for _, b := range g.keys {
+			if !b.Enabled() {
+				continue
+			}
+			lines := wrapWords(b.Help().Desc, dw)
+			for i, l := range lines {
+				k := ""
+				if i == 0 {
+					k = b.Help().Key
+				}
+				out = append(out, a.th.key.Render(fit(k, kw))+"  "+a.th.dim.Render(l))
+			}
+		}
+		return out
 	}
+	half := (a.w - 4) / 2
 	cols := make([][]string, len(groups))
 	widths := make([]int, len(groups))
 	for i, g := range groups {
-		cols[i] = render(g)
+		cols[i] = render(g, a.w)
 		for _, l := range cols[i] {
 			widths[i] = max(widths[i], lipgloss.Width(l))
 		}
 	}
+	if widths[0]+widths[1]+4 > a.w && widths[0] <= half {
+		// Side by side still fits when the view's column wraps narrower.
+		cols[1] = render(groups[1], a.w-widths[0]-4)
+		widths[1] = 0
+		for _, l := range cols[1] {
+			widths[1] = max(widths[1], lipgloss.Width(l))
+		}
+	}
 	var lines []string
-	if widths[0]+widths[1]+4 <= a.w {
+	if widths[0]+widths[1]+4 <= a.w && len(cols[1]) <= h-2 {
 		n := max(len(cols[0]), len(cols[1]))
 		for i := 0; i < n; i++ {
 			l, r := "", ""
@@ -585,8 +618,46 @@ func (a *App) helpView(h int) string {
 			lines = append(lines, fit(l, widths[0]+4)+r)
 		}
 	} else {
-		lines = append(cols[1], append([]string{""}, cols[0]...)...)
+		// Stacked: the view's keys, then the global ones compactly.
+		var parts []string
+		for _, b := range groups[0].keys {
+			parts = append(parts, b.Help().Key+" "+b.Help().Desc)
+		}
+		lines = append(cols[1], "")
+		for i, l := range wrapWords(strings.Join(parts, " · "), a.w-12) {
+			head := "           "
+			if i == 0 {
+				head = a.th.bold.Render("Everywhere") + " "
+			}
+			lines = append(lines, head+l)
+		}
 	}
-	lines = append(lines, "", a.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help"))
+	foot := a.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help")
+	switch {
+	case len(lines) > h-1:
+		foot = a.th.warn.Render(fmt.Sprintf("(%d more lines: a taller window shows them) ", len(lines)-(h-1))) + foot
+		lines = lines[:h-1]
+	case len(lines) < h-1:
+		lines = append(lines, "")
+	}
+	lines = append(lines, foot)
 	return block(strings.Join(lines, "\n"), a.w, h)
+}
+
+// wrapWords breaks s into lines of at most w cells at spaces.
+func wrapWords(s string, w int) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case lipgloss.Width(line)+1+lipgloss.Width(word) <= w:
+			line += " " + word
+		default:
+			out = append(out, line)
+			line = word
+		}
+	}
+	return append(out, line)
 }

@@ -195,3 +195,53 @@ func exportTimeline(a *App, t *timelineTab) tea.Cmd {
 		return []string{base + "_live.csv", p}, nil
 	})
 }
+
+// exportLive writes the shown GPUs' sampled history and the process table.
+func exportLive(a *App, t *liveTab) tea.Cmd {
+	if t.sampler == nil {
+		return done(nil, fmt.Errorf("no live GPUs to export"))
+	}
+	base := filepath.Join(exportDir(a), "memscope_live_"+stamp())
+	var hist, procs [][]string
+	for _, d := range t.shownDevices() {
+		for _, s := range t.sampler.History(d.Index) {
+			hist = append(hist, []string{s.Time.UTC().Format(time.RFC3339Nano), strconv.Itoa(d.Index), d.UUID,
+				strconv.FormatInt(s.Used, 10), strconv.FormatInt(s.Reserved, 10), strconv.FormatInt(s.Total, 10),
+				f64(s.UtilGPU), f64(s.PowerW), f64(s.TempC)})
+		}
+		if s := t.latest(d.Index); s != nil {
+			for _, p := range s.Processes {
+				procs = append(procs, []string{strconv.Itoa(p.PID), strconv.Itoa(p.GPU), strconv.FormatInt(p.Used, 10), p.User, p.Command})
+			}
+		}
+	}
+	if len(hist) == 0 {
+		return done(nil, fmt.Errorf("no samples yet"))
+	}
+	paths := []string{base + "_history.csv", base + "_processes.csv"}
+	err := writeCSV(paths[0], []string{"time", "gpu", "uuid", "used_bytes", "reserved_bytes", "total_bytes", "util_percent", "power_w", "temp_c"}, hist)
+	if err == nil {
+		err = writeCSV(paths[1], []string{"pid", "gpu", "used_bytes", "user", "command"}, procs)
+	}
+	return done(paths, err)
+}
+
+// exportFleet writes every GPU of the fleet with its latest figures.
+func exportFleet(a *App, t *fleetTab) tea.Cmd {
+	if t.data == nil {
+		return done(nil, fmt.Errorf("no fleet data yet"))
+	}
+	path := filepath.Join(exportDir(a), "memscope_fleet_"+stamp()+".csv")
+	var rows [][]string
+	n := func(v int64) string {
+		if v < 0 {
+			return ""
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	for _, g := range t.data.GPUs {
+		rows = append(rows, []string{g.Host, g.Index, g.UUID, g.Model, g.Namespace, g.Pod, n(g.Used), n(g.Free), n(g.Total), n(g.MaxUsed), f64(g.Util), f64(g.Power)})
+	}
+	err := writeCSV(path, []string{"host", "gpu", "uuid", "model", "namespace", "pod", "used_bytes", "free_bytes", "total_bytes", "max_used_bytes", "util_percent", "power_w"}, rows)
+	return done([]string{path}, err)
+}

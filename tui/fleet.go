@@ -98,7 +98,7 @@ func (t *fleetTab) name() string { return "Fleet" }
 func (t *fleetTab) capturing() bool { return t.typing }
 
 func (t *fleetTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, fkOpen, kBack, fkSort, fkFilter, fkRefresh, fkLive}
+	return []key.Binding{kUp, kDown, fkOpen, kBack, fkSort, fkFilter, fkRefresh, fkLive, kExport}
 }
 
 func (t *fleetTab) resize(w, h int) { t.w, t.h = w, h }
@@ -325,6 +325,8 @@ func (t *fleetTab) update(a *App, msg tea.Msg) tea.Cmd {
 			}
 		case key.Matches(m, fkLive):
 			return t.showLocal(a)
+		case key.Matches(m, kExport):
+			return exportFleet(a, t)
 		default:
 			listMove(cur, m)
 		}

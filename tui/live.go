@@ -56,7 +56,7 @@ func (t *liveTab) name() string { return "Live" }
 func (t *liveTab) capturing() bool { return t.filterOn }
 
 func (t *liveTab) help() []key.Binding {
-	return []key.Binding{lkGPU, lkFocus, kUp, kDown, lkSort, lkFilter, kBack}
+	return []key.Binding{lkGPU, lkFocus, kUp, kDown, lkSort, lkFilter, kBack, kExport}
 }
 
 func (t *liveTab) resize(w, h int) { t.w, t.h = w, h }
@@ -123,13 +123,22 @@ func (t *liveTab) update(a *App, msg tea.Msg) tea.Cmd {
 		case key.Matches(m, lkFocus):
 			t.focus = n > 0
 		case key.Matches(m, kBack):
-			t.focus = false
+			switch {
+			case t.query != "":
+				// esc clears a filter before anything else, as it says.
+				t.query = ""
+				t.filter.SetValue("")
+			default:
+				t.focus = false
+			}
 		case key.Matches(m, lkSort):
 			t.procSort = (t.procSort + 1) % 4
 			a.setStatus("processes sorted by %s", []string{"memory", "GPU", "PID", "user"}[t.procSort])
 		case key.Matches(m, lkFilter):
 			t.filterOn = true
 			return t.filter.Focus()
+		case key.Matches(m, kExport):
+			return exportLive(a, t)
 		default:
 			listMove(&t.procs, m)
 		}
@@ -361,15 +370,23 @@ func (t *liveTab) processes(a *App, devs []nvml.Device, h int) string {
 		b.WriteString(fit(line, t.w) + "\n")
 	}
 	if len(rows) == 0 {
-		b.WriteString(th.dim.Render("no compute processes") + "\n")
+		msg := "no compute processes"
+		if t.query != "" {
+			msg = "no process matches the filter (esc clears it)"
+		}
+		b.WriteString(th.dim.Render(msg) + "\n")
 	}
 	for i := max(1, to-from); i < t.procs.height; i++ {
 		b.WriteString("\n")
 	}
-	if t.filterOn {
+	switch {
+	case t.filterOn:
 		b.WriteString(t.filter.View())
-	} else {
-		b.WriteString(th.dim.Render(fit("←/→ GPU · enter focus · s sort · / filter", t.w)))
+	case t.query != "":
+		// A filter is never silent: the footer says what it hides.
+		b.WriteString(th.warn.Render(fit(fmt.Sprintf("filter %q: %d processes shown · esc clears", safe(t.query), len(rows)), t.w)))
+	default:
+		b.WriteString(th.dim.Render(fit("←/→ GPU · enter focus · s sort · / filter · e export", t.w)))
 	}
 	return b.String()
 }

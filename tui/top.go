@@ -318,7 +318,9 @@ func (t *topTab) view(a *App) string {
 	}
 	head := fmt.Sprintf("%s · %s %s · %s shown", th.bold.Render(t.src.Name()), a.snap.deviceName(), what, plural(len(t.view_), "row"))
 	if t.query != "" {
-		head += fmt.Sprintf(" · filter %q: %s", t.query, bytesStr(total))
+		// First, so a narrow window cuts the file name, not the filter.
+		head = th.warn.Render(fmt.Sprintf("filter %q: %s in %s (esc clears)", safe(t.query), bytesStr(total), plural(len(t.view_), "row"))) +
+			" · " + th.bold.Render(t.src.Name()) + " · " + a.snap.deviceName()
 	}
 	b.WriteString(fit(head, t.w) + "\n")
 	cols := t.columns()

@@ -1053,3 +1053,70 @@ func TestTracesFilter(t *testing.T) {
 		t.Errorf("text is looked for in the file paths: %d rows", len(a.traces.rows))
 	}
 }
+
+// TestHelpListsEveryKey: at 80x24 the help of every tab shows each of its
+// keys, long descriptions wrapped, never a column dropped.
+func TestHelpListsEveryKey(t *testing.T) {
+	a := newTestApp(t, 80, 24, testInputs...)
+	for i, tb := range a.tabs {
+		press(a, itoa(i+1), "?")
+		s := screen(a)
+		for _, b := range tb.help() {
+			if !strings.Contains(s, b.Help().Key+" ") {
+				t.Errorf("%s help lacks %q:\n%s", tb.name(), b.Help().Key, s)
+			}
+		}
+		if i == 1 && !strings.Contains(s, "group by category / call stack") {
+			t.Errorf("Snapshot help lacks g's description:\n%s", s)
+		}
+		press(a, "esc")
+	}
+}
+
+// TestLiveFilterIsShown: a Live filter says it is on and esc clears it;
+// e exports the history and processes; a tab change drops the message.
+func TestLiveFilterIsShown(t *testing.T) {
+	a := newTestApp(t, 80, 24, testInputs...)
+	a.opts.ExportDir = t.TempDir()
+	press(a, "4", "/")
+	for _, r := range "local-rank 3" {
+		press(a, string(r))
+	}
+	press(a, "enter")
+	s := screen(a)
+	if !strings.Contains(s, `filter "local-rank 3": 1 processes shown · esc clears`) {
+		t.Fatalf("filter not shown:\n%s", s)
+	}
+	press(a, "esc")
+	if a.live.query != "" || strings.Contains(screen(a), `filter "`) {
+		t.Fatalf("esc did not clear the filter:\n%s", screen(a))
+	}
+	_, cmd := a.Update(tea.KeyPressMsg{Code: 'e', Text: "e"})
+	if cmd == nil {
+		t.Fatal("e did nothing on Live")
+	}
+	a.Update(cmd())
+	files, _ := filepath.Glob(filepath.Join(a.opts.ExportDir, "memscope_live_*"))
+	if len(files) != 2 || !strings.Contains(a.status, "exported") {
+		t.Fatalf("export: %v, status %q", files, a.status)
+	}
+	hist, _ := os.ReadFile(files[0])
+	if n := strings.Count(string(hist), "\n"); n < 8*6 {
+		t.Errorf("history has %d lines, want a row per GPU and sample", n)
+	}
+	press(a, "1")
+	if strings.Contains(screen(a), "exported") {
+		t.Error("the Live export message followed to Traces")
+	}
+}
+
+// TestTopFilterIsShownAt80: the Top filter note leads the header, so a
+// long file name cannot push it off an 80-column screen.
+func TestTopFilterIsShownAt80(t *testing.T) {
+	a := newTestApp(t, 80, 24, testInputs...)
+	press(a, "3", "/", "a", "t", "t", "n", "enter")
+	lines := strings.Split(screen(a), "\n")
+	if !strings.HasPrefix(lines[1], `filter "attn": `) || !strings.Contains(lines[1], "(esc clears)") {
+		t.Errorf("filter not leading the header: %q", lines[1])
+	}
+}
