@@ -296,8 +296,12 @@ func reportFindings(paths []string, reports []report.FileReport, dir string, pic
 		}
 		if e := r.Estimate; e != nil {
 			for _, d := range e.Devices {
-				fmt.Fprintf(&b, "**%s** (estimate): peak %s, listed %s in %d tensors, unlisted %s.\n\n", d.Device,
-					units.Bytes(d.PeakBytes), units.Bytes(d.ListedBytes), d.Tensors, units.Bytes(d.UnlistedBytes))
+				tensors := fmt.Sprintf("%d tensors", d.Tensors)
+				if d.Tensors == 1 {
+					tensors = "1 tensor"
+				}
+				fmt.Fprintf(&b, "**%s** (estimate): peak %s, listed %s in %s, unlisted %s.\n\n", d.Device,
+					units.Bytes(d.PeakBytes), units.Bytes(d.ListedBytes), tensors, units.Bytes(d.UnlistedBytes))
 				for i, m := range d.Modules {
 					if i == 5 {
 						break

@@ -73,11 +73,21 @@ func floatOrNil(f float64) *float64 {
 	return &f
 }
 
+// secondsOrNil rounds a time in seconds to microseconds (the samples'
+// own precision), so 0.85 s is not written as 0.8499999999999996.
+func secondsOrNil(f float64) *float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	r := math.Round(f*1e6) / 1e6
+	return &r
+}
+
 func sideJSON(s *SideStats) *jsonSide {
 	if s == nil {
 		return nil
 	}
-	j := &jsonSide{Path: s.Path, Iteration: s.Iteration, Samples: s.Samples, DurationS: floatOrNil(s.Duration),
+	j := &jsonSide{Path: s.Path, Iteration: s.Iteration, Samples: s.Samples, DurationS: secondsOrNil(s.Duration),
 		PeakBytes: bytesOf(s.Peak), MaxAllocated: bytesOf(s.MaxAllocated), MaxReserved: bytesOf(s.MaxReserved), MaxActive: bytesOf(s.MaxActive),
 		StaticBytes: bytesOf(s.Static), TheoreticalBytes: bytesOf(s.Theoretical), Warnings: s.Warnings}
 	if s.It != nil {

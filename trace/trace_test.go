@@ -823,3 +823,17 @@ func TestStepSeriesHaveNoDuration(t *testing.T) {
 		t.Errorf("JSON: %v", err)
 	}
 }
+
+// TestSecondsRoundToMicroseconds: time fields of the JSON carry the
+// samples' precision, not float noise.
+func TestSecondsRoundToMicroseconds(t *testing.T) {
+	for _, c := range []struct {
+		in   float64
+		want string
+	}{{0.8499999999999996, "0.85"}, {0.4642, "0.4642"}, {1.0000004, "1"}, {1.0000006, "1.000001"}, {math.NaN(), "null"}} {
+		b, _ := json.Marshal(secondsOrNil(c.in))
+		if string(b) != c.want {
+			t.Errorf("%v: %s, want %s", c.in, b, c.want)
+		}
+	}
+}

@@ -271,7 +271,7 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 					g := e.StackGroups[t.groups.cursor]
 					// An estimated tensor's stack: the location rules of
 					// estimates apply (Module set).
-					a.overlay = newAllocStackOverlay(fmt.Sprintf("%s in %d tensors created here", bytesStr(g.Bytes), g.Tensors),
+					a.overlay = newAllocStackOverlay(fmt.Sprintf("%s in %s created here", bytesStr(g.Bytes), plural(g.Tensors, "tensor")),
 						&snapshot.Allocation{Frames: g.Frames, Module: "(stack group)", CategoryFrame: -1})
 				}
 			}

@@ -1,6 +1,10 @@
 package report
 
 import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
 	"memscope/internal/units"
 	"memscope/snapshot"
 	"memscope/snapshot/estimate"
@@ -74,8 +78,8 @@ func writeEstimateText(tw *textWriter, e *estimate.Analysis, opt Options) {
 	for i := range e.Devices {
 		d := &e.Devices[i]
 		tw.line("")
-		tw.line("%s  estimated peak %s  listed %s in %d tensors  unlisted %s", d.Device, units.Bytes(d.PeakBytes),
-			units.Bytes(d.ListedBytes), d.Tensors, units.Bytes(d.UnlistedBytes))
+		tw.line("%s  estimated peak %s  listed %s in %s  unlisted %s", d.Device, units.Bytes(d.PeakBytes),
+			units.Bytes(d.ListedBytes), count(d.Tensors, "tensor"), units.Bytes(d.UnlistedBytes))
 		if d.PeakBelowListed {
 			tw.line("  warning: the peak (%s) is smaller than the listed tensors (%s); the file is inconsistent",
 				units.Bytes(d.PeakBytes), units.Bytes(d.ListedBytes))
@@ -89,7 +93,7 @@ func writeEstimateText(tw *textWriter, e *estimate.Analysis, opt Options) {
 		tw.line("")
 		tw.line("  Phases")
 		for _, p := range d.Phases {
-			tw.line("    %-30s %10s %6s %s %6d tensors", p.Name, units.Bytes(p.Bytes), units.Pct(100*frac(p.Bytes)), bar(frac(p.Bytes), 20), p.Tensors)
+			tw.line("    %-30s %10s %6s %s %s", p.Name, units.Bytes(p.Bytes), units.Pct(100*frac(p.Bytes)), bar(frac(p.Bytes), 20), count(p.Tensors, "tensor"))
 		}
 		if d.UnlistedBytes > 0 {
 			tw.line("    %-30s %10s %6s %s  (tensors < 1 MiB and the one that set the peak)", "(unlisted)",
@@ -103,14 +107,18 @@ func writeEstimateText(tw *textWriter, e *estimate.Analysis, opt Options) {
 					tw.line("    … %d more patterns", len(d.Modules)-k)
 					break
 				}
-				tw.line("    %10s %6s  %-50s %5d tensors in %d instance%s", units.Bytes(m.Bytes), units.Pct(100*frac(m.Bytes)),
-					m.Pattern, m.Tensors, m.Instances, map[bool]string{true: "", false: "s"}[m.Instances == 1])
+				tw.line("    %10s %6s  %-50s %s in %s", units.Bytes(m.Bytes), units.Pct(100*frac(m.Bytes)),
+					m.Pattern, count(m.Tensors, "tensor"), count(m.Instances, "instance"))
 			}
 		}
 		if opt.TopN > 0 && len(d.Allocations) > 0 {
 			tw.line("")
-			tw.line("  Top %d tensors", min(opt.TopN, len(d.Allocations)))
-			tw.line("    %10s  %-26s %-28s %-40s %s", "SIZE", "SHAPE", "PHASE", "MODULE", "CREATED AT")
+			tw.line("  Top %s", count(min(opt.TopN, len(d.Allocations)), "tensor"))
+			// Columns as wide as their widest cell, so a long shape or
+			// module shifts the column, never one row.
+			var buf strings.Builder
+			tab := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tab, "    SIZE\tSHAPE\tPHASE\tMODULE\tCREATED AT")
 			for k := range d.Allocations {
 				if k == opt.TopN {
 					break
@@ -120,15 +128,40 @@ func writeEstimateText(tw *textWriter, e *estimate.Analysis, opt Options) {
 				if loc == "" {
 					loc = snapshot.NoFrames
 				}
-				tw.line("    %10s  %-26s %-28s %-40s %s", units.Bytes(a.Size), a.Shape, a.Phase, a.Module, loc)
+				fmt.Fprintf(tab, "    %s\t%s\t%s\t%s\t%s\n", units.Bytes(a.Size), cell(a.Shape), cell(a.Phase), cell(a.Module), strings.Join(strings.Fields(loc), " "))
+			}
+			tab.Flush()
+			for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+				tw.line("%s", strings.TrimRight(l, " "))
 			}
 		}
 		if len(d.Categories) > 0 {
 			tw.line("")
 			tw.line("  Categories (from creation stacks)")
 			for _, c := range d.Categories {
-				tw.line("    %-16s %10s %6d tensors", c.Name, units.Bytes(c.Bytes), c.Blocks)
+				tw.line("    %-16s %10s %s", c.Name, units.Bytes(c.Bytes), count(c.Blocks, "tensor"))
 			}
 		}
 	}
+}
+
+// count is "1 tensor", "3 tensors".
+func count(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// cell keeps a table cell on one line and within 60 columns, cut in the
+// middle where module paths and shapes differ most at their ends.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 60 {
+		return string(r[:29]) + "…" + string(r[len(r)-30:])
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
 }
