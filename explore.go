@@ -55,7 +55,8 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		}
 	}
 	wantLive := (*live || len(paths) == 0) && !*noLive
-	if len(paths) == 0 && *replay == "" && fleetSrc == nil {
+	implicit := len(paths) == 0 && *replay == "" && fleetSrc == nil
+	if implicit {
 		paths = []string{"."} // a replay or the cluster opens only what it is given
 	}
 	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
@@ -67,10 +68,14 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 			writeFleetText(stdout, *pf.url, fl)
 			fmt.Fprintln(stdout)
 		}
-		return printReports(ctx, paths, rules, stdout)
+		return printReports(ctx, paths, implicit, rules, stdout)
 	}
 	ws := model.New(ctx, rules)
-	ws.Open(paths...)
+	if implicit {
+		ws.OpenQuiet(paths...)
+	} else {
+		ws.Open(paths...)
+	}
 	opts := tui.Options{Interval: *interval}
 	if fleetSrc != nil {
 		opts.Fleet = fleetSrc
@@ -102,10 +107,18 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 
 // printReports is the non-interactive form of `memscope PATH`: the text
 // report of every snapshot and the comparison of every trace set.
-func printReports(ctx context.Context, paths []string, rules []snapshot.Rule, w io.Writer) (bool, error) {
+func printReports(ctx context.Context, paths []string, implicit bool, rules []snapshot.Rule, w io.Writer) (bool, error) {
 	ws := model.New(ctx, rules)
-	ws.Open(paths...)
+	if implicit {
+		ws.OpenQuiet(paths...)
+	} else {
+		ws.Open(paths...)
+	}
 	ws.Wait()
+	if len(ws.Sources()) == 0 {
+		fmt.Fprintln(w, "memscope: no traces or snapshots in the current directory (memscope help lists the commands; memscope demo shows bundled samples)")
+		return false, nil
+	}
 	failed := false
 	var reports []report.FileReport
 	for _, s := range ws.Sources() {

@@ -343,3 +343,30 @@ func TestRecordingsAreNotPairedUnasked(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenQuiet: the current directory opened without being named adds
+// nothing when it holds nothing (no error on a first run), and its data
+// when it does; a named empty directory is still an error.
+func TestOpenQuiet(t *testing.T) {
+	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "notes.txt"), []byte("hello"), 0o644)
+	ws := New(context.Background(), nil)
+	ws.OpenQuiet(empty)
+	ws.Wait()
+	if n := len(ws.Sources()); n != 0 {
+		t.Fatalf("empty folder opened quietly gave %d sources", n)
+	}
+	ws.Open(empty)
+	ws.Wait()
+	if s := ws.Sources(); len(s) != 1 || s[0].State != Failed {
+		t.Fatalf("a named empty folder must fail: %+v", s)
+	}
+	full := t.TempDir()
+	copyFile(t, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle", filepath.Join(full, "a.pickle"))
+	ws = New(context.Background(), nil)
+	ws.OpenQuiet(full)
+	ws.Wait()
+	if s := ws.Sources(); len(s) != 1 || s[0].State != Loaded {
+		t.Fatalf("quiet open of a folder with a snapshot: %+v", s)
+	}
+}

@@ -325,6 +325,20 @@ func (w *Workspace) Open(paths ...string) {
 	}
 }
 
+// OpenQuiet is Open for paths the user did not name (the current
+// directory when memscope runs without PATH): a directory with nothing
+// usable adds no source, so a first run in an empty folder is not an
+// error.
+func (w *Workspace) OpenQuiet(paths ...string) {
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			w.openDir(p, 0)
+			continue
+		}
+		w.Open(p)
+	}
+}
+
 // openFile adds a file by content; explicit files that are nothing known
 // become failed sources, files met while walking a directory are skipped.
 func (w *Workspace) openFile(p string, explicit bool) int {

@@ -217,8 +217,8 @@ func (a *App) fitTab() int {
 		return 1
 	case a.fleet != nil:
 		return len(a.tabs) - 1 // the cluster was asked for
-	case live, a.opts.Live != nil:
-		return 3 // nothing but GPUs (live or replayed)
+	case live, a.opts.Live != nil, len(a.sources) == 0:
+		return 3 // nothing but GPUs (live or replayed), or nothing: Live says why
 	}
 	return a.active
 }

@@ -1120,3 +1120,18 @@ func TestTopFilterIsShownAt80(t *testing.T) {
 		t.Errorf("filter not leading the header: %q", lines[1])
 	}
 }
+
+// TestNothingOpenedOpensLive: with no source at all (a first run in an
+// empty folder), the explorer opens on Live, which says what to do.
+func TestNothingOpenedOpensLive(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	ws := model.New(context.Background(), nil)
+	a := New(context.Background(), ws, Options{LiveErr: fmt.Errorf("NVML initialisation failed: no driver")})
+	a.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	if a.active != 3 {
+		t.Fatalf("opened on tab %d, want Live", a.active+1)
+	}
+	if s := screen(a); !strings.Contains(s, "Live GPUs: not available") || strings.Contains(s, "error") && strings.Contains(s, "✗") {
+		t.Errorf("screen:\n%s", s)
+	}
+}
