@@ -62,6 +62,11 @@ func (f *Fake) Level(d int, t time.Time) int64 {
 	phase := math.Mod(el/period+float64(d)*0.07+hostPhase(f.Host), 1)
 	static := 22.0 + float64(d%4)*0.8 // GiB: weights, grads, optimizer state
 	act := 38.0 + float64(d%3)*2.5    // GiB of activations at the peak
+	if d == f.n-1 && f.n > 1 {
+		// One GPU runs close to its limit (the last pipeline stage often
+		// does): about 78 of 80 GiB at its peak, as an OOM hunt starts.
+		act = 73 - static
+	}
 	var level float64
 	switch {
 	case phase < 0.45: // forward: activations pile up

@@ -247,6 +247,11 @@ func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
 		case frac > 0.85:
 			barSt = th.warn
 		}
+		// Near the limit is said in words too, not only in colour.
+		hot := ""
+		if frac > 0.9 {
+			hot = " " + th.errS.Render("▲ near limit")
+		}
 		resv := ""
 		if s.MemV1 {
 			resv = " (v1: no reserved figure)"
@@ -267,13 +272,17 @@ func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
 		if compact {
 			barW := max(6, t.w/5)
 			short := fmt.Sprintf("%s/%s  util %s  %s  %s", bytesStr(s.Used), bytesStr(s.Total), na(s.UtilGPU, "%.0f%%"), na(s.TempC, "%.0f°C"), na(s.PowerW, "%.0fW"))
-			line := fmt.Sprintf("%s %s %5.1f%% %s", label, hbar(frac, barW, barSt), 100*frac, short)
+			mark := " "
+			if hot != "" {
+				mark = th.errS.Render("▲") // ▲: near the limit (the full view says so in words)
+			}
+			line := fmt.Sprintf("%s %s %5.1f%%%s%s", label, hbar(frac, barW, barSt), 100*frac, mark, short)
 			b.WriteString(fit(line, t.w) + "\n")
 			continue
 		}
 		b.WriteString(fit(fmt.Sprintf("%s %s · %s", label, d.Name, stats), t.w) + "\n")
 		barW := max(10, (t.w-12)/2)
-		b.WriteString(fit(fmt.Sprintf("            %s %5.1f%%  %s", hbar(frac, barW, barSt), 100*frac, mem), t.w) + "\n")
+		b.WriteString(fit(fmt.Sprintf("            %s %5.1f%%  %s%s", hbar(frac, barW, barSt), 100*frac, mem, hot), t.w) + "\n")
 	}
 	return b.String()
 }
