@@ -15,7 +15,15 @@ import (
 type chartSeries struct {
 	xs, ys []float64
 	style  lipgloss.Style
+	// dash draws the line broken, so series stay apart without colour
+	// (NO_COLOR, colour blindness): 0 solid, dashDashed, dashDotted.
+	dash int
 }
+
+const (
+	dashDashed = 1 // two braille columns on, two off: ┄ in legends
+	dashDotted = 2 // one on, three off: ┈ in legends
+)
 
 // chartLine is a horizontal (h) or vertical (!h) reference line.
 type chartLine struct {
@@ -63,15 +71,28 @@ func renderChart(c chartSpec) string {
 	}
 	origin := canvas.Point{X: lc.Origin().X + 1, Y: 0}
 	// draw joins the points (or only dots them) on one braille grid.
-	draw := func(pts []canvas.Float64Point, st lipgloss.Style, connect bool) {
+	draw := func(pts []canvas.Float64Point, st lipgloss.Style, connect bool, dash int) {
 		g := graph.NewBrailleGrid(gw, gh, c.xmin, c.xmax, c.ymin, c.ymax)
+		set := func(p canvas.Point) {
+			switch dash {
+			case dashDashed:
+				if p.X%4 >= 2 {
+					return
+				}
+			case dashDotted:
+				if p.X%4 != 0 {
+					return
+				}
+			}
+			g.Set(p)
+		}
 		for i := range pts {
 			if !connect || i == 0 {
-				g.Set(g.GridPoint(pts[i]))
+				set(g.GridPoint(pts[i]))
 				continue
 			}
 			for _, p := range graph.GetLinePoints(g.GridPoint(pts[i-1]), g.GridPoint(pts[i])) {
-				g.Set(p)
+				set(p)
 			}
 		}
 		graph.DrawBraillePatterns(&lc.Canvas, origin, g.BraillePatterns(), st)
@@ -104,10 +125,10 @@ func renderChart(c chartSpec) string {
 					ds = append(ds, canvas.Float64Point{X: c.xmin + f*(c.xmax-c.xmin), Y: l.at})
 				}
 			}
-			draw(ds, l.style, false)
+			draw(ds, l.style, false, 0)
 			continue
 		}
-		draw(pts, l.style, true)
+		draw(pts, l.style, true, 0)
 	}
 	for _, s := range c.series {
 		idx := trace.MinMax(s.ys, gw*2)
@@ -119,7 +140,7 @@ func renderChart(c chartSpec) string {
 			}
 			pts = append(pts, canvas.Float64Point{X: x, Y: clampF(y, c.ymin, c.ymax)})
 		}
-		draw(pts, s.style, true)
+		draw(pts, s.style, true, s.dash)
 	}
 	return lc.View()
 }

@@ -562,7 +562,7 @@ func (t *tracesTab) detailView(a *App) string {
 	var series []chartSeries
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	xmin, xmax := math.Inf(1), math.Inf(-1)
-	add := func(it *trace.Iteration, ys []float64, st lipgloss.Style) {
+	add := func(it *trace.Iteration, ys []float64, st lipgloss.Style, dash int) {
 		if it == nil || len(it.T) == 0 {
 			return
 		}
@@ -584,24 +584,24 @@ func (t *tracesTab) detailView(a *App) string {
 			}
 		}
 		xmin, xmax = math.Min(xmin, xs[0]), math.Max(xmax, xs[len(xs)-1])
-		series = append(series, chartSeries{xs: xs, ys: ys, style: st})
+		series = append(series, chartSeries{xs: xs, ys: ys, style: st, dash: dash})
 	}
 	if t.showResv {
 		if realIt != nil {
-			add(realIt, realIt.Reserved, th.fg(palette.Reserved))
+			add(realIt, realIt.Reserved, th.fg(palette.Reserved), 0)
 		}
 		if simIt != nil {
-			add(simIt, simIt.Reserved, th.fg(palette.Reserved).Faint(true))
+			add(simIt, simIt.Reserved, th.fg(palette.Reserved).Faint(true), dashDashed)
 		}
 	}
 	if simIt != nil {
-		add(simIt, simIt.Allocated, th.fg(palette.Sim))
+		add(simIt, simIt.Allocated, th.fg(palette.Sim), dashDashed)
 	}
 	if realIt != nil && realIt.Active != nil {
-		add(realIt, realIt.Active, th.fg(palette.Real).Faint(true))
+		add(realIt, realIt.Active, th.fg(palette.Real).Faint(true), dashDotted)
 	}
 	if realIt != nil {
-		add(realIt, realIt.Allocated, th.fg(palette.Real))
+		add(realIt, realIt.Allocated, th.fg(palette.Real), 0)
 	}
 	// Static and theoretical memory per side: real solid, simulated
 	// dotted; only values above 0 are lines.
@@ -681,10 +681,10 @@ func (t *tracesTab) detailView(a *App) string {
 	b.WriteString(fit(th.bold.Render(title), t.w) + "\n")
 	legend := []string{th.fg(palette.Real).Render("━ real allocated")}
 	if simIt != nil {
-		legend = append(legend, th.fg(palette.Sim).Render("━ simulated allocated"))
+		legend = append(legend, th.fg(palette.Sim).Render("┄ simulated allocated"))
 	}
 	if realIt != nil && realIt.Active != nil {
-		legend = append(legend, th.fg(palette.Real).Faint(true).Render("━ real max active"))
+		legend = append(legend, th.fg(palette.Real).Faint(true).Render("┈ real max active"))
 	}
 	legend = append(legend, legendLines...)
 	legend = append(legend, marks...)
@@ -693,6 +693,9 @@ func (t *tracesTab) detailView(a *App) string {
 	}
 	if t.showResv {
 		legend = append(legend, th.fg(palette.Reserved).Render("━ reserved (device)"))
+		if simIt != nil {
+			legend = append(legend, th.fg(palette.Reserved).Faint(true).Render("┄ simulated reserved"))
+		}
 	}
 	b.WriteString(fit(strings.Join(legend, "  "), t.w) + "\n")
 	xfmt := func(_ int, v float64) string { return fmt.Sprintf("%.2fs", v) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -1133,5 +1134,37 @@ func TestNothingOpenedOpensLive(t *testing.T) {
 	}
 	if s := screen(a); !strings.Contains(s, "Live GPUs: not available") || strings.Contains(s, "error") && strings.Contains(s, "✗") {
 		t.Errorf("screen:\n%s", s)
+	}
+}
+
+// TestTracesDetailWithoutColour: under NO_COLOR the real and simulated
+// lines differ in their drawing (solid, dashed) and the legend says so.
+func TestTracesDetailWithoutColour(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		a := newTestApp(t, size[0], size[1], testInputs...)
+		press(a, "1", "enter")
+		s := screen(a)
+		if !strings.Contains(s, "━ real allocated") || !strings.Contains(s, "┄ simulated allocated") {
+			t.Errorf("legend does not tell the lines apart:\n%s", s)
+		}
+		golden(t, fmt.Sprintf("traces_detail_%dx%d", size[0], size[1]), s)
+	}
+	// A flat series drawn dashed sets about half the dots a solid one does,
+	// dotted fewer still.
+	count := func(dash int) int {
+		xs, ys := []float64{0, 1}, []float64{0.5, 0.5}
+		out := renderChart(chartSpec{w: 60, h: 6, xmin: 0, xmax: 1, ymin: 0, ymax: 1,
+			series: []chartSeries{{xs: xs, ys: ys, dash: dash}}})
+		n := 0
+		for _, r := range out {
+			if r > 0x2800 && r <= 0x28ff {
+				n += bits.OnesCount(uint(r - 0x2800)) // braille dots set
+			}
+		}
+		return n
+	}
+	solid, dashed, dotted := count(0), count(dashDashed), count(dashDotted)
+	if !(dashed < solid*3/4 && dashed > solid/4 && dotted < dashed) {
+		t.Errorf("braille dots: solid %d, dashed %d, dotted %d", solid, dashed, dotted)
 	}
 }
