@@ -480,7 +480,8 @@ func (a *App) tabBar() string {
 	left := b.String()
 	right := ""
 	if s := a.activeSource(); s != nil {
-		right = a.th.dim.Render(s.Name() + " ")
+		room := max(8, a.w-lipgloss.Width(left)-2)
+		right = a.th.dim.Render(strings.TrimRight(fitMiddle(safe(s.Name()), room), " ") + " ")
 	}
 	gap := a.w - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {

@@ -91,7 +91,10 @@ func (o *diffOverlay) view(a *App, w, h int) string {
 	o.list.setN(len(lines))
 	o.list.cursor = o.list.offset // scroll view: the cursor follows the window
 	var b strings.Builder
-	b.WriteString(fit(th.bold.Render("Diff")+fmt.Sprintf(" · A: %s · B: %s", safe(o.d.A), safe(o.d.B)), w) + "\n")
+	// Both names always show: each gets half the room, cut in the middle.
+	room := max(8, (w-len("Diff · A:  · B: "))/2)
+	b.WriteString(fit(th.bold.Render("Diff")+fmt.Sprintf(" · A: %s · B: %s", strings.TrimRight(fitMiddle(safe(o.d.A), room), " "),
+		strings.TrimRight(fitMiddle(safe(o.d.B), room), " ")), w) + "\n")
 	b.WriteString(th.dim.Render(fit("red: more memory in B · green: less · esc close · same as memscope diff A B", w)) + "\n")
 	from, to := o.list.visible()
 	for i := from; i < to; i++ {

@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"memscope/internal/textsafe"
 	"memscope/model"
@@ -336,13 +337,18 @@ func (p *picker) view(a *App, w, h int) string {
 		if s.ID == a.traceSel || s.ID == a.snapSel {
 			cur = th.accent.Render("▶")
 		}
-		line := fmt.Sprintf("%s%s %s %-11s %s", cur, mark, icon, s.Kind, s.Name())
+		head := fmt.Sprintf("%s%s %s %-11s ", cur, mark, icon, s.Kind)
+		tail := ""
 		if s.Demo {
-			line += th.dim.Render("  (demo)")
+			tail += th.dim.Render("  (demo)")
 		}
 		if !s.ChangedAt.IsZero() {
-			line += th.dim.Render("  changed " + s.ChangedAt.Format("15:04:05"))
+			tail += th.dim.Render("  changed " + s.ChangedAt.Format("15:04:05"))
 		}
+		// Cut in the middle: names that share a long prefix differ at
+		// the end (…_bf16_128.pickle against …_fp32_128.pickle).
+		room := max(8, w-lipgloss.Width(head)-lipgloss.Width(tail))
+		line := head + strings.TrimRight(fitMiddle(safe(s.Name()), room), " ") + tail
 		if i == p.list.cursor {
 			line = th.sel.Render(fit(ansiStrip(line), w))
 		}

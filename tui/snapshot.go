@@ -427,9 +427,20 @@ func (t *snapTab) headerView(a *App, d *snapshot.DeviceStats) string {
 	if n := t.numDevices(); n > 1 {
 		devs = fmt.Sprintf(" (%d/%d, d next)", t.sel.dev+1, n)
 	}
-	l1 := fmt.Sprintf("%s cuda:%d%s · reserved %s · allocated %s · active %s · cached free %s · rounding %s",
-		th.bold.Render(t.src.Name()), d.Device, devs, bytesStr(d.ReservedBytes), bytesStr(d.AllocatedBytes),
+	// The figures first, the name (in the tab bar as well) in what is
+	// left, cut in the middle: 80 columns keep allocated and active.
+	figs := fmt.Sprintf("cuda:%d%s · reserved %s · allocated %s · active %s · cached free %s · rounding %s",
+		d.Device, devs, bytesStr(d.ReservedBytes), bytesStr(d.AllocatedBytes),
 		bytesStr(d.ActiveBytes), bytesStr(d.InactiveBytes), bytesStr(d.RoundingWaste))
+	if lipgloss.Width(figs)+12 > t.w {
+		figs = fmt.Sprintf("cuda:%d%s · resv %s · alloc %s · active %s · free %s · round %s",
+			d.Device, devs, bytesStr(d.ReservedBytes), bytesStr(d.AllocatedBytes),
+			bytesStr(d.ActiveBytes), bytesStr(d.InactiveBytes), bytesStr(d.RoundingWaste))
+	}
+	l1 := figs
+	if room := t.w - lipgloss.Width(figs) - 1; room >= 12 {
+		l1 = th.bold.Render(strings.TrimRight(fitMiddle(safe(t.src.Name()), room), " ")) + " " + figs
+	}
 	ratingSt := th.ok
 	switch d.Rating {
 	case "poor":
