@@ -1168,3 +1168,28 @@ func TestTracesDetailWithoutColour(t *testing.T) {
 		t.Errorf("braille dots: solid %d, dashed %d, dotted %d", solid, dashed, dotted)
 	}
 }
+
+// TestFitMiddle: names that fit stay whole; longer ones keep both ends.
+func TestFitMiddle(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		w    int
+		want string
+	}{
+		{"abcdef", 6, "abcdef"}, {"abcdef", 8, "abcdef  "}, {"abcdefg", 6, "ab…efg"},
+		{"memory_forward_bf16_128.pickle", 16, "memory_…8.pickle"},
+		{"日本語のファイル名.pickle", 12, ""}, {"x", 0, ""},
+	} {
+		got := fitMiddle(c.in, c.w)
+		if ansi.StringWidth(got) != c.w {
+			t.Errorf("fitMiddle(%q, %d) = %q: %d cells", c.in, c.w, got, ansi.StringWidth(got))
+		}
+		if c.want != "" && got != c.want {
+			t.Errorf("fitMiddle(%q, %d) = %q, want %q", c.in, c.w, got, c.want)
+		}
+	}
+	a, b := fitMiddle("silmont2000_assignment2-systems__memory_forward_bf16_128.pickle", 40), fitMiddle("silmont2000_assignment2-systems__memory_forward_fp32_128.pickle", 40)
+	if a == b || !strings.HasPrefix(a, "silmont") || !strings.Contains(a, "bf16_128.pickle") {
+		t.Errorf("middle cut loses what tells the names apart: %q / %q", a, b)
+	}
+}
