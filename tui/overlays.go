@@ -393,3 +393,53 @@ func sourceSummary(s *model.Source) string {
 	}
 	return s.Path
 }
+
+// textOverlay shows lines of text in full (wrapped), scrolling: the
+// recommendations, which the tab can only show a line of each.
+type textOverlay struct {
+	title string
+	items []string
+	list  scroller
+}
+
+func (o *textOverlay) help() []key.Binding { return []key.Binding{kUp, kDown, kPgUp, kPgDn, kBack} }
+
+func (o *textOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		o.list.scroll(wheel(m))
+	case tea.KeyPressMsg:
+		if listMove(&o.list, m) {
+			return false, nil
+		}
+		if key.Matches(m, kBack) || m.String() == "q" || m.String() == "R" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (o *textOverlay) view(a *App, w, h int) string {
+	var lines []string
+	for _, it := range o.items {
+		for i, l := range wrapWords(it, max(20, w-4)) {
+			if i == 0 {
+				lines = append(lines, l)
+			} else {
+				lines = append(lines, "    "+l)
+			}
+		}
+		lines = append(lines, "")
+	}
+	o.list.setHeight(h - 2)
+	o.list.setN(len(lines))
+	o.list.cursor = o.list.offset
+	var b strings.Builder
+	b.WriteString(fit(a.th.bold.Render(o.title)+a.th.dim.Render(" · esc closes"), w) + "\n")
+	from, to := o.list.visible()
+	for i := from; i < to; i++ {
+		b.WriteString(fit(lines[i], w) + "\n")
+	}
+	b.WriteString(a.th.dim.Render(o.list.hint()))
+	return b.String()
+}

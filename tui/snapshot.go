@@ -67,6 +67,7 @@ var (
 	skStackUp = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stack of the selected allocation"))
 	skPick    = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "estimate vs measured: pick the measured snapshot"))
 	skSearch  = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search the tree (whole tree: opens what matches)"))
+	skRecs    = key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "every recommendation in full"))
 	skNext    = key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n/N", "next / previous match"))
 )
 
@@ -82,7 +83,7 @@ func (t *snapTab) name() string { return "Snapshot" }
 func (t *snapTab) capturing() bool { return t.searching }
 
 func (t *snapTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skPick, skSearch, skNext, skStackUp, kExport}
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skPick, skSearch, skNext, skStackUp, skRecs, kExport}
 }
 
 func (t *snapTab) resize(w, h int) { t.w, t.h = w, h }
@@ -242,6 +243,22 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 			return nil
 		case key.Matches(m, kExport):
 			return exportSnapshot(a, t)
+		case key.Matches(m, skRecs):
+			if d := t.dev(); d != nil && len(d.Recommendations) > 0 {
+				o := &textOverlay{title: fmt.Sprintf("Recommendations for %s cuda:%d", safe(t.src.Name()), d.Device)}
+				for _, r := range d.Recommendations {
+					mark := "·"
+					switch r.Severity {
+					case snapshot.Critical:
+						mark = "!!"
+					case snapshot.Warning:
+						mark = "!"
+					}
+					o.items = append(o.items, mark+" "+safe(r.Text))
+				}
+				a.overlay = o
+			}
+			return nil
 		case t.mode == smVersus:
 			if e := t.est(); e != nil {
 				t.versusUpdate(a, m, e)
@@ -488,7 +505,11 @@ func (t *snapTab) recView(a *App, d *snapshot.DeviceStats) string {
 	if len(d.Recommendations) == 0 {
 		return th.ok.Render(fit("✓ no recommendations: the allocator state looks healthy", t.w))
 	}
-	lines := []string{th.bold.Render(fit(fmt.Sprintf("Recommendations (%d)", len(d.Recommendations)), t.w))}
+	title := th.bold.Render(fmt.Sprintf("Recommendations (%d)", len(d.Recommendations)))
+	if len(d.Recommendations) > 0 {
+		title += th.dim.Render(" · R shows them in full")
+	}
+	lines := []string{fit(title, t.w)}
 	for i, r := range d.Recommendations {
 		if i == 3 {
 			break

@@ -1193,3 +1193,29 @@ func TestFitMiddle(t *testing.T) {
 		t.Errorf("middle cut loses what tells the names apart: %q / %q", a, b)
 	}
 }
+
+// TestRecommendationsInFull: R lists every recommendation, wrapped, not
+// the three one-line ones the tab has room for.
+func TestRecommendationsInFull(t *testing.T) {
+	a := newTestApp(t, 80, 24, testInputs...)
+	press(a, "2")
+	d := a.snap.dev()
+	if d == nil || len(d.Recommendations) < 2 {
+		t.Skip("the sample has fewer than two recommendations")
+	}
+	if !strings.Contains(screen(a), "R shows them in full") {
+		t.Errorf("the tab does not say how to see them:\n%s", screen(a))
+	}
+	press(a, "R")
+	s := strings.Join(strings.Fields(screen(a)), " ")
+	for _, r := range d.Recommendations {
+		words := strings.Fields(r.Text)
+		if last := words[len(words)-1]; !strings.Contains(s, last) {
+			t.Errorf("recommendation not in full (its last word %q missing): %s", last, r.Text)
+		}
+	}
+	press(a, "esc")
+	if a.overlay != nil {
+		t.Error("esc did not close the recommendations")
+	}
+}
