@@ -418,10 +418,41 @@ func (t *snapTab) view(a *App) string {
 		b.WriteString(block(t.segmentMap(a, d, t.h-t.headerLines()), t.w, t.h-t.headerLines()))
 		return b.String()
 	default:
+		if d.ActiveBlocks == 0 {
+			b.WriteString(block(t.nothingLive(a, d), t.w, bh) + "\n")
+			break
+		}
 		tv := t.currentTree(a)
 		b.WriteString(block(tv.view(th, t.w, bh), t.w, bh) + "\n")
 	}
 	b.WriteString(t.recView(a, d))
+	return b.String()
+}
+
+// nothingLive explains an empty tree: every block is cached (inactive) at
+// the moment of the snapshot, which is common after a step or
+// empty_cache(); the memory that mattered is in the trace.
+func (t *snapTab) nothingLive(a *App, d *snapshot.DeviceStats) string {
+	th := a.th
+	w := max(20, t.w-1)
+	para := func(st lipgloss.Style, text string) string {
+		var out []string
+		for _, l := range wrapWords(text, w) {
+			out = append(out, st.Render(l))
+		}
+		return strings.Join(out, "\n") + "\n"
+	}
+	var b strings.Builder
+	b.WriteString(th.bold.Render("Nothing is allocated at the moment of this snapshot") + "\n\n")
+	b.WriteString(para(lipgloss.NewStyle(), fmt.Sprintf("Its %s %s inactive: reserved by the caching allocator (%s), but not in use.",
+		plural(d.Blocks, "block"), map[bool]string{true: "is", false: "are"}[d.Blocks == 1], bytesStr(d.ReservedBytes))))
+	if pk := &d.Peak; pk.FromTrace && pk.Active > 0 {
+		b.WriteString("\n" + para(lipgloss.NewStyle(), fmt.Sprintf("During the trace, active memory peaked at %s (trace entry %d).", bytesStr(pk.Active), pk.EventIndex)))
+		b.WriteString(para(th.accent, "5 opens the Timeline, p jumps to the peak, and the live set there shows what held it."))
+	} else {
+		b.WriteString("\n" + para(lipgloss.NewStyle(), "The snapshot has no trace to replay, so what it held earlier is unknown: "+
+			"call torch.cuda.memory._record_memory_history() before the step to record it."))
+	}
 	return b.String()
 }
 

@@ -1219,3 +1219,26 @@ func TestRecommendationsInFull(t *testing.T) {
 		t.Error("esc did not close the recommendations")
 	}
 }
+
+// TestAllInactiveSnapshotPointsToThePeak: a snapshot whose blocks are all
+// cached says so and where its trace peaked, instead of an empty tree.
+func TestAllInactiveSnapshotPointsToThePeak(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		a := newTestApp(t, size[0], size[1], "../testdata/snapshots/drisspg_transformer_nuggets__mini_snapshot.pickle")
+		press(a, "2")
+		s := screen(a)
+		d := a.snap.dev()
+		if d.ActiveBlocks != 0 {
+			t.Fatalf("the sample has %d active blocks", d.ActiveBlocks)
+		}
+		if !strings.Contains(s, "Nothing is allocated at the moment of this snapshot") ||
+			!strings.Contains(s, "peaked at "+bytesStr(d.Peak.Active)) || !strings.Contains(s, "p jumps to the peak") {
+			t.Errorf("no pointer to the peak:\n%s", s)
+		}
+		golden(t, fmt.Sprintf("snapshot_inactive_%dx%d", size[0], size[1]), s)
+		press(a, "5", "p")
+		if want := max(0, a.timeline.tl.Peak.EventIndex); a.timeline.cursor != want && a.timeline.cursor != a.timeline.tl.Peak.EventIndex {
+			t.Errorf("p on the Timeline: cursor %d, peak %d", a.timeline.cursor, a.timeline.tl.Peak.EventIndex)
+		}
+	}
+}
