@@ -32,7 +32,7 @@ var (
 	kDown   = key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down"))
 	kPgUp   = key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up"))
 	kPgDn   = key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down"))
-	kHome   = key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "first"))
+	kHome   = key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "first"))
 	kEnd    = key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "last"))
 	kEnter  = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open"))
 	kBack   = key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back"))

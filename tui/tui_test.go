@@ -550,6 +550,10 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 	if a.traces.list.cursor != 0 {
 		t.Error("home goes to the first rank")
 	}
+	press(a, "G", "g")
+	if a.traces.list.cursor != 0 {
+		t.Error("g goes to the first rank, as G goes to the last")
+	}
 	press(a, "enter", "r")
 	if !a.traces.showResv || !strings.Contains(screen(a), "reserved (device)") {
 		t.Error("r shows reserved memory")
