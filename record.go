@@ -43,21 +43,11 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 		fmt.Fprintf(stderr, "memscope record: --pid: %v\n", err)
 		return false, errUsage
 	}
-	var src nvml.Source
-	switch *source {
-	case "nvml":
-		n, err := nvml.Open()
-		if err != nil {
-			return false, err
-		}
-		defer n.Close()
-		src = n
-	case "fake":
-		src = nvml.NewFake(8, nil)
-	default:
-		fmt.Fprintf(stderr, "memscope record: --source must be nvml or fake, not %q\n", *source)
-		return false, errUsage
+	src, err := openGPUSource("record", *source, nvml.NewFake(8, nil), stderr)
+	if err != nil {
+		return false, err
 	}
+	defer src.Close()
 	err = nvml.Record(ctx, src, nvml.RecordOptions{OutDir: *out, Interval: *interval, Duration: *duration,
 		Devices: devList, PIDs: pidList, FlushEvery: *flush, Log: stderr, Status: terminalOrNil(stderr)})
 	return false, err
@@ -85,4 +75,21 @@ func terminalOrNil(w io.Writer) io.Writer {
 		return w
 	}
 	return nil
+}
+
+// openGPUSource opens the --source of record and serve: NVML, or the given
+// simulated GPUs. Unknown kinds are usage errors, reported on stderr.
+func openGPUSource(cmd, kind string, fake *nvml.Fake, stderr io.Writer) (nvml.Source, error) {
+	switch kind {
+	case "nvml":
+		n, err := nvml.Open()
+		if err != nil {
+			return nil, err
+		}
+		return n, nil
+	case "fake":
+		return fake, nil
+	}
+	fmt.Fprintf(stderr, "memscope %s: --source must be nvml or fake, not %q\n", cmd, kind)
+	return nil, errUsage
 }

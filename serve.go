@@ -31,27 +31,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (boo
 		fmt.Fprintf(stderr, "memscope serve: unexpected argument %q\n", pos[0])
 		return false, errUsage
 	}
-	var src nvml.Source
-	switch *source {
-	case "nvml":
-		n, err := nvml.Open()
-		if err != nil {
-			return false, err
-		}
-		defer n.Close()
-		src = n
-	case "fake":
-		if *gpus < 1 || *gpus > 4096 {
-			fmt.Fprintln(stderr, "memscope serve: --gpus must be 1 to 4096")
-			return false, errUsage
-		}
-		f := nvml.NewFake(*gpus, nil)
-		f.Host = *hostname
-		src = f
-	default:
-		fmt.Fprintf(stderr, "memscope serve: --source must be nvml or fake, not %q\n", *source)
+	if *gpus < 1 || *gpus > 4096 {
+		fmt.Fprintln(stderr, "memscope serve: --gpus must be 1 to 4096")
 		return false, errUsage
 	}
+	fake := nvml.NewFake(*gpus, nil)
+	fake.Host = *hostname
+	src, err := openGPUSource("serve", *source, fake, stderr)
+	if err != nil {
+		return false, err
+	}
+	defer src.Close()
 	h, err := fleet.NewExporter(src, *hostname).Handler()
 	if err != nil {
 		return false, err
