@@ -32,18 +32,7 @@ func newDiffOverlay(a, b *model.Source) *diffOverlay {
 func (o *diffOverlay) help() []key.Binding { return []key.Binding{kUp, kDown, kPgUp, kPgDn, kBack} }
 
 func (o *diffOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
-	switch m := msg.(type) {
-	case tea.MouseWheelMsg:
-		o.list.scroll(wheel(m))
-	case tea.KeyPressMsg:
-		if listMove(&o.list, m) {
-			return false, nil
-		}
-		if key.Matches(m, kBack) || m.String() == "q" {
-			return true, nil
-		}
-	}
-	return false, nil
+	return scrollOverlay(&o.list, msg), nil
 }
 
 func (o *diffOverlay) lines(a *App, w int) []string {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -405,18 +406,23 @@ type textOverlay struct {
 func (o *textOverlay) help() []key.Binding { return []key.Binding{kUp, kDown, kPgUp, kPgDn, kBack} }
 
 func (o *textOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+	return scrollOverlay(&o.list, msg, "R"), nil
+}
+
+// scrollOverlay is the keys of a read-only scrolling overlay: the list
+// keys and the wheel scroll; esc, q (and the keys in closers, such as
+// the one that opened it) close it.
+func scrollOverlay(list *scroller, msg tea.Msg, closers ...string) (closed bool) {
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		o.list.scroll(wheel(m))
+		list.scroll(wheel(m))
 	case tea.KeyPressMsg:
-		if listMove(&o.list, m) {
-			return false, nil
+		if listMove(list, m) {
+			return false
 		}
-		if key.Matches(m, kBack) || m.String() == "q" || m.String() == "R" {
-			return true, nil
-		}
+		return key.Matches(m, kBack) || m.String() == "q" || slices.Contains(closers, m.String())
 	}
-	return false, nil
+	return false
 }
 
 func (o *textOverlay) view(a *App, w, h int) string {
