@@ -122,8 +122,8 @@ func TestReportJSONSchema(t *testing.T) {
 	want := map[string][]string{
 		"file": {"devices", "error", "kind", "path"},
 		"device": {"active_blocks", "active_bytes", "allocated_bytes", "blocks", "categories", "device",
-			"efficiency_pct", "inactive_bytes", "oom_events", "peak", "recommendations", "requested_bytes", "reserved_bytes",
-			"rounding_waste_bytes", "segments", "top", "trace_entries"},
+			"efficiency_pct", "inactive_bytes", "leak_suspects", "oom_events", "peak", "pending_frees", "recommendations",
+			"requested_bytes", "reserved_bytes", "rounding_waste_bytes", "segments", "stages", "steps", "top", "trace_entries"},
 		"top":      {"address", "category", "category_frame", "category_keyword", "location", "requested_size", "size", "state"},
 		"category": {"blocks", "bytes", "name"},
 	}
@@ -454,5 +454,59 @@ func TestOneDetectionForEveryCommand(t *testing.T) {
 	ws.Wait()
 	if s := ws.Sources(); len(s) != 1 || s[0].Err == nil || !strings.Contains(s[0].Err.Error(), "JSON that is neither") {
 		t.Errorf("the explorer says the same: %+v", s)
+	}
+}
+
+// TestReportJSONStagesAndAnomalies pins the names of stages, steps and
+// pending_frees on real H200 snapshots, and their figures against an
+// independent pass over the pickles: big.pickle.gz has 30 AdamW steps
+// (60 annotated stages); in record_stream.pickle five frees wait on a
+// side stream. The waits were computed with the stdlib alone:
+//
+//	for each free_completed not right after its free_requested:
+//	    wait = completed.time_us - requested.time_us  (median 32165, max 35075)
+func TestReportJSONStagesAndAnomalies(t *testing.T) {
+	out, _, code := runCLI(t, "report", "--json", "testdata/snapshots/h200/big.pickle.gz", "testdata/snapshots/h200/record_stream.pickle")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var got struct {
+		Files []struct {
+			Devices []struct {
+				Stages       []map[string]any `json:"stages"`
+				Steps        map[string]any   `json:"steps"`
+				Leaks        []any            `json:"leak_suspects"`
+				PendingFrees map[string]any   `json:"pending_frees"`
+			} `json:"devices"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(m map[string]any) []string {
+		var k []string
+		for n := range m {
+			k = append(k, n)
+		}
+		sort.Strings(k)
+		return k
+	}
+	big, rs := got.Files[0].Devices[0], got.Files[1].Devices[0]
+	if len(big.Stages) != 60 || big.Steps["marker"] != "Optimizer.step#AdamW.step" || big.Steps["count"] != 30.0 || len(big.Leaks) != 0 {
+		t.Errorf("big: %d stages, steps %v, %d leak suspects", len(big.Stages), big.Steps, len(big.Leaks))
+	}
+	wantStage := []string{"allocated_bytes", "allocations", "delta_bytes", "depth", "end_active_bytes", "end_event", "end_us",
+		"first_event", "name", "occurrence", "open_end", "open_start", "peak_bytes", "peak_event", "start_active_bytes", "start_us", "top_sites"}
+	if k := keys(big.Stages[0]); !reflect.DeepEqual(k, wantStage) {
+		t.Errorf("stage keys %v", k)
+	}
+	wantPending := []string{"at_peak_bytes", "deferred", "long", "long_bytes", "max_site", "max_size", "max_wait", "median_wait",
+		"still_pending", "top_sites", "wait_unit"}
+	pf := rs.PendingFrees
+	if k := keys(pf); !reflect.DeepEqual(k, wantPending) {
+		t.Errorf("pending_frees keys %v", k)
+	}
+	if pf["long"] != 5.0 || pf["median_wait"] != 32165.0 || pf["max_wait"] != 35075.0 || pf["wait_unit"] != "us" || len(rs.Stages) != 0 || rs.Steps != nil {
+		t.Errorf("record_stream: %v, %d stages, steps %v", pf, len(rs.Stages), rs.Steps)
 	}
 }

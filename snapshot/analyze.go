@@ -166,7 +166,16 @@ type DeviceStats struct {
 	// there as well as at the snapshot.
 	Peak PeakStats
 	// Allocations are the active blocks, largest first.
-	Allocations     []Allocation
+	Allocations []Allocation
+	// Stages are the annotated ranges of the trace (see Timeline.Stages);
+	// Steps the boundaries the leak check samples (HasSteps when the stages
+	// mark any), Leaks its suspects, and Pending the frees that waited on
+	// another stream.
+	Stages          []Stage
+	Steps           Steps
+	HasSteps        bool
+	Leaks           []LeakSuspect
+	Pending         PendingFrees
 	Recommendations []Recommendation
 }
 
@@ -351,6 +360,12 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 	st.TraceEntries = len(trace)
 	analyzeTrace(s, trace, tl, &st)
 	st.Peak = peakStats(s, &st, tl)
+	if tl != nil {
+		st.Stages = tl.Stages(s.Annotations)
+		st.Steps, st.HasSteps = StepsOf(st.Stages)
+		st.Leaks = tl.LeakSuspects(st.Steps)
+		st.Pending = tl.PendingFrees()
+	}
 	st.Recommendations = recommend(s, &st)
 	return st
 }

@@ -111,6 +111,25 @@ func recommend(s *Snapshot, st *DeviceStats) []Recommendation {
 		add(Info, "At the snapshot: %s is freed but waiting for other streams to finish using it (record_stream / cross-stream frees)",
 			units.Bytes(st.PendingFreeBytes))
 	}
+	for i, l := range st.Leaks {
+		if i == 3 {
+			add(Warning, "%d more call sites grow from step to step (report --json lists them under leak_suspects)", len(st.Leaks)-3)
+			break
+		}
+		add(Warning, "leak suspect: memory live from %s grew in %d of %d steps (sampled at each %s start), from %s to %s (+%s a step) and never fell; look for tensors kept across iterations (a list of losses or outputs, a cache, a hook)",
+			l.Site, l.Grew, l.Steps, st.Steps.Name, units.Bytes(l.First), units.Bytes(l.Last), units.Bytes(l.Growth()/int64(max(l.Steps, 1))))
+	}
+	if pf := st.Pending; pf.Long > 0 {
+		sev := Info
+		atPeak := ""
+		if pf.AtPeak > 0 && pk.FromTrace {
+			sev = Warning
+			atPeak = fmt.Sprintf("; at the peak %s was freed but still waiting, counted as active", units.Bytes(pf.AtPeak))
+		}
+		add(sev, "long pending frees: %d frees (%s) waited %s or more on another stream between free_requested and free_completed (median %s, longest %s: %s at %s)%s; record_stream keeps a block until every stream that used it is done, so free it on the stream that used it last, or synchronize sooner",
+			pf.Long, units.Bytes(pf.LongBytes), pf.waitStr(pf.longThreshold()), pf.waitStr(pf.MedianWait), pf.waitStr(pf.MaxWait),
+			units.Bytes(pf.MaxSize), pf.MaxSite, atPeak)
+	}
 	for _, p := range st.Pools {
 		if p.Name == "private" && p.Reserved > 0 {
 			add(Info, "private pools (CUDA graphs or MemPool) reserve %s in %d segments; the regular allocator cannot reuse it",

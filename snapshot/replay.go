@@ -18,7 +18,8 @@ type Interval struct {
 	Start, End int32
 	// FreeRequested is the free_requested that preceded End (equal to End for
 	// an immediate free), or -1 when there was none. FreeRequested < End means
-	// the free waited on another stream (record_stream).
+	// the free waited on another stream (record_stream); with End at the end
+	// of the trace, that it was still waiting there.
 	FreeRequested int32
 	// Size is the requested size: the trace entry's size, or the block's
 	// requested_size for blocks alive before the window.
@@ -175,6 +176,12 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 				Label: fmt.Sprintf("OOM: %s requested, %s free", units.Bytes(e.Size), units.Bytes(e.DeviceFree))})
 		case ActionSnapshot:
 			t.Markers = append(t.Markers, Marker{Index: int(i), Kind: MarkSnapshot, Label: "snapshot"})
+		}
+	}
+	// A free requested but not completed by the end is still pending there.
+	for addr, req := range requested {
+		if j, ok := open[addr]; ok && t.Intervals[j].Start < req {
+			t.Intervals[j].FreeRequested = req
 		}
 	}
 	var reserved int64

@@ -58,6 +58,102 @@ type jsonDevice struct {
 	Top             []jsonTop      `json:"top"`
 	Recommendations []string       `json:"recommendations"`
 	Peak            *jsonPeak      `json:"peak,omitempty"`
+	Stages          []jsonStage    `json:"stages"`
+	Steps           *jsonSteps     `json:"steps"`
+	LeakSuspects    []jsonLeak     `json:"leak_suspects"`
+	PendingFrees    *jsonPending   `json:"pending_frees"`
+}
+
+type jsonStage struct {
+	Name        string     `json:"name"`
+	Occurrence  int        `json:"occurrence"`
+	Depth       int        `json:"depth"`
+	StartUS     int64      `json:"start_us"`
+	EndUS       int64      `json:"end_us"`
+	FirstEvent  int        `json:"first_event"`
+	EndEvent    int        `json:"end_event"`
+	OpenStart   bool       `json:"open_start"`
+	OpenEnd     bool       `json:"open_end"`
+	StartActive int64      `json:"start_active_bytes"`
+	EndActive   int64      `json:"end_active_bytes"`
+	Delta       int64      `json:"delta_bytes"`
+	Peak        int64      `json:"peak_bytes"`
+	PeakEvent   int        `json:"peak_event"`
+	Allocated   int64      `json:"allocated_bytes"`
+	Allocations int        `json:"allocations"`
+	TopSites    []jsonSite `json:"top_sites"`
+}
+
+type jsonSite struct {
+	Site        string `json:"site"`
+	Bytes       int64  `json:"bytes"`
+	Allocations int    `json:"allocations"`
+}
+
+type jsonSteps struct {
+	Marker string `json:"marker"`
+	Count  int    `json:"count"`
+}
+
+type jsonLeak struct {
+	Site       string `json:"site"`
+	FirstBytes int64  `json:"first_bytes"`
+	LastBytes  int64  `json:"last_bytes"`
+	Growth     int64  `json:"growth_bytes"`
+	StepsGrew  int    `json:"steps_grew"`
+	Steps      int    `json:"steps"`
+}
+
+type jsonPending struct {
+	Deferred     int        `json:"deferred"`
+	Long         int        `json:"long"`
+	LongBytes    int64      `json:"long_bytes"`
+	WaitUnit     string     `json:"wait_unit"`
+	MedianWait   int64      `json:"median_wait"`
+	MaxWait      int64      `json:"max_wait"`
+	MaxSite      string     `json:"max_site"`
+	MaxSize      int64      `json:"max_size"`
+	AtPeak       int64      `json:"at_peak_bytes"`
+	StillPending int        `json:"still_pending"`
+	TopSites     []jsonSite `json:"top_sites"`
+}
+
+func sitesJSON(ss []snapshot.SiteBytes) []jsonSite {
+	out := []jsonSite{}
+	for _, s := range ss {
+		out = append(out, jsonSite{Site: s.Site, Bytes: s.Bytes, Allocations: s.Count})
+	}
+	return out
+}
+
+// anomaliesJSON adds the stages, the leak check and the pending frees;
+// they need a trace, and are empty (steps and pending_frees null) without.
+func anomaliesJSON(j *jsonDevice, d *snapshot.DeviceStats, hasTrace bool) {
+	j.Stages, j.LeakSuspects = []jsonStage{}, []jsonLeak{}
+	for _, s := range d.Stages {
+		j.Stages = append(j.Stages, jsonStage{Name: s.Name, Occurrence: s.Occurrence, Depth: s.Depth,
+			StartUS: s.StartUS, EndUS: s.EndUS, FirstEvent: s.First, EndEvent: s.Last, OpenStart: s.OpenStart, OpenEnd: s.OpenEnd,
+			StartActive: s.StartActive, EndActive: s.EndActive, Delta: s.Delta(), Peak: s.Peak, PeakEvent: s.PeakEvent,
+			Allocated: s.Allocated, Allocations: s.AllocatedCount, TopSites: sitesJSON(s.Top)})
+	}
+	if d.HasSteps {
+		j.Steps = &jsonSteps{Marker: d.Steps.Name, Count: len(d.Steps.Events)}
+	}
+	for _, l := range d.Leaks {
+		j.LeakSuspects = append(j.LeakSuspects, jsonLeak{Site: l.Site, FirstBytes: l.First, LastBytes: l.Last,
+			Growth: l.Growth(), StepsGrew: l.Grew, Steps: l.Steps})
+	}
+	if !hasTrace {
+		return
+	}
+	p := &d.Pending
+	unit := "events"
+	if p.ByTime {
+		unit = "us"
+	}
+	j.PendingFrees = &jsonPending{Deferred: p.Deferred, Long: p.Long, LongBytes: p.LongBytes, WaitUnit: unit,
+		MedianWait: p.MedianWait, MaxWait: p.MaxWait, MaxSite: p.MaxSite, MaxSize: p.MaxSize, AtPeak: p.AtPeak,
+		StillPending: p.StillPending, TopSites: sitesJSON(p.Top)}
 }
 
 type jsonCategory struct {
@@ -180,6 +276,7 @@ func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) json
 		}
 		j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: snapshot.Location(l.Frames)})
 	}
+	anomaliesJSON(&j, d, a.Timeline(d.Device) != nil)
 	return j
 }
 
@@ -305,6 +402,7 @@ func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 		if tl := a.Timeline(d.Device); tl != nil {
 			writePeakText(tw, tl, opt.TopN)
 		}
+		writeStagesText(tw, d)
 		tw.line("")
 		tw.line("  Fragmentation")
 		fr := d.Fragmentation
@@ -393,4 +491,35 @@ func writePeakText(tw *textWriter, tl *snapshot.Timeline, n int) {
 		}
 		tw.line("    %10s  %-16s %s", units.Bytes(l.Size), l.Category, loc)
 	}
+}
+
+// writeStagesText lists the stages grouped by name: a ProfilerStep#N of a
+// thousand steps is one row (report --json lists each).
+func writeStagesText(tw *textWriter, d *snapshot.DeviceStats) {
+	if len(d.Stages) == 0 {
+		return
+	}
+	tw.line("")
+	tw.line("  Stages (annotations; each its highest peak)")
+	groups := snapshot.GroupStages(d.Stages)
+	w := 4
+	for _, g := range groups {
+		w = min(48, max(w, len(g.Name)))
+	}
+	tw.line("    %-*s %5s %10s %10s %10s  %s", w, "NAME", "COUNT", "PEAK", "MEAN Δ", "MAX Δ", "TOP CALL SITE AT THAT PEAK")
+	for _, g := range groups {
+		top := "-"
+		if ss := d.Stages[g.PeakStage].Top; len(ss) > 0 {
+			top = fmt.Sprintf("%s %s", units.Bytes(ss[0].Bytes), ss[0].Site)
+		}
+		tw.line("    %-*s %5d %10s %10s %10s  %s", w, g.Name, g.Count, units.Bytes(g.Peak), signedBytes(g.MeanDelta),
+			signedBytes(g.MaxDelta), top)
+	}
+}
+
+func signedBytes(b int64) string {
+	if b < 0 {
+		return "-" + units.Bytes(-b)
+	}
+	return "+" + units.Bytes(b)
 }

@@ -1,0 +1,258 @@
+package snapshot
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+)
+
+// Steps are the moments, one per training step, at which the leak check
+// compares live memory: the start of each ProfilerStep#N, or else of each
+// occurrence of the most frequent top-level stage (an iteration runs its
+// optimizer step once). Name says which stage marks them.
+type Steps struct {
+	Name   string
+	Events []int // the event before each step's start (-1: before the trace)
+}
+
+// Thresholds of the anomaly checks.
+const (
+	// leakMinSteps is the fewest step boundaries a leak needs: growth over
+	// one step is what the first step's optimizer state looks like.
+	leakMinSteps = 3
+	// leakMaxSamples bounds the step boundaries sampled (evenly) so the
+	// check stays linear in the trace on runs of thousands of steps.
+	leakMaxSamples = 256
+	// leakTop is how many suspects are kept.
+	leakTop = 10
+	// pendingLongUS is how long a free may wait on another stream before it
+	// counts as long; pendingLongEvents the same in events, for traces
+	// without timestamps.
+	pendingLongUS     = 1000
+	pendingLongEvents = 64
+	pendingTopSites   = 5
+)
+
+var profilerStep = regexp.MustCompile(`^ProfilerStep#\d+$`)
+
+// StepsOf picks the step boundaries from the stages (see Steps); ok is
+// false when no stage repeats often enough to mark steps.
+func StepsOf(stages []Stage) (Steps, bool) {
+	var ps []int
+	count := map[string]int{}
+	for i, s := range stages {
+		if profilerStep.MatchString(s.Name) {
+			ps = append(ps, i)
+		}
+		if s.Depth == 0 && !s.OpenStart {
+			count[s.Name]++
+		}
+	}
+	name := "ProfilerStep#N"
+	if len(ps) < leakMinSteps {
+		ps, name = nil, ""
+		best := 0
+		for n, c := range count {
+			if c > best || (c == best && n < name) {
+				best, name = c, n
+			}
+		}
+		if best < leakMinSteps {
+			return Steps{}, false
+		}
+		for i, s := range stages {
+			if s.Name == name && s.Depth == 0 && !s.OpenStart {
+				ps = append(ps, i)
+			}
+		}
+	}
+	st := Steps{Name: name}
+	for _, i := range ps {
+		st.Events = append(st.Events, stages[i].First-1)
+	}
+	return st, true
+}
+
+// LeakSuspect is a call site whose live memory, sampled at each step's
+// start, never fell and grew in most steps.
+type LeakSuspect struct {
+	Site string
+	// First and Last are its live bytes at the first and last step sampled;
+	// Grew counts the steps in which it grew, of Steps.
+	First, Last int64
+	Grew, Steps int
+}
+
+// Growth is the bytes the site gained over the steps sampled.
+func (l *LeakSuspect) Growth() int64 { return l.Last - l.First }
+
+// LeakSuspects samples each call site's live bytes at the step boundaries
+// and keeps those that never shrank and grew in more than half the steps,
+// largest growth first.
+func (t *Timeline) LeakSuspects(steps Steps) []LeakSuspect {
+	ev := steps.Events
+	if len(ev) < leakMinSteps {
+		return nil
+	}
+	if len(ev) > leakMaxSamples {
+		sub := make([]int, leakMaxSamples)
+		for i := range sub {
+			sub[i] = ev[i*(len(ev)-1)/(leakMaxSamples-1)]
+		}
+		ev = sub
+	}
+	k := len(ev)
+	// live[site][i] is the site's live bytes at sample i, built as a
+	// difference array: an interval live over samples [lo, hi) adds at lo
+	// and takes away at hi.
+	diff := map[string][]int64{}
+	names := siteNames{}
+	for j := range t.Intervals {
+		iv := &t.Intervals[j]
+		// Live at event e when Start <= e < End.
+		lo := sort.SearchInts(ev, int(iv.Start))
+		hi := sort.SearchInts(ev, int(iv.End))
+		if lo >= hi {
+			continue
+		}
+		name := names.of(iv.Frames)
+		d := diff[name]
+		if d == nil {
+			d = make([]int64, k+1)
+			diff[name] = d
+		}
+		d[lo] += iv.Size
+		d[hi] -= iv.Size
+	}
+	var out []LeakSuspect
+	for name, d := range diff {
+		var live, first, prev int64
+		grew, shrank := 0, false
+		for i := 0; i < k; i++ {
+			live += d[i]
+			switch {
+			case i == 0:
+				first = live
+			case live > prev:
+				grew++
+			case live < prev:
+				shrank = true
+			}
+			prev = live
+		}
+		if !shrank && 2*grew > k-1 {
+			out = append(out, LeakSuspect{Site: name, First: first, Last: prev, Grew: grew, Steps: k - 1})
+		}
+	}
+	slices.SortFunc(out, func(a, b LeakSuspect) int {
+		if c := cmp.Compare(b.Growth(), a.Growth()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Site, b.Site)
+	})
+	if len(out) > leakTop {
+		out = out[:leakTop]
+	}
+	return out
+}
+
+// PendingFrees describes frees that waited on another stream: a
+// free_requested whose free_completed came later (record_stream), during
+// which memory_viz, like the allocator, still counts the block as active.
+type PendingFrees struct {
+	// Deferred counts every such free; Long those that waited at least
+	// pendingLongUS (pendingLongEvents events when the trace has no times),
+	// LongBytes their bytes.
+	Deferred, Long int
+	LongBytes      int64
+	// ByTime is set when waits are in microseconds, else in events.
+	ByTime bool
+	// MaxWait and MedianWait are the longest and median wait of the long
+	// ones; MaxSite and MaxSize the call site and size of the longest.
+	MaxWait, MedianWait int64
+	MaxSite             string
+	MaxSize             int64
+	// AtPeak is the bytes requested freed but not yet freed at the peak:
+	// active only because another stream still held them.
+	AtPeak int64
+	// StillPending counts frees requested but never completed in the trace.
+	StillPending int
+	Top          []SiteBytes
+}
+
+// PendingFrees finds the frees that waited on another stream.
+func (t *Timeline) PendingFrees() PendingFrees {
+	n := len(t.Events)
+	p := PendingFrees{ByTime: n > 0 && t.Events[0].TimeUS != 0 && t.Events[n-1].TimeUS != 0}
+	names := siteNames{}
+	sites := map[string]*SiteBytes{}
+	var waits []int64
+	peak := int32(t.Peak.EventIndex)
+	for j := range t.Intervals {
+		iv := &t.Intervals[j]
+		if iv.FreeRequested < 0 || iv.FreeRequested >= iv.End {
+			continue
+		}
+		if iv.FreeRequested <= peak && peak < iv.End {
+			p.AtPeak += iv.Size
+		}
+		if int(iv.End) >= n {
+			p.StillPending++
+			continue
+		}
+		p.Deferred++
+		wait := int64(iv.End - iv.FreeRequested)
+		long := wait >= pendingLongEvents
+		if p.ByTime {
+			wait = t.Events[iv.End].TimeUS - t.Events[iv.FreeRequested].TimeUS
+			long = wait >= pendingLongUS
+		}
+		if !long {
+			continue
+		}
+		p.Long++
+		p.LongBytes += iv.Size
+		waits = append(waits, wait)
+		name := names.of(iv.Frames)
+		if wait > p.MaxWait || (wait == p.MaxWait && iv.Size > p.MaxSize) {
+			p.MaxWait, p.MaxSite, p.MaxSize = wait, name, iv.Size
+		}
+		sb := sites[name]
+		if sb == nil {
+			sb = &SiteBytes{Site: name}
+			sites[name] = sb
+		}
+		sb.Bytes += iv.Size
+		sb.Count++
+	}
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		p.MedianWait = waits[len(waits)/2]
+	}
+	p.Top = topSites(sites, pendingTopSites)
+	return p
+}
+
+func (p *PendingFrees) longThreshold() int64 {
+	if p.ByTime {
+		return pendingLongUS
+	}
+	return pendingLongEvents
+}
+
+// waitStr formats a wait: milliseconds (or µs under one) with times, events
+// without.
+func (p *PendingFrees) waitStr(w int64) string {
+	switch {
+	case !p.ByTime:
+		return fmt.Sprintf("%d events", w)
+	case w < 1000:
+		return fmt.Sprintf("%d µs", w)
+	}
+	return fmt.Sprintf("%.1f ms", float64(w)/1000)
+}
+
+// WaitString formats a wait of these frees (see MaxWait).
+func (p *PendingFrees) WaitString(w int64) string { return p.waitStr(w) }

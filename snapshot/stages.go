@@ -1,0 +1,254 @@
+package snapshot
+
+import (
+	"cmp"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Stage is one annotated range of the trace: a record_function range
+// (ProfilerStep#N, Optimizer.step#AdamW.step, a user's own name) from its
+// START to its END annotation, as Mosaic measures memory per stage.
+type Stage struct {
+	Name string
+	// Occurrence counts the earlier stages of the same name (0 for the
+	// first), so "Optimizer.step #3" can be told from the others.
+	Occurrence int
+	// Depth is how many stages enclose this one.
+	Depth          int
+	StartUS, EndUS int64
+	// First and Last are the trace events inside the stage, [First, Last);
+	// First == Last when no event fell inside it.
+	First, Last int
+	// OpenStart is set when the trace began inside the stage (an END with no
+	// START); OpenEnd when it ended inside it (a START with no END).
+	OpenStart, OpenEnd bool
+	// StartActive is the active memory when the stage began, EndActive when
+	// it ended, and Peak the highest within it, reached after event
+	// PeakEvent (-1: at the start).
+	StartActive, EndActive, Peak int64
+	PeakEvent                    int
+	// Allocated is the bytes and count of allocations made in the stage.
+	Allocated      int64
+	AllocatedCount int
+	// Top are the stage's own allocations live at its peak, by call site,
+	// largest first: what the stage added to reach it.
+	Top []SiteBytes
+}
+
+// Delta is the active memory the stage left behind (end minus start).
+func (s *Stage) Delta() int64 { return s.EndActive - s.StartActive }
+
+// SiteBytes is memory attributed to one call site (see Location).
+type SiteBytes struct {
+	Site  string
+	Bytes int64
+	Count int
+}
+
+// stageTopSites is how many call sites a stage lists.
+const stageTopSites = 5
+
+// noStack names the call site of an allocation recorded without frames.
+const noStack = "(no stack)"
+
+// siteNames caches Location by the stack's backing array: stacks are shared
+// between events of the same call path, and the location scan is the cost.
+type siteNames map[*Frame]string
+
+func (m siteNames) of(st Stack) string {
+	if len(st) == 0 {
+		return noStack
+	}
+	if s, ok := m[&st[0]]; ok {
+		return s
+	}
+	s := Location(st)
+	if s == "" {
+		s = noStack
+	}
+	m[&st[0]] = s
+	return s
+}
+
+// byStart is the timeline's intervals ordered by their start event.
+func (t *Timeline) byStart() []int32 {
+	idx := make([]int32, len(t.Intervals))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(t.Intervals[a].Start, t.Intervals[b].Start) })
+	return idx
+}
+
+// eventAt is the first event at or after time us (len(events) when none).
+func (t *Timeline) eventAt(us int64) int {
+	return sort.Search(len(t.Events), func(i int) bool { return t.Events[i].TimeUS >= us })
+}
+
+// Stages pairs the device's START and END annotations into stages, in the
+// order they began. A START is closed by the next END of the same name
+// (innermost first, as record_function ranges nest). Annotations of other
+// devices, and every annotation when the trace has no timestamps, are
+// ignored: a stage is placed on the trace by time.
+func (t *Timeline) Stages(anns []Annotation) []Stage {
+	if len(t.Events) == 0 || t.Events[len(t.Events)-1].TimeUS == 0 {
+		return nil
+	}
+	var mine []Annotation
+	for _, a := range anns {
+		if a.Device == t.Device && a.TimeUS != 0 {
+			mine = append(mine, a)
+		}
+	}
+	slices.SortStableFunc(mine, func(a, b Annotation) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
+	var out []Stage
+	open := map[string][]int{} // name -> indices in out of its open stages
+	depth := 0
+	firstUS := t.Events[0].TimeUS
+	for _, a := range mine {
+		switch strings.ToUpper(a.Stage) {
+		case "START":
+			open[a.Name] = append(open[a.Name], len(out))
+			out = append(out, Stage{Name: a.Name, StartUS: a.TimeUS, Depth: depth, OpenEnd: true})
+			depth++
+		case "END":
+			if st := open[a.Name]; len(st) > 0 {
+				k := st[len(st)-1]
+				open[a.Name] = st[:len(st)-1]
+				out[k].EndUS, out[k].OpenEnd = a.TimeUS, false
+				depth = max(0, depth-1)
+				continue
+			}
+			// The trace began inside this stage.
+			out = append(out, Stage{Name: a.Name, StartUS: min(firstUS, a.TimeUS), EndUS: a.TimeUS, OpenStart: true})
+		}
+	}
+	lastUS := t.Events[len(t.Events)-1].TimeUS
+	out = slices.DeleteFunc(out, func(s Stage) bool {
+		return s.StartUS > lastUS || (!s.OpenEnd && s.EndUS < firstUS)
+	})
+	slices.SortStableFunc(out, func(a, b Stage) int { return cmp.Compare(a.StartUS, b.StartUS) })
+	seen := map[string]int{}
+	order := t.byStart()
+	names := siteNames{}
+	for i := range out {
+		s := &out[i]
+		s.Occurrence = seen[s.Name]
+		seen[s.Name]++
+		s.First = t.eventAt(s.StartUS)
+		s.Last = len(t.Events)
+		if s.OpenEnd {
+			s.EndUS = max(s.EndUS, lastUS)
+		} else {
+			s.Last = t.eventAt(s.EndUS + 1)
+		}
+		t.measureStage(s, order, names)
+	}
+	return out
+}
+
+// measureStage fills a stage's memory figures from the replay.
+func (t *Timeline) measureStage(s *Stage, order []int32, names siteNames) {
+	s.StartActive = t.ActiveAt(s.First - 1)
+	s.EndActive = t.ActiveAt(s.Last - 1)
+	s.Peak, s.PeakEvent = s.StartActive, -1
+	for i := s.First; i < s.Last; i++ {
+		if v := t.Active[i]; v > s.Peak {
+			s.Peak, s.PeakEvent = v, i
+		}
+	}
+	peakAt := int32(s.First - 1)
+	if s.PeakEvent >= 0 {
+		peakAt = int32(s.PeakEvent)
+	}
+	lo := sort.Search(len(order), func(k int) bool { return t.Intervals[order[k]].Start >= int32(s.First) })
+	sites := map[string]*SiteBytes{}
+	for _, j := range order[lo:] {
+		iv := &t.Intervals[j]
+		if iv.Start >= int32(s.Last) {
+			break
+		}
+		s.Allocated += iv.Size
+		s.AllocatedCount++
+		if iv.Start <= peakAt && iv.End > peakAt {
+			name := names.of(iv.Frames)
+			sb := sites[name]
+			if sb == nil {
+				sb = &SiteBytes{Site: name}
+				sites[name] = sb
+			}
+			sb.Bytes += iv.Size
+			sb.Count++
+		}
+	}
+	s.Top = topSites(sites, stageTopSites)
+}
+
+// topSites returns the k largest sites, ties by name.
+func topSites(m map[string]*SiteBytes, k int) []SiteBytes {
+	out := make([]SiteBytes, 0, len(m))
+	for _, v := range m {
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(a, b SiteBytes) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Site, b.Site)
+	})
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out
+}
+
+// StageGroup gathers the stages of one name across the trace; numbered
+// names (ProfilerStep#12) share the group of their stem (ProfilerStep#N).
+type StageGroup struct {
+	Name  string
+	Count int
+	// Peak is the highest peak of the group, in stage Stages[PeakStage].
+	Peak      int64
+	PeakStage int
+	// MeanDelta is the average active memory a stage of the group left
+	// behind; MaxDelta the largest.
+	MeanDelta, MaxDelta int64
+	// Allocated is the bytes allocated by all of them.
+	Allocated int64
+	Stages    []int
+}
+
+var stageNumber = regexp.MustCompile(`#\d+$`)
+
+// GroupStages groups stages by name (see StageGroup), in the order each
+// name first appears.
+func GroupStages(stages []Stage) []StageGroup {
+	var out []StageGroup
+	idx := map[string]int{}
+	for i := range stages {
+		s := &stages[i]
+		name := stageNumber.ReplaceAllString(s.Name, "#N")
+		k, ok := idx[name]
+		if !ok {
+			k = len(out)
+			idx[name] = k
+			out = append(out, StageGroup{Name: name, PeakStage: i, Peak: s.Peak, MaxDelta: s.Delta()})
+		}
+		g := &out[k]
+		g.Count++
+		g.Stages = append(g.Stages, i)
+		g.Allocated += s.Allocated
+		if s.Peak > g.Peak {
+			g.Peak, g.PeakStage = s.Peak, i
+		}
+		g.MaxDelta = max(g.MaxDelta, s.Delta())
+		g.MeanDelta += s.Delta()
+	}
+	for i := range out {
+		out[i].MeanDelta /= int64(out[i].Count)
+	}
+	return out
+}

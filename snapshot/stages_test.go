@@ -1,0 +1,365 @@
+package snapshot
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const tMiB = 1 << 20
+
+// program writes a one-device trace event by event, a microsecond apart
+// (or with no times), with annotations at the current time.
+type program struct {
+	now    int64
+	noTime bool
+	trace  []TraceEntry
+	anns   []Annotation
+	sizes  map[uint64]int64
+	sites  map[uint64]Stack
+}
+
+func newProgram() *program {
+	return &program{now: 1_000_000, sizes: map[uint64]int64{}, sites: map[uint64]Stack{}}
+}
+
+func site(name string) Stack {
+	return Stack{{Filename: "train.py", Line: int64(len(name)), Name: name}}
+}
+
+func (p *program) ev(e TraceEntry) {
+	p.now++
+	if !p.noTime {
+		e.TimeUS = p.now
+	}
+	p.trace = append(p.trace, e)
+}
+
+func (p *program) alloc(addr uint64, size int64, where string) {
+	p.sizes[addr], p.sites[addr] = size, site(where)
+	p.ev(TraceEntry{Action: ActionAlloc, Addr: addr, Size: size, Frames: p.sites[addr]})
+}
+
+func (p *program) free(addr uint64) {
+	p.ev(TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: p.sizes[addr], Frames: p.sites[addr]})
+	p.ev(TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: p.sizes[addr], Frames: p.sites[addr]})
+}
+
+func (p *program) freeRequest(addr uint64) {
+	p.ev(TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: p.sizes[addr], Frames: p.sites[addr]})
+}
+
+func (p *program) freeComplete(addr uint64) {
+	p.ev(TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: p.sizes[addr], Frames: p.sites[addr]})
+}
+
+func (p *program) wait(us int64) { p.now += us }
+
+func (p *program) start(name string) {
+	p.now++
+	p.anns = append(p.anns, Annotation{Name: name, Stage: "START", TimeUS: p.now})
+}
+
+func (p *program) end(name string) {
+	p.now++
+	p.anns = append(p.anns, Annotation{Name: name, Stage: "END", TimeUS: p.now})
+}
+
+func (p *program) analyze() *DeviceStats {
+	s := &Snapshot{Traces: [][]TraceEntry{p.trace}, Annotations: p.anns}
+	return &Analyze(s, nil).Devices[0]
+}
+
+func topOf(st []SiteBytes) string {
+	var b []string
+	for _, s := range st {
+		b = append(b, fmt.Sprintf("%s=%dMiB/%d", strings.Fields(s.Site)[1], s.Bytes/tMiB, s.Count))
+	}
+	return strings.Join(b, " ")
+}
+
+// Stages on small programs whose figures are worked out by hand.
+func TestStages(t *testing.T) {
+	type want struct {
+		name                string
+		occ, depth          int
+		start, peak, end    int64 // MiB
+		allocated           int64 // MiB
+		top                 string
+		openStart, openEnd  bool
+		peakEvent, first, n int // n: events inside
+	}
+	cases := []struct {
+		name  string
+		build func(p *program)
+		want  []want
+	}{
+		{
+			name: "two stages, the second frees what the first made",
+			build: func(p *program) {
+				p.start("forward")
+				p.alloc(1, 4*tMiB, "act")  // e0
+				p.alloc(2, 2*tMiB, "tmp")  // e1: peak 6
+				p.free(2)                  // e2 e3
+				p.end("forward")           //
+				p.start("backward")        //
+				p.alloc(3, 1*tMiB, "grad") // e4: 5
+				p.free(1)                  // e5 e6: 1
+				p.end("backward")
+			},
+			want: []want{
+				{name: "forward", start: 0, peak: 6, end: 4, allocated: 6, top: "act=4MiB/1 tmp=2MiB/1", peakEvent: 1, first: 0, n: 4},
+				{name: "backward", start: 4, peak: 5, end: 1, allocated: 1, top: "grad=1MiB/1", peakEvent: 4, first: 4, n: 3},
+			},
+		},
+		{
+			name: "nested and repeated names, a stage with no events",
+			build: func(p *program) {
+				for step := 0; step < 2; step++ {
+					p.start("ProfilerStep#" + fmt.Sprint(step))
+					p.start("forward")
+					p.alloc(uint64(10+step), 3*tMiB, "act")
+					p.end("forward")
+					p.start("idle")
+					p.end("idle")
+					p.free(uint64(10 + step))
+					p.end("ProfilerStep#" + fmt.Sprint(step))
+				}
+			},
+			want: []want{
+				{name: "ProfilerStep#0", start: 0, peak: 3, end: 0, allocated: 3, top: "act=3MiB/1", peakEvent: 0, first: 0, n: 3},
+				{name: "forward", depth: 1, start: 0, peak: 3, end: 3, allocated: 3, top: "act=3MiB/1", peakEvent: 0, first: 0, n: 1},
+				{name: "idle", depth: 1, start: 3, peak: 3, end: 3, peakEvent: -1, first: 1, n: 0},
+				{name: "ProfilerStep#1", start: 0, peak: 3, end: 0, allocated: 3, top: "act=3MiB/1", peakEvent: 3, first: 3, n: 3},
+				{name: "forward", occ: 1, depth: 1, start: 0, peak: 3, end: 3, allocated: 3, top: "act=3MiB/1", peakEvent: 3, first: 3, n: 1},
+				{name: "idle", occ: 1, depth: 1, start: 3, peak: 3, end: 3, peakEvent: -1, first: 4, n: 0},
+			},
+		},
+		{
+			// The trace began inside "warmup" (its START is lost) and ends
+			// inside "step" (no END yet).
+			name: "cut by the window",
+			build: func(p *program) {
+				p.alloc(1, 2*tMiB, "w")
+				p.end("warmup")
+				p.start("step")
+				p.alloc(2, 1*tMiB, "s")
+				p.free(1)
+			},
+			want: []want{
+				{name: "warmup", start: 0, peak: 2, end: 2, allocated: 2, top: "w=2MiB/1", openStart: true, peakEvent: 0, first: 0, n: 1},
+				{name: "step", start: 2, peak: 3, end: 1, allocated: 1, top: "s=1MiB/1", openEnd: true, peakEvent: 1, first: 1, n: 3},
+			},
+		},
+		{
+			name: "annotations before the trace, of another device, or unknown stage",
+			build: func(p *program) {
+				p.start("early")
+				p.end("early")
+				p.anns = append(p.anns, Annotation{Name: "other", Stage: "START", Device: 1, TimeUS: p.now})
+				p.anns = append(p.anns, Annotation{Name: "odd", Stage: "MIDDLE", TimeUS: p.now})
+				p.alloc(1, tMiB, "x")
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProgram()
+			c.build(p)
+			st := p.analyze()
+			var got []want
+			for _, s := range st.Stages {
+				got = append(got, want{name: s.Name, occ: s.Occurrence, depth: s.Depth,
+					start: s.StartActive / tMiB, peak: s.Peak / tMiB, end: s.EndActive / tMiB, allocated: s.Allocated / tMiB,
+					top: topOf(s.Top), openStart: s.OpenStart, openEnd: s.OpenEnd, peakEvent: s.PeakEvent, first: s.First, n: s.Last - s.First})
+				if s.Delta() != s.EndActive-s.StartActive {
+					t.Errorf("%s: delta %d", s.Name, s.Delta())
+				}
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("stages:\n got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// A trace without timestamps cannot place annotations: no stages, and no
+// step-based leak check.
+func TestStagesNeedTimes(t *testing.T) {
+	p := newProgram()
+	p.noTime = true
+	p.start("forward")
+	p.alloc(1, tMiB, "x")
+	p.end("forward")
+	if st := p.analyze(); len(st.Stages) != 0 || st.HasSteps {
+		t.Fatalf("stages without times: %+v", st.Stages)
+	}
+}
+
+// leakProgram runs steps of a training loop with a site per behaviour:
+// "leak" keeps what it allocates every step, "state" allocates once in the
+// first step (optimizer state), "tmp" frees within the step, "cache" grows
+// and then drops. every says in which steps "slow" keeps an allocation.
+func leakProgram(steps int, marker string, slow func(step int) bool) *program {
+	p := newProgram()
+	addr := uint64(1)
+	next := func() uint64 { addr++; return addr }
+	var cache []uint64
+	for s := 0; s < steps; s++ {
+		name := marker
+		if marker == "ProfilerStep" {
+			name = fmt.Sprintf("ProfilerStep#%d", s)
+		}
+		p.start(name)
+		p.alloc(next(), tMiB, "leak")
+		if s == 0 {
+			p.alloc(next(), 8*tMiB, "state")
+		}
+		tmp := next()
+		p.alloc(tmp, 16*tMiB, "tmp")
+		p.free(tmp)
+		if slow != nil && slow(s) {
+			p.alloc(next(), 2*tMiB, "slow")
+		}
+		if s == steps/2 {
+			for _, a := range cache {
+				p.free(a)
+			}
+			cache = nil
+		} else {
+			a := next()
+			cache = append(cache, a)
+			p.alloc(a, tMiB, "cache")
+		}
+		p.end(name)
+	}
+	return p
+}
+
+func TestLeakSuspects(t *testing.T) {
+	cases := []struct {
+		name   string
+		steps  int
+		marker string
+		slow   func(int) bool
+		// want: the suspects' sites, their growth in MiB and steps grown.
+		want      string
+		stepsName string
+	}{
+		{name: "profiler steps", steps: 6, marker: "ProfilerStep", want: "leak:+5/5of5", stepsName: "ProfilerStep#N"},
+		{name: "optimizer steps mark the iterations", steps: 6, marker: "Optimizer.step#AdamW.step", want: "leak:+5/5of5", stepsName: "Optimizer.step#AdamW.step"},
+		// Three boundaries are the fewest: two steps of growth.
+		{name: "three steps", steps: 3, marker: "ProfilerStep", want: "leak:+2/2of2", stepsName: "ProfilerStep#N"},
+		{name: "two steps are too few", steps: 2, marker: "ProfilerStep", want: ""},
+		// Growth in more than half the steps: 3 of 5 is a suspect, 2 of 5
+		// is not. The slow site keeps 2 MiB in steps 0, 1 and 3: sampled
+		// at each step's start, 0 2 4 4 6 6 grows at 3 of 5; in steps 0
+		// and 2: 0 2 2 4 4 4 grows at 2.
+		{name: "grew in 3 of 5", steps: 6, marker: "ProfilerStep", slow: func(s int) bool { return s == 0 || s == 1 || s == 3 },
+			want: "slow:+6/3of5 leak:+5/5of5", stepsName: "ProfilerStep#N"},
+		{name: "grew in 2 of 5", steps: 6, marker: "ProfilerStep", slow: func(s int) bool { return s == 0 || s == 2 },
+			want: "leak:+5/5of5", stepsName: "ProfilerStep#N"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := leakProgram(c.steps, c.marker, c.slow).analyze()
+			var got []string
+			for _, l := range st.Leaks {
+				got = append(got, fmt.Sprintf("%s:+%d/%dof%d", strings.Fields(l.Site)[1], l.Growth()/tMiB, l.Grew, l.Steps))
+			}
+			if g := strings.Join(got, " "); g != c.want {
+				t.Errorf("suspects %q, want %q", g, c.want)
+			}
+			if c.stepsName != "" && st.Steps.Name != c.stepsName {
+				t.Errorf("steps marked by %q, want %q", st.Steps.Name, c.stepsName)
+			}
+			leaks := 0
+			for _, r := range st.Recommendations {
+				if strings.HasPrefix(r.Text, "leak suspect") {
+					leaks++
+				}
+			}
+			if leaks != len(st.Leaks) {
+				t.Errorf("%d leak recommendations for %d suspects", leaks, len(st.Leaks))
+			}
+		})
+	}
+}
+
+// Past leakMaxSamples steps the boundaries are sampled evenly; the leak is
+// still found, over leakMaxSamples-1 sampled steps.
+func TestLeakSamplesBounded(t *testing.T) {
+	for _, steps := range []int{leakMaxSamples, leakMaxSamples + 1, 3 * leakMaxSamples} {
+		st := leakProgram(steps, "ProfilerStep", nil).analyze()
+		if len(st.Leaks) != 1 || st.Leaks[0].Steps != leakMaxSamples-1 || st.Leaks[0].Growth() != int64(steps-1)*tMiB {
+			t.Errorf("%d steps: %+v", steps, st.Leaks)
+		}
+	}
+	st := leakProgram(leakMaxSamples-1, "ProfilerStep", nil).analyze()
+	if len(st.Leaks) != 1 || st.Leaks[0].Steps != leakMaxSamples-2 {
+		t.Errorf("%d steps: %+v", leakMaxSamples-1, st.Leaks)
+	}
+}
+
+func TestPendingFrees(t *testing.T) {
+	cases := []struct {
+		name   string
+		noTime bool
+		wait   int64 // µs between request and completion (events when noTime)
+		long   int
+		atPeak int64
+	}{
+		{name: "just under a millisecond", wait: pendingLongUS - 1, long: 0},
+		{name: "a millisecond", wait: pendingLongUS, long: 1},
+		{name: "63 events", noTime: true, wait: pendingLongEvents - 1, long: 0},
+		{name: "64 events", noTime: true, wait: pendingLongEvents, long: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProgram()
+			p.noTime = c.noTime
+			p.alloc(1, 4*tMiB, "rs")
+			p.freeRequest(1)
+			if c.noTime {
+				// The peak sits among the waiting events: 4 MiB pending,
+				// 1 MiB new.
+				for i := int64(0); i < c.wait-1; i++ {
+					if i == 0 {
+						p.alloc(2, tMiB, "x")
+					} else {
+						p.ev(TraceEntry{Action: ActionSnapshot})
+					}
+				}
+			} else {
+				p.alloc(2, tMiB, "x") // +1 µs
+				p.wait(c.wait - 2)    // the completion lands wait µs after the request
+			}
+			p.freeComplete(1)
+			p.free(2)
+			p.alloc(3, 16, "still")
+			p.freeRequest(3)
+			st := p.analyze()
+			pf := st.Pending
+			if pf.Deferred != 1 || pf.Long != c.long || pf.StillPending != 1 || pf.ByTime == c.noTime {
+				t.Fatalf("%+v", pf)
+			}
+			if pf.AtPeak != 4*tMiB {
+				t.Errorf("pending at the peak %d, want 4 MiB", pf.AtPeak)
+			}
+			wantWait := c.wait
+			if c.long == 1 && (pf.MaxWait != wantWait || pf.MaxSize != 4*tMiB || !strings.Contains(pf.MaxSite, "rs") || pf.LongBytes != 4*tMiB) {
+				t.Errorf("longest %+v, want a wait of %d", pf, wantWait)
+			}
+			var rec string
+			for _, r := range st.Recommendations {
+				if strings.HasPrefix(r.Text, "long pending frees") {
+					rec = r.Text
+				}
+			}
+			if (rec != "") != (c.long == 1) {
+				t.Errorf("recommendation %q with %d long frees", rec, c.long)
+			}
+		})
+	}
+}
