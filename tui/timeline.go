@@ -99,7 +99,7 @@ func (t *timelineTab) name() string { return "Timeline" }
 func (t *timelineTab) capturing() bool { return false }
 
 func (t *timelineTab) help() []key.Binding {
-	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkLines, mkFlat, mkOpen, kExpAll, mkState, skDevice, kExport}
+	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkLines, mkFlat, mkOpen, kExpAll, mkState, mkStages, skDevice, kExport}
 }
 
 func (t *timelineTab) resize(w, h int) { t.w, t.h = w, h }
@@ -267,6 +267,11 @@ func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 			}
 		case "e":
 			return exportTimeline(a, t)
+		case "s":
+			if st := t.src.Analysis.Device(t.tl.Device); st != nil {
+				a.overlay = newStagesOverlay(t, st)
+			}
+			return nil
 		default:
 			if t.showState {
 				listMove(&t.stateList, m)

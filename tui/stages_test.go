@@ -1,0 +1,45 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestStagesOverlay: s on the Timeline lists the annotated stages with the
+// analysis's figures, says what the anomaly checks found, and enter puts
+// the cursor on the chosen stage's peak.
+func TestStagesOverlay(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		a := newTestApp(t, size[0], size[1], "../testdata/snapshots/h200/big.pickle.gz")
+		press(a, "5", "s")
+		s := screen(a)
+		checkScreen(t, s, size[0], size[1])
+		golden(t, fmt.Sprintf("timeline_stages_%dx%d", size[0], size[1]), s)
+		st := a.timeline.src.Analysis.Device(0)
+		if !strings.Contains(s, fmt.Sprintf("%d annotated ranges", len(st.Stages))) || !strings.Contains(s, "Leak check: no call site grew") {
+			t.Errorf("stages overlay:\n%s", s)
+		}
+		press(a, "home", "down", "down")
+		want := st.Stages[2]
+		press(a, "enter")
+		if a.overlay != nil || a.timeline.cursor != want.PeakEvent {
+			t.Errorf("enter: cursor %d, want the third stage's peak %d", a.timeline.cursor, want.PeakEvent)
+		}
+		if s := screen(a); !strings.Contains(s, fmt.Sprintf("%s #%d: peak %s", want.Name, want.Occurrence, bytesStr(want.Peak))) {
+			t.Errorf("status after enter:\n%s", s)
+		}
+	}
+	a := newTestApp(t, 120, 30, "../testdata/snapshots/h200/record_stream.pickle")
+	press(a, "5", "s")
+	s := screen(a)
+	pf := a.timeline.src.Analysis.Device(0).Pending
+	if !strings.Contains(s, "No stages: the snapshot has no external_annotations") ||
+		!strings.Contains(s, fmt.Sprintf("Long pending frees: %d (%s)", pf.Long, bytesStr(pf.LongBytes))) {
+		t.Errorf("record_stream stages overlay:\n%s", s)
+	}
+	press(a, "s")
+	if a.overlay != nil {
+		t.Error("s closes the overlay it opened")
+	}
+}
