@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -508,5 +510,95 @@ func TestReportJSONStagesAndAnomalies(t *testing.T) {
 	}
 	if pf["long"] != 5.0 || pf["median_wait"] != 32165.0 || pf["max_wait"] != 35075.0 || pf["wait_unit"] != "us" || len(rs.Stages) != 0 || rs.Steps != nil {
 		t.Errorf("record_stream: %v, %d stages, steps %v", pf, len(rs.Stages), rs.Steps)
+	}
+}
+
+// TestReportRanks: a folder of per-rank snapshots gets a "ranks" table per
+// iteration whose figures are each file's own peak, and whose imbalance is
+// the heaviest peak over the mean.
+func TestReportRanks(t *testing.T) {
+	dir := t.TempDir()
+	srcs := []string{"testdata/snapshots/h200/train.pickle", "testdata/snapshots/h200/record_stream.pickle",
+		"testdata/snapshots/h200/cpp.pickle"}
+	for _, it := range []string{"iteration_5", "iteration_10_exit"} {
+		for r, src := range srcs {
+			b, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, it, fmt.Sprintf("rank%d_memory_snapshot.pickle", r))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, stderr, code := runCLI(t, "report", "--json", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Files []struct {
+			Path    string `json:"path"`
+			Devices []struct {
+				Peak struct {
+					Active   int64 `json:"active_bytes"`
+					Reserved int64 `json:"reserved_bytes"`
+				} `json:"peak"`
+			} `json:"devices"`
+		} `json:"files"`
+		Ranks []struct {
+			Path       string `json:"path"`
+			Iterations []struct {
+				Step    *int `json:"step"`
+				OOMExit bool `json:"oom_exit"`
+				Ranks   []struct {
+					Rank     int    `json:"rank"`
+					Path     string `json:"path"`
+					Peak     int64  `json:"peak_bytes"`
+					Reserved int64  `json:"reserved_bytes"`
+				} `json:"ranks"`
+				Imbalance struct {
+					MaxOverMean float64 `json:"max_over_mean"`
+					Heaviest    *int    `json:"heaviest_rank"`
+				} `json:"imbalance"`
+			} `json:"iterations"`
+		} `json:"ranks"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	peaks := map[string][2]int64{}
+	for _, f := range got.Files {
+		peaks[f.Path] = [2]int64{f.Devices[0].Peak.Active, f.Devices[0].Peak.Reserved}
+	}
+	if len(got.Ranks) != 1 || len(got.Ranks[0].Iterations) != 2 {
+		t.Fatalf("ranks: %+v", got.Ranks)
+	}
+	for i, it := range got.Ranks[0].Iterations {
+		if *it.Step != []int{5, 10}[i] || it.OOMExit != (i == 1) || len(it.Ranks) != 3 {
+			t.Errorf("iteration %d: %+v", i, it)
+		}
+		var sum, mx int64
+		heavy := -1
+		for r, row := range it.Ranks {
+			if row.Rank != r || peaks[row.Path] != [2]int64{row.Peak, row.Reserved} {
+				t.Errorf("rank %d: %+v, file says %v", r, row, peaks[row.Path])
+			}
+			sum += row.Peak
+			if row.Peak > mx {
+				mx, heavy = row.Peak, r
+			}
+		}
+		want := math.Round(100*float64(mx)*3/float64(sum)) / 100
+		if it.Imbalance.MaxOverMean != want || *it.Imbalance.Heaviest != heavy {
+			t.Errorf("imbalance %+v, want %.2f at rank %d", it.Imbalance, want, heavy)
+		}
+	}
+	text, _, _ := runCLI(t, "report", "--top", "0", dir)
+	if !strings.Contains(text, "step 10 (OOM exit): 3 ranks") || !strings.Contains(text, "imbalance") {
+		t.Errorf("text report:\n%s", text[:min(len(text), 1500)])
 	}
 }

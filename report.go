@@ -65,7 +65,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 			failed = true
 		}
 	}
-	opt := report.Options{TopN: *top}
+	opt := report.Options{TopN: *top, Ranks: rankSets(paths, reports)}
 	if *asJSON {
 		for _, r := range reports {
 			if r.Analysis != nil {
@@ -96,6 +96,27 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 		fmt.Fprintf(stderr, "memscope: saved the report in %s\n", dir)
 	}
 	return failed, nil
+}
+
+// rankSets finds the folders among paths that hold per-rank snapshots of
+// one run, and reduces their reports to rank tables.
+func rankSets(paths []string, reports []report.FileReport) []report.RankSet {
+	var out []report.RankSet
+	for _, p := range paths {
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			continue
+		}
+		found, err := snapshot.Discover(p)
+		if err != nil || !snapshot.IsRankSet(found) {
+			continue
+		}
+		files := make([]string, len(found))
+		for i, f := range found {
+			files[i] = f.Path
+		}
+		out = append(out, report.RankSetOf(p, reports, files))
+	}
+	return out
 }
 
 // loadReports expands directories into the snapshots they hold and analyses

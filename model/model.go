@@ -27,11 +27,13 @@ const (
 	KindTraceRun     Kind = "traces"
 	KindTraceCompare Kind = "real vs sim"
 	KindLive         Kind = "live"
+	// KindRanks is a folder of per-rank snapshots shown as one table.
+	KindRanks Kind = "ranks"
 	KindUnknown      Kind = "unknown"
 )
 
 // IsSnapshot reports whether the kind feeds the snapshot tabs.
-func (k Kind) IsSnapshot() bool { return k == KindSnapshot || k == KindEstimate }
+func (k Kind) IsSnapshot() bool { return k == KindSnapshot || k == KindEstimate || k == KindRanks }
 
 // IsTrace reports whether the kind feeds the Traces tab.
 func (k Kind) IsTrace() bool { return k == KindTraceRun || k == KindTraceCompare }
@@ -77,6 +79,10 @@ type Source struct {
 	// Sim the simulated side.
 	Real, Sim  *trace.Set
 	Comparison *trace.Comparison
+	// Ranks are the per-rank summaries of a KindRanks folder (see
+	// snapshot.RankSummary), in discovery order; files that failed carry
+	// their error.
+	Ranks []snapshot.RankSummary
 
 	// Generation counts successful loads: views rebuild when it changes.
 	Generation int
@@ -102,6 +108,11 @@ func (s *Source) ErrorCount() int {
 	if s.Err != nil {
 		n++
 	}
+	for _, r := range s.Ranks {
+		if r.Err != nil {
+			n++
+		}
+	}
 	for _, set := range []*trace.Set{s.Real, s.Sim} {
 		if set != nil {
 			n += len(set.Errors)
@@ -115,6 +126,11 @@ func (s *Source) Problems() []string {
 	var out []string
 	if s.Err != nil {
 		out = append(out, s.Err.Error())
+	}
+	for _, r := range s.Ranks {
+		if r.Err != nil {
+			out = append(out, r.Err.Error())
+		}
 	}
 	for _, set := range []*trace.Set{s.Real, s.Sim} {
 		if set == nil {
@@ -137,6 +153,8 @@ func labelFor(kind Kind, paths []string) string {
 		if len(paths) == 2 {
 			return fmt.Sprintf("%s ↔ %s", shortDir(paths[0]), shortDir(paths[1]))
 		}
+	case KindRanks:
+		return "ranks · " + shortDir(paths[0])
 	case KindSnapshot, KindEstimate:
 		if l := snapshot.ParseLabel(paths[0]).String(); l != "" {
 			return l + " · " + filepath.Base(paths[0])

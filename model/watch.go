@@ -238,6 +238,9 @@ func (w *Watcher) owner(path string) *Source {
 			if s.Kind.IsTrace() && (filepath.Dir(path) == p || filepath.Dir(filepath.Dir(path)) == p) {
 				return s
 			}
+			if s.Kind == KindRanks && strings.HasPrefix(path, p+string(filepath.Separator)) {
+				return s
+			}
 		}
 	}
 	return nil
@@ -291,6 +294,10 @@ func (w *Watcher) settle(now time.Time) {
 			continue
 		}
 		if k, _ := snapshot.SniffFile(path); k != snapshot.KindNone {
+			if s := w.owner(path); s != nil && s.Kind == KindRanks {
+				reload[s.ID] = true // a new rank or iteration
+				continue
+			}
 			if !w.known[path] {
 				w.known[path] = true
 				w.ws.openFile(path, false)

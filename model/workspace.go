@@ -31,6 +31,8 @@ type Workspace struct {
 	// events do not queue duplicate loads.
 	reloading map[int]bool
 	again     map[int]bool
+	// rankBudget bounds the memory of a rank folder's parallel loads.
+	rankBudget int64
 }
 
 // New returns an empty workspace. Loads stop when ctx is cancelled. rules
@@ -41,9 +43,37 @@ func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
 		sem:       make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
 		rules:     rules,
 		ctx:       ctx,
-		reloading: map[int]bool{},
-		again:     map[int]bool{},
+		reloading:  map[int]bool{},
+		again:      map[int]bool{},
+		rankBudget: DefaultRankBudget,
 	}
+}
+
+// SetRankBudget sets the bytes that a rank folder's snapshots may take while
+// they load in parallel (see SummarizeRanks); n <= 0 restores the default.
+// Call it before opening anything.
+func (w *Workspace) SetRankBudget(n int64) {
+	if n <= 0 {
+		n = DefaultRankBudget
+	}
+	w.mu.Lock()
+	w.rankBudget = n
+	w.mu.Unlock()
+}
+
+// OpenSnapshot returns the source of the snapshot at path, adding it when
+// no source holds it yet: a rank of a rank folder opened on its own.
+func (w *Workspace) OpenSnapshot(path string) int {
+	path = filepath.Clean(path)
+	w.mu.Lock()
+	for _, s := range w.sources {
+		if s.Kind == KindSnapshot && len(s.Paths) == 1 && filepath.Clean(s.Paths[0]) == path {
+			w.mu.Unlock()
+			return s.ID
+		}
+	}
+	w.mu.Unlock()
+	return w.Add(KindSnapshot, path)
 }
 
 // Changed delivers a value after any change to the sources (coalesced: one
@@ -238,6 +268,7 @@ func (w *Workspace) load(id int) {
 		s.Err = nil
 		s.Analysis, s.Estimate = res.Analysis, res.Estimate
 		s.Real, s.Sim, s.Comparison = res.Real, res.Sim, res.Comparison
+		s.Ranks = res.Ranks
 		s.Warnings = res.Warnings
 		s.Generation++
 		s.LoadedAt = time.Now()
@@ -284,6 +315,24 @@ func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error
 		out.Real, out.Sim = real, sim
 		out.Comparison = trace.Compare(real, sim, -1, nil)
 		out.Warnings = append(rankWarnings(real), rankWarnings(sim)...)
+	case KindRanks:
+		files := rankFiles(src.Paths[0])
+		if files == nil {
+			return out, fmt.Errorf("%s: no per-rank snapshots found any more (rankN in the names, two ranks or more)", src.Paths[0])
+		}
+		w.mu.Lock()
+		limit := w.rankBudget
+		w.mu.Unlock()
+		out.Ranks = snapshot.SortRanks(SummarizeRanks(ctx, files, limit, 0, summarizeSnapshot(w.rules), progress))
+		failed := 0
+		for _, r := range out.Ranks {
+			if r.Err != nil {
+				failed++
+			}
+		}
+		if failed == len(out.Ranks) {
+			return out, fmt.Errorf("%s: none of the %d rank snapshots could be read: %w", src.Paths[0], failed, out.Ranks[0].Err)
+		}
 	default:
 		return out, fmt.Errorf("nothing to load for a %s source", src.Kind)
 	}
@@ -319,7 +368,7 @@ func (w *Workspace) Open(paths ...string) {
 			w.openFile(p, true)
 			continue
 		}
-		if n := w.openDir(p, 0); n == 0 {
+		if n := w.openFolder(p); n == 0 {
 			w.AddFailed(p, errors.New("no traces or snapshots found (looked for Megatron memory_trace*.json, torchtitan exports, training logs, *.pickle[.gz] snapshots, memory_viz HTML and peak-snapshot JSON)"))
 		}
 	}
@@ -332,7 +381,7 @@ func (w *Workspace) Open(paths ...string) {
 func (w *Workspace) OpenQuiet(paths ...string) {
 	for _, p := range paths {
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			w.openDir(p, 0)
+			w.openFolder(p)
 			continue
 		}
 		w.Open(p)
@@ -363,7 +412,23 @@ func (w *Workspace) openFile(p string, explicit bool) int {
 	return 0
 }
 
-func (w *Workspace) openDir(dir string, depth int) int {
+// openFolder opens a directory: a folder of per-rank snapshots becomes one
+// rank overview (its snapshots load only when a rank is opened), and the
+// rest of the folder opens as usual.
+func (w *Workspace) openFolder(dir string) int {
+	skip := map[string]bool{}
+	n := 0
+	if files := rankFiles(dir); files != nil {
+		w.Add(KindRanks, dir)
+		n++
+		for _, f := range files {
+			skip[f] = true
+		}
+	}
+	return n + w.openDir(dir, 0, skip)
+}
+
+func (w *Workspace) openDir(dir string, depth int, skip map[string]bool) int {
 	// Two run folders become a comparison only when their names say which
 	// is simulated (memory_traces_scaling, *sim*, *real*) and they are not
 	// both recordings: two unrelated log folders or two recordings side by
@@ -395,9 +460,9 @@ func (w *Workspace) openDir(dir string, depth int) int {
 		case strings.HasPrefix(e.Name(), "."):
 		case e.IsDir():
 			if depth+1 < maxOpenDepth {
-				n += w.openDir(p, depth+1)
+				n += w.openDir(p, depth+1, skip)
 			}
-		case e.Type().IsRegular() && !isTrace[p]:
+		case e.Type().IsRegular() && !isTrace[p] && !skip[filepath.Clean(p)]:
 			if k, err := snapshot.SniffFile(p); err == nil && k != snapshot.KindNone {
 				n += w.openFile(p, false)
 			}

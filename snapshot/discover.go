@@ -109,13 +109,18 @@ var (
 	reNumStep  = regexp.MustCompile(`^0*(\d+)_step_\d+`)
 )
 
-// ParseLabel extracts rank and step from a path.
+// ParseLabel extracts rank and step from a path: the rank from rankN in
+// the file name (or, failing that, in its folder's name) or torchtitan's
+// RRRRRR_step_N, the step from an iteration_N or step_N folder.
 func ParseLabel(path string) Label {
 	l := Label{Rank: -1, Step: -1}
 	base := filepath.Base(path)
 	if m := reRankFile.FindStringSubmatch(base); m != nil {
 		l.Rank, _ = strconv.Atoi(m[1])
 	} else if m := reNumStep.FindStringSubmatch(base); m != nil {
+		l.Rank, _ = strconv.Atoi(m[1])
+	} else if m := reRankFile.FindStringSubmatch(filepath.Base(filepath.Dir(path))); m != nil {
+		// rank3/snapshot.pickle
 		l.Rank, _ = strconv.Atoi(m[1])
 	}
 	if m := reStepDir.FindStringSubmatch(filepath.Base(filepath.Dir(path))); m != nil {

@@ -30,7 +30,8 @@ type FileReport struct {
 
 // JSON shapes of `memscope report --json`, documented in the README.
 type jsonReport struct {
-	Files []jsonFile `json:"files"`
+	Files []jsonFile    `json:"files"`
+	Ranks []jsonRankSet `json:"ranks"`
 }
 
 type jsonFile struct {
@@ -202,11 +203,14 @@ type jsonLiveItem struct {
 // Options shapes the report.
 type Options struct {
 	TopN int
+	// Ranks are the folders of per-rank snapshots among the inputs; they
+	// get a table of ranks before the files.
+	Ranks []RankSet
 }
 
 // WriteJSON writes the reports as the documented JSON.
 func WriteJSON(w io.Writer, reports []FileReport, opt Options) error {
-	out := jsonReport{Files: []jsonFile{}}
+	out := jsonReport{Files: []jsonFile{}, Ranks: ranksJSON(opt.Ranks)}
 	for _, r := range reports {
 		jf := jsonFile{Path: r.Path, Kind: r.Kind, Devices: []any{}}
 		if jf.Kind == snapshot.KindNone {
@@ -285,6 +289,7 @@ func round2(f float64) float64 { return math.Round(f*100) / 100 }
 // WriteText writes the human-readable report.
 func WriteText(w io.Writer, reports []FileReport, opt Options) error {
 	tw := &textWriter{w: w}
+	writeRanksText(tw, opt.Ranks)
 	for i, r := range reports {
 		if i > 0 {
 			tw.line("")
