@@ -28,8 +28,8 @@ const (
 	KindTraceCompare Kind = "real vs sim"
 	KindLive         Kind = "live"
 	// KindRanks is a folder of per-rank snapshots shown as one table.
-	KindRanks Kind = "ranks"
-	KindUnknown      Kind = "unknown"
+	KindRanks   Kind = "ranks"
+	KindUnknown Kind = "unknown"
 )
 
 // IsSnapshot reports whether the kind feeds the snapshot tabs.

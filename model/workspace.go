@@ -39,10 +39,10 @@ type Workspace struct {
 // are the category rules (nil: the defaults).
 func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
 	return &Workspace{
-		notify:    make(chan struct{}, 1),
-		sem:       make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
-		rules:     rules,
-		ctx:       ctx,
+		notify:     make(chan struct{}, 1),
+		sem:        make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		rules:      rules,
+		ctx:        ctx,
 		reloading:  map[int]bool{},
 		again:      map[int]bool{},
 		rankBudget: DefaultRankBudget,
