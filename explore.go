@@ -121,8 +121,15 @@ func printReports(ctx context.Context, paths []string, implicit bool, rules []sn
 	}
 	failed := false
 	var reports []report.FileReport
+	var ranks []report.RankSet
 	for _, s := range ws.Sources() {
 		switch {
+		case s.Kind == model.KindRanks:
+			if s.Err != nil {
+				fmt.Fprintf(w, "error: %s\n", s.Err)
+			} else {
+				ranks = append(ranks, report.RankSet{Path: s.Path, Rows: s.Ranks})
+			}
 		case s.Kind.IsSnapshot():
 			r := report.FileReport{Path: s.Path, Label: snapshot.ParseLabel(s.Path), Err: s.Err, Analysis: s.Analysis, Estimate: s.Estimate}
 			if s.Estimate != nil {
@@ -141,15 +148,15 @@ func printReports(ctx context.Context, paths []string, implicit bool, rules []sn
 		}
 		if s.State == model.Failed || s.ErrorCount() > 0 {
 			failed = true
-			if !s.Kind.IsSnapshot() {
+			if !s.Kind.IsSnapshot() || s.Kind == model.KindRanks {
 				for _, p := range s.Problems() {
 					fmt.Fprintf(w, "error: %s\n", p)
 				}
 			}
 		}
 	}
-	if len(reports) > 0 {
-		return failed, report.WriteText(w, reports, report.Options{TopN: 10})
+	if len(reports) > 0 || len(ranks) > 0 {
+		return failed, report.WriteText(w, reports, report.Options{TopN: 10, Ranks: ranks})
 	}
 	return failed, nil
 }

@@ -250,7 +250,7 @@ func (p *picker) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
 		case key.Matches(m, okSelect):
 			return p.choose(a)
 		case key.Matches(m, okMark):
-			if s := p.cur(a); s != nil && s.Kind.IsSnapshot() {
+			if s := p.cur(a); s != nil && s.Kind.IsSnapshot() && s.Kind != model.KindRanks {
 				if i := indexOf(p.marked, s.ID); i >= 0 {
 					p.marked = append(p.marked[:i], p.marked[i+1:]...)
 				} else {

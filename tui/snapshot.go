@@ -57,6 +57,10 @@ type snapTab struct {
 	searching bool
 	search    textinput.Model
 	query     string
+	// ranks shows a rank folder; back is the rank folder's source a rank
+	// was opened from (0: none), which esc returns to.
+	ranks ranksView
+	back  int
 }
 
 var (
@@ -83,12 +87,23 @@ func (t *snapTab) name() string { return "Snapshot" }
 func (t *snapTab) capturing() bool { return t.searching }
 
 func (t *snapTab) help() []key.Binding {
+	if t.src != nil && t.src.Kind == model.KindRanks {
+		return t.ranks.help()
+	}
+	if t.back != 0 {
+		return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skSearch, skNext, skStackUp, skRecs, kExport, rkIter, rkBack}
+	}
 	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skPick, skSearch, skNext, skStackUp, skRecs, kExport}
 }
 
 func (t *snapTab) resize(w, h int) { t.w, t.h = w, h }
 
 func (t *snapTab) setSource(a *App, s *model.Source) {
+	if s != nil && s.Kind == model.KindRanks {
+		t.ranks.setSource(s)
+		t.src, t.back = s, 0
+		return
+	}
 	if s == t.src && (s == nil || s.Generation == t.gen) {
 		return
 	}
@@ -200,11 +215,30 @@ func (t *snapTab) recLines() int {
 }
 
 func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
-	if t.src == nil || t.src.State != model.Loaded {
-		return nil
+	if t.src != nil && t.src.Kind == model.KindRanks {
+		if t.src.State != model.Loaded {
+			return nil
+		}
+		return t.ranks.update(a, t, msg)
 	}
 	if t.searching {
 		return t.searchKey(a, msg)
+	}
+	if m, ok := msg.(tea.KeyPressMsg); ok && t.back != 0 {
+		switch {
+		case key.Matches(m, kBack) && t.mode != smSegments:
+			back := t.back
+			a.snapSel, a.snapChosen = back, true
+			a.refresh()
+			return nil
+		case m.String() == "[" || m.String() == "]":
+			d := map[string]int{"[": -1, "]": 1}[m.String()]
+			t.stepRank(a, d)
+			return nil
+		}
+	}
+	if t.src == nil || t.src.State != model.Loaded {
+		return nil
 	}
 	if m, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
@@ -399,6 +433,9 @@ func (t *snapTab) view(a *App) string {
 	}
 	if t.src.State != model.Loaded {
 		return th.dim.Render("loading " + t.src.Name() + "…")
+	}
+	if t.src.Kind == model.KindRanks {
+		return t.ranks.view(a, t.w, t.h)
 	}
 	if t.numDevices() == 0 {
 		if t.src.Estimate != nil {

@@ -355,6 +355,9 @@ func (t *timelineTab) view(a *App) string {
 	if t.src.State != model.Loaded {
 		return th.dim.Render("loading " + t.src.Name() + "…")
 	}
+	if t.src.Kind == model.KindRanks {
+		return rankSetHint(a, t.src)
+	}
 	if t.src.Estimate != nil {
 		return th.dim.Render("An estimate has no allocation trace: the timeline needs an allocator snapshot recorded with\ntorch.cuda.memory._record_memory_history().")
 	}

@@ -307,6 +307,9 @@ func (t *topTab) view(a *App) string {
 	if t.src.State != model.Loaded {
 		return th.dim.Render("loading " + t.src.Name() + "…")
 	}
+	if t.src.Kind == model.KindRanks {
+		return rankSetHint(a, t.src)
+	}
 	var total int64
 	for _, i := range t.view_ {
 		total += t.allocs[i].Size

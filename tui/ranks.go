@@ -1,0 +1,235 @@
+package tui
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/model"
+	"memscope/snapshot"
+)
+
+var (
+	rkIter  = key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[ ]", "previous / next iteration (in a rank: the same rank's)"))
+	rkSort  = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort by rank / peak"))
+	rkBack  = key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back to the ranks"))
+	rkEnter = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open the rank's snapshot (esc comes back)"))
+)
+
+// ranksView is the Snapshot tab for a folder of per-rank snapshots: one
+// row per rank of an iteration, with the imbalance across them.
+type ranksView struct {
+	src    *model.Source
+	iters  []snapshot.IterationKey
+	iter   int
+	rows   []snapshot.RankSummary // the iteration's, in display order
+	byPeak bool
+	list   scroller
+}
+
+func (v *ranksView) setSource(s *model.Source) {
+	same := v.src != nil && s != nil && v.src.ID == s.ID
+	v.src = s
+	if s == nil || s.State != model.Loaded {
+		return
+	}
+	old := snapshot.IterationKey{Step: -2}
+	if same && v.iter < len(v.iters) {
+		old = v.iters[v.iter]
+	}
+	v.iters = snapshot.Iterations(s.Ranks)
+	v.iter = max(0, len(v.iters)-1) // the latest dump first
+	if i := slices.Index(v.iters, old); i >= 0 {
+		v.iter = i
+	}
+	v.fill()
+}
+
+func (v *ranksView) fill() {
+	v.rows = nil
+	if v.iter < len(v.iters) {
+		v.rows = v.iters[v.iter].Of(v.src.Ranks)
+	}
+	if v.byPeak {
+		slices.SortStableFunc(v.rows, func(a, b snapshot.RankSummary) int { return cmp.Compare(b.Peak, a.Peak) })
+	}
+	v.list.setN(len(v.rows))
+}
+
+func (v *ranksView) help() []key.Binding {
+	return []key.Binding{kUp, kDown, kHome, kEnd, rkEnter, rkIter, rkSort}
+}
+
+func iterName(k snapshot.IterationKey) string {
+	s := "no step in the paths"
+	if k.Step >= 0 {
+		s = fmt.Sprintf("step %d", k.Step)
+	}
+	if k.Exit {
+		s += " (OOM exit)"
+	}
+	return s
+}
+
+func (v *ranksView) update(a *App, t *snapTab, msg tea.Msg) tea.Cmd {
+	switch m := msg.(type) {
+	case tea.MouseWheelMsg:
+		v.list.scroll(wheel(m))
+	case tea.KeyPressMsg:
+		switch m.String() {
+		case "[", "]":
+			d := 1
+			if m.String() == "[" {
+				d = -1
+			}
+			if n := v.iter + d; n >= 0 && n < len(v.iters) {
+				v.iter = n
+				v.fill()
+				a.setStatus("%s", iterName(v.iters[v.iter]))
+			} else {
+				a.setStatus("no more iterations that way")
+			}
+		case "s":
+			v.byPeak = !v.byPeak
+			v.fill()
+		case "enter":
+			if v.list.cursor < len(v.rows) {
+				r := v.rows[v.list.cursor]
+				if r.Err != nil {
+					a.setStatus("rank %d could not be read: %v", r.Label.Rank, r.Err)
+					return nil
+				}
+				t.drill(a, v.src.ID, r.Path)
+			}
+		default:
+			listMove(&v.list, m)
+		}
+	}
+	return nil
+}
+
+// drill opens one rank's snapshot on the Snapshot tab; esc comes back to
+// the rank set.
+func (t *snapTab) drill(a *App, rankSet int, path string) {
+	id := a.ws.OpenSnapshot(path)
+	a.snapSel, a.snapChosen = id, true
+	t.back = rankSet
+	a.refresh()
+	a.setStatus("%s · esc goes back to the ranks", snapshot.ParseLabel(path))
+}
+
+// stepRank opens the same rank of the previous or next iteration.
+func (t *snapTab) stepRank(a *App, d int) bool {
+	rs := a.source(t.back)
+	if rs == nil || t.src == nil || len(t.src.Paths) == 0 {
+		return false
+	}
+	cur := snapshot.ParseLabel(t.src.Paths[0])
+	iters := snapshot.Iterations(rs.Ranks)
+	i := slices.Index(iters, snapshot.IterationKey{Step: cur.Step, Exit: cur.Exit})
+	for j := i + d; i >= 0 && j >= 0 && j < len(iters); j += d {
+		for _, r := range iters[j].Of(rs.Ranks) {
+			if r.Label.Rank == cur.Rank && r.Err == nil {
+				t.drill(a, rs.ID, r.Path)
+				return true
+			}
+		}
+	}
+	a.setStatus("rank %d has no snapshot in another iteration that way", cur.Rank)
+	return true
+}
+
+func (v *ranksView) view(a *App, w, h int) string {
+	th := a.th
+	var b strings.Builder
+	total := len(v.src.Ranks)
+	head := fmt.Sprintf("%s · %d snapshots", v.src.Name(), total)
+	if len(v.iters) > 0 {
+		head += fmt.Sprintf(" · %s (%d of %d, [ ] to step)", iterName(v.iters[v.iter]), v.iter+1, len(v.iters))
+	}
+	b.WriteString(fit(th.bold.Render(head), w) + "\n")
+	im := snapshot.ImbalanceOf(v.rows)
+	var heavy snapshot.RankSummary
+	if im.Heaviest >= 0 {
+		heavy = v.rows[im.Heaviest]
+	}
+	line := fmt.Sprintf("imbalance %.2fx (max/mean)", im.MaxOverMean)
+	if im.Heaviest >= 0 {
+		line += fmt.Sprintf(" · heaviest rank %d", heavy.Label.Rank)
+	}
+	if n := len(v.rows) - im.Ranks; n > 0 {
+		line += th.warn.Render(fmt.Sprintf(" · %d unreadable", n))
+	}
+	line += fmt.Sprintf(" · peak mean %s, max %s over %d ranks", bytesStr(im.Mean), bytesStr(im.Max), im.Ranks)
+	b.WriteString(fit(line, w) + "\n")
+	const numW = 10
+	// Narrow terminals drop the category's bytes before the bar.
+	wide := w >= 100
+	catW := 18
+	fixed := 6 + 1 + numW + 1 + 1 + numW + 1 + 6 + 2 + catW + 1 + 5
+	if wide {
+		fixed += numW + 1
+	}
+	barW := max(0, min(30, w-fixed-1))
+	sortMark := map[bool]string{false: "RANK▼", true: "RANK"}[v.byPeak]
+	peakHead := map[bool]string{false: "PEAK", true: "PEAK▼"}[v.byPeak]
+	catBytes := func(s string) string {
+		if wide {
+			return fmt.Sprintf(" %*s", numW, s)
+		}
+		return ""
+	}
+	b.WriteString(th.header.Render(fit(fmt.Sprintf("%6s %*s %-*s %*s %6s  %-*s%s %5s", sortMark, numW, peakHead, barW, "",
+		numW, "RESERVED", "EFF", catW, map[bool]string{false: "TOP CATEGORY", true: "TOP CATEGORY AT PEAK"}[wide], catBytes(""), "OOMS"), w)) + "\n")
+	v.list.setHeight(h - 4)
+	v.list.setN(len(v.rows))
+	from, to := v.list.visible()
+	for i := from; i < to; i++ {
+		r := &v.rows[i]
+		var row string
+		if r.Err != nil {
+			// The row names the file: the error need not repeat its path.
+			msg := strings.TrimPrefix(r.Err.Error(), r.Path+": ")
+			row = fmt.Sprintf("%5d  %s", r.Label.Rank, th.errS.Render("✗ "+safe(msg)))
+		} else {
+			mark := " "
+			if im.Heaviest >= 0 && r.Path == heavy.Path {
+				mark = "▲"
+			}
+			frac := 0.0
+			if im.Max > 0 {
+				frac = float64(r.Peak) / float64(im.Max)
+			}
+			oom := fmt.Sprint(r.OOMs)
+			if r.OOMs > 0 {
+				oom = th.errS.Render(oom)
+			}
+			row = fmt.Sprintf("%5d%s %*s %s %*s %6s  %s%s %5s", r.Label.Rank, mark, numW, bytesStr(r.Peak),
+				hbar(frac, barW, th.accent), numW, bytesStr(r.Reserved), fmt.Sprintf("%.1f%%", r.EfficiencyPct),
+				th.category(r.TopCategory).Render(fit(safe(r.TopCategory), catW)), catBytes(bytesStr(r.TopCategoryBytes)), oom)
+		}
+		if i == v.list.cursor {
+			row = th.sel.Render(fit(ansiStrip(row), w))
+		}
+		b.WriteString(fit(row, w) + "\n")
+	}
+	if len(v.rows) > 0 && v.list.cursor < len(v.rows) {
+		hint := filepath.Base(v.rows[v.list.cursor].Path) + " · enter opens it"
+		if h := v.list.hint(); h != "" {
+			hint = h + " · " + hint
+		}
+		b.WriteString(th.dim.Render(fit(safe(hint), w)))
+	}
+	return b.String()
+}
+
+// rankSetHint is what the allocation views show for a rank folder: they
+// need one rank's snapshot.
+func rankSetHint(a *App, s *model.Source) string {
+	return a.th.bold.Render(s.Name()) + "\n\n" + fmt.Sprintf("A folder of %d per-rank snapshots. Open one on the Snapshot tab (2, then enter on a rank)\nto see its allocations and timeline here.", len(s.Ranks))
+}
