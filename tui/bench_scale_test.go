@@ -1,0 +1,151 @@
+package tui
+
+import (
+	"fmt"
+	"testing"
+
+	"memscope/model"
+	"memscope/snapshot"
+)
+
+// Frames at the scale issue 14 names, from data built in memory (the file
+// formats are benchmarked where they are decoded):
+//
+//	go test ./tui -run '^$' -bench 'Scale' -benchtime 20x
+
+// syntheticTrace is one device's trace of about n events: allocations from
+// 400 call sites (distinct stacks of 16 frames), freed a few hundred events
+// later, with a ProfilerStep#N every n/20 events.
+func syntheticTrace(n int) *snapshot.Snapshot {
+	stacks := make([]snapshot.Stack, 400)
+	for i := range stacks {
+		for d := 0; d < 16; d++ {
+			stacks[i] = append(stacks[i], snapshot.Frame{Filename: fmt.Sprintf("/w/model/layer%d.py", (i+d)%50), Line: int64(10 + d + i), Name: "forward"})
+		}
+	}
+	s := &snapshot.Snapshot{Traces: [][]snapshot.TraceEntry{nil}}
+	var open []uint64
+	addr := uint64(1 << 40)
+	t := int64(1_000_000)
+	for i := 0; len(s.Traces[0]) < n; i++ {
+		t += 3
+		if i%(n/40) == 0 {
+			step := i / (n / 40)
+			s.Annotations = append(s.Annotations, snapshot.Annotation{Name: fmt.Sprintf("ProfilerStep#%d", step), Stage: "START", TimeUS: t})
+			if step > 0 {
+				s.Annotations = append(s.Annotations, snapshot.Annotation{Name: fmt.Sprintf("ProfilerStep#%d", step-1), Stage: "END", TimeUS: t - 1})
+			}
+		}
+		size := int64(512 * (1 + i%2048))
+		s.Traces[0] = append(s.Traces[0], snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr, Size: size, TimeUS: t, Frames: stacks[i%len(stacks)]})
+		open = append(open, addr)
+		addr += uint64(size)
+		if len(open) > 300 {
+			a := open[0]
+			open = open[1:]
+			s.Traces[0] = append(s.Traces[0],
+				snapshot.TraceEntry{Action: snapshot.ActionFreeRequested, Addr: a, TimeUS: t + 1},
+				snapshot.TraceEntry{Action: snapshot.ActionFreeCompleted, Addr: a, TimeUS: t + 1})
+		}
+	}
+	// Sizes of frees come from their allocs, as PyTorch writes them.
+	sizes := map[uint64]int64{}
+	for i := range s.Traces[0] {
+		e := &s.Traces[0][i]
+		if e.Action == snapshot.ActionAlloc {
+			sizes[e.Addr] = e.Size
+		} else {
+			e.Size = sizes[e.Addr]
+		}
+	}
+	return s
+}
+
+func loadedSource(id int, a *snapshot.Analysis) *model.Source {
+	return &model.Source{ID: id, Kind: model.KindSnapshot, Path: "synthetic", Paths: []string{"synthetic"}, State: model.Loaded, Analysis: a, Generation: 1}
+}
+
+func BenchmarkScaleTimeline1M(b *testing.B) {
+	s := syntheticTrace(1_000_000)
+	an := snapshot.Analyze(s, nil)
+	a := newTestApp(b, 200, 60)
+	src := loadedSource(99, an)
+	a.timeline.setSource(a, src)
+	if a.timeline.tl == nil || len(a.timeline.tl.Events) < 1_000_000 {
+		b.Fatal("no timeline")
+	}
+	a.active = 4
+	for _, c := range []struct {
+		name string
+		keys []string
+	}{
+		{"cursor", []string{"right"}},
+		{"zoom-pan", []string{"+", ">", "<", "-"}},
+		{"stages", nil},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.keys == nil {
+				press(a, "s")
+				if _, ok := a.overlay.(*stagesOverlay); !ok {
+					b.Fatal("no stages overlay")
+				}
+			}
+			_ = a.timeline.view(a)
+			b.ResetTimer()
+			for k := 0; k < b.N; k++ {
+				if len(c.keys) > 0 {
+					press(a, c.keys[k%len(c.keys)])
+					_ = a.timeline.view(a)
+				} else {
+					press(a, "down")
+					_ = a.overlay.view(a, a.w, a.bodyHeight())
+				}
+			}
+			a.overlay = nil
+			if a.timeline.src != src || a.timeline.tl == nil {
+				b.Fatal("the timeline lost its source")
+			}
+		})
+	}
+	b.Logf("%d events, %d stages", len(a.timeline.tl.Events), len(an.Devices[0].Stages))
+}
+
+// BenchmarkScaleRanks draws the rank table of 128 and 1024 ranks (the
+// figures are what a rank folder keeps once its snapshots are read).
+func BenchmarkScaleRanks(b *testing.B) {
+	for _, n := range []int{128, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var rows []snapshot.RankSummary
+			for r := 0; r < n; r++ {
+				rows = append(rows, snapshot.RankSummary{Path: fmt.Sprintf("/run/iteration_10/rank%d_memory_snapshot.pickle", r),
+					Label: snapshot.Label{Rank: r, Step: 10}, Peak: int64(60+r%13) << 30, Reserved: 78 << 30, EfficiencyPct: 90,
+					TopCategory: "Activation", TopCategoryBytes: 30 << 30})
+			}
+			a := newTestApp(b, 200, 60)
+			src := &model.Source{ID: 99, Kind: model.KindRanks, Path: "/run", Paths: []string{"/run"}, State: model.Loaded, Ranks: rows, Generation: 1}
+			a.snap.setSource(a, src)
+			a.active = 1
+			_ = a.snap.view(a)
+			b.ResetTimer()
+			for k := 0; k < b.N; k++ {
+				press(a, []string{"down", "s", "pgdown"}[k%3])
+				_ = a.snap.view(a)
+			}
+		})
+	}
+}
+
+// BenchmarkScaleAnomalies1M is the cost the stage, leak and pending-free
+// checks add to the analysis of a 1M-event trace (Replay is measured in
+// snapshot's BenchmarkReplay1M).
+func BenchmarkScaleAnomalies1M(b *testing.B) {
+	s := syntheticTrace(1_000_000)
+	tl := snapshot.Replay(s, 0, nil)
+	b.ResetTimer()
+	for k := 0; k < b.N; k++ {
+		st := tl.Stages(s.Annotations)
+		steps, _ := snapshot.StepsOf(st)
+		_ = tl.LeakSuspects(steps)
+		_ = tl.PendingFrees()
+	}
+}
