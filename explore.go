@@ -22,12 +22,13 @@ import (
 // cmdExplore opens the explorer (or prints the text reports when stdout is
 // not a terminal).
 func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	fs := newFlagSet("memscope", "memscope [--replay DIR] [--live|--no-live] [--interval D] [--categories FILE] [PATH...]", stderr)
+	fs := newFlagSet("memscope", "memscope [--replay DIR] [--live|--no-live] [--interval D] [--history D] [--categories FILE] [PATH...]", stderr)
 	replay := fs.String("replay", "", "drive the Live tab from recorded traces in DIR (only DIR is opened)")
 	speed := fs.Float64("speed", 1, "--replay: playback speed (1: the recorded pace)")
 	live := fs.Bool("live", false, "sample GPUs through NVML (the default when no PATH is given)")
 	noLive := fs.Bool("no-live", false, "never initialise NVML")
 	interval := fs.Duration("interval", time.Second, "live sampling interval (min 50ms)")
+	history := fs.Duration("history", 30*time.Minute, "live history kept for the charts (1m to 24h)")
 	catFile := fs.String("categories", "", "category rules file")
 	pf := addPromFlags(fs)
 	paths, err := parseFlags(fs, args)
@@ -36,6 +37,10 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	}
 	if *interval < 50*time.Millisecond {
 		fmt.Fprintln(stderr, "memscope: --interval must be at least 50ms")
+		return false, errUsage
+	}
+	if err := checkHistory(*history, *interval); err != nil {
+		fmt.Fprintf(stderr, "memscope: %v\n", err)
 		return false, errUsage
 	}
 	var rules []snapshot.Rule
@@ -76,7 +81,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	} else {
 		ws.Open(paths...)
 	}
-	opts := tui.Options{Interval: *interval}
+	opts := tui.Options{Interval: *interval, History: *history}
 	if fleetSrc != nil {
 		opts.Fleet = fleetSrc
 	}
@@ -174,4 +179,24 @@ func watchSources(ctx context.Context, ws *model.Workspace) func() {
 		cancel()
 		w.Wait()
 	}
+}
+
+// History bounds: a chart needs a minute to say anything, and a day at the
+// fastest interval is the most samples a ring should hold.
+const (
+	minHistory        = time.Minute
+	maxHistory        = 24 * time.Hour
+	maxHistorySamples = 200_000
+)
+
+// checkHistory validates --history against --interval.
+func checkHistory(h, interval time.Duration) error {
+	switch {
+	case h < minHistory || h > maxHistory:
+		return fmt.Errorf("--history must be between %v and %v, not %v", minHistory, maxHistory, h)
+	case nvml.HistoryFor(h, interval) > maxHistorySamples:
+		return fmt.Errorf("--history %v at --interval %v is %d samples per GPU; keep it at most %d (a longer interval, or a shorter history)",
+			h, interval, nvml.HistoryFor(h, interval), maxHistorySamples)
+	}
+	return nil
 }

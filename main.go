@@ -44,7 +44,8 @@ Usage:
 
 Explorer flags: --replay DIR (drive the Live tab from recorded traces),
   --live / --no-live (sample GPUs through NVML; default: only without PATH),
-  --interval D (live sampling, default 1s, min 50ms), --categories FILE,
+  --interval D (live sampling, default 1s, min 50ms), --history D (live
+  history kept for the charts, default 30m, 1m to 24h), --categories FILE,
   --prometheus URL [--selector S] [--range D] (add the Fleet tab: the cluster's
   GPUs from Prometheus; alone, it opens only the Fleet and Live tabs).
 

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"memscope/model"
 )
@@ -600,5 +601,27 @@ func TestReportRanks(t *testing.T) {
 	text, _, _ := runCLI(t, "report", "--top", "0", dir)
 	if !strings.Contains(text, "step 10 (OOM exit): 3 ranks") || !strings.Contains(text, "imbalance") {
 		t.Errorf("text report:\n%s", text[:min(len(text), 1500)])
+	}
+}
+
+// TestHistoryFlag: --history takes 1m to 24h, and no more samples per GPU
+// than the ring may hold at the chosen interval (both sides of each bound).
+func TestHistoryFlag(t *testing.T) {
+	for _, c := range []struct {
+		h, iv string
+		ok    bool
+	}{
+		{"59s", "1s", false}, {"1m", "1s", true}, {"30m", "1s", true}, {"24h", "1s", true}, {"24h1s", "1s", false},
+		{"24h", "500ms", true}, {"24h", "433ms", true}, {"24h", "432ms", false}, {"2h", "50ms", true}, {"3h", "50ms", false},
+	} {
+		h, _ := time.ParseDuration(c.h)
+		iv, _ := time.ParseDuration(c.iv)
+		if err := checkHistory(h, iv); (err == nil) != c.ok {
+			t.Errorf("--history %s --interval %s: %v, want ok=%v", c.h, c.iv, err, c.ok)
+		}
+	}
+	_, stderr, code := runCLI(t, "--history", "10s", "--no-live", "testdata/snapshots/h200/train.pickle")
+	if code != 2 || !strings.Contains(stderr, "--history must be between") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

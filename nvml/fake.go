@@ -106,6 +106,14 @@ func (f *Fake) Sample(ctx context.Context) ([]Sample, error) {
 			Processes: []Process{{PID: 4100 + d, GPU: d, Used: used - 600<<20, User: "demo",
 				Command: fmt.Sprintf("python pretrain_gpt.py --local-rank %d", d), Visible: true}},
 		}
+		if d%4 == 0 {
+			// An evaluation job sharing the GPU, so per-process history
+			// has more than one line to tell apart.
+			eval := int64(1<<30) + int64(1<<30)*int64(now.Unix()/20%3)
+			out[d].Processes[0].Used -= eval
+			out[d].Processes = append(out[d].Processes, Process{PID: 5200 + d, GPU: d, Used: eval, User: "demo",
+				Command: "python eval.py --ckpt latest", Visible: true})
+		}
 	}
 	return out, nil
 }

@@ -6,9 +6,11 @@
 package nvml
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -230,6 +232,12 @@ func (s *Sampler) History(dev int) []Sample {
 // kept; copying the whole history for each frame would cost more than
 // drawing it.
 func (s *Sampler) Series(dev int, maxPoints int) (ago, used []float64) {
+	return s.SeriesOf(dev, maxPoints, func(smp *Sample) float64 { return float64(smp.Used) })
+}
+
+// SeriesOf is Series for any figure of a sample (utilisation, power); NaN
+// figures (not supported) are left out.
+func (s *Sampler) SeriesOf(dev int, maxPoints int, fig func(*Sample) float64) (ago, vals []float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.rings[dev]
@@ -244,19 +252,71 @@ func (s *Sampler) Series(dev int, maxPoints int) (ago, used []float64) {
 	}
 	for i := 0; i < n; i += step {
 		// The largest value of each step keeps the peaks.
-		best := -1
+		best, bestV := -1, 0.0
 		for j := i; j < min(n, i+step); j++ {
-			smp := r.At(j)
-			if smp.Err == nil && (best < 0 || smp.Used > r.At(best).Used) {
-				best = j
+			smp := &r.buf[(r.start+j)%len(r.buf)]
+			if smp.Err != nil {
+				continue
+			}
+			if v := fig(smp); !math.IsNaN(v) && (best < 0 || v > bestV) {
+				best, bestV = j, v
 			}
 		}
 		if best < 0 {
 			continue
 		}
-		smp := r.At(best)
-		ago = append(ago, smp.Time.Sub(newest).Seconds())
-		used = append(used, float64(smp.Used))
+		ago = append(ago, r.At(best).Time.Sub(newest).Seconds())
+		vals = append(vals, bestV)
 	}
-	return ago, used
+	return ago, vals
+}
+
+// ProcessSeries is the memory of each process on a device over time
+// (seconds relative to the newest sample, bytes; 0 while it held none),
+// for the k processes holding the most in the newest sample, largest first.
+func (s *Sampler) ProcessSeries(dev, maxPoints, k int) []ProcessSeries {
+	s.mu.Lock()
+	r := s.rings[dev]
+	if r == nil || r.Len() == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	last := r.At(r.Len() - 1)
+	s.mu.Unlock()
+	var top []Process
+	for _, p := range last.Processes {
+		if p.Used > 0 {
+			top = append(top, p)
+		}
+	}
+	slices.SortFunc(top, func(a, b Process) int {
+		if c := cmp.Compare(b.Used, a.Used); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.PID, b.PID)
+	})
+	if len(top) > k {
+		top = top[:k]
+	}
+	out := make([]ProcessSeries, 0, len(top))
+	for _, p := range top {
+		pid := p.PID
+		ago, used := s.SeriesOf(dev, maxPoints, func(smp *Sample) float64 {
+			for i := range smp.Processes {
+				if smp.Processes[i].PID == pid {
+					return float64(max(0, smp.Processes[i].Used))
+				}
+			}
+			return 0
+		})
+		out = append(out, ProcessSeries{Process: p, Ago: ago, Bytes: used})
+	}
+	return out
+}
+
+// ProcessSeries is one process's memory history on a device: Process is
+// its newest reading.
+type ProcessSeries struct {
+	Process
+	Ago, Bytes []float64
 }

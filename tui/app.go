@@ -28,8 +28,10 @@ type Options struct {
 	Live nvml.Source
 	// LiveErr explains why there is no live source.
 	LiveErr error
-	// Interval is the live sampling interval.
+	// Interval is the live sampling interval; History how much of it the
+	// Live charts keep (0: 30 minutes).
 	Interval time.Duration
+	History  time.Duration
 	// ExportDir is where `e` writes pictures and tables.
 	ExportDir string
 	// Fleet, when set, adds the Fleet tab: the cluster from Prometheus.

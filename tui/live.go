@@ -29,6 +29,9 @@ type liveTab struct {
 	filterOn bool
 	query    string
 	lastDraw time.Time
+	// metric is what the chart plots; multiples draws one chart per GPU.
+	metric    liveMetric
+	multiples bool
 }
 
 type liveMsg struct{}
@@ -46,7 +49,10 @@ func newLiveTab(opts Options) *liveTab {
 	ti.Placeholder = "command, user, PID…"
 	t := &liveTab{opts: opts, filter: ti}
 	if opts.Live != nil {
-		t.sampler = nvml.NewSampler(opts.Live, opts.Interval, nvml.HistoryFor(30*time.Minute, opts.Interval))
+		if t.opts.History <= 0 {
+			t.opts.History = 30 * time.Minute
+		}
+		t.sampler = nvml.NewSampler(opts.Live, opts.Interval, nvml.HistoryFor(t.opts.History, opts.Interval))
 	}
 	return t
 }
@@ -56,7 +62,7 @@ func (t *liveTab) name() string { return "Live" }
 func (t *liveTab) capturing() bool { return t.filterOn }
 
 func (t *liveTab) help() []key.Binding {
-	return []key.Binding{lkGPU, lkFocus, kUp, kDown, lkSort, lkFilter, kBack, kExport}
+	return []key.Binding{lkGPU, lkFocus, lkMetric, lkView, kUp, kDown, lkSort, lkFilter, kBack, kExport}
 }
 
 func (t *liveTab) resize(w, h int) { t.w, t.h = w, h }
@@ -131,6 +137,11 @@ func (t *liveTab) update(a *App, msg tea.Msg) tea.Cmd {
 			default:
 				t.focus = false
 			}
+		case key.Matches(m, lkMetric):
+			t.metric = nextMetric(t.metric)
+			a.setStatus("chart: %s", t.metric)
+		case key.Matches(m, lkView):
+			t.multiples = !t.multiples
 		case key.Matches(m, lkSort):
 			t.procSort = (t.procSort + 1) % 4
 			a.setStatus("processes sorted by %s", []string{"memory", "GPU", "PID", "user"}[t.procSort])
@@ -287,38 +298,6 @@ func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
 	return b.String()
 }
 
-func (t *liveTab) chart(a *App, devs []nvml.Device, h int) string {
-	th := a.th
-	var series []chartSeries
-	xmin := 0.0
-	var ymax float64
-	for i, d := range devs {
-		xs, ys := t.sampler.Series(d.Index, 2*t.w)
-		if len(xs) == 0 {
-			continue
-		}
-		if s := t.latest(d.Index); s != nil {
-			ymax = math.Max(ymax, float64(s.Total))
-		}
-		xmin = math.Min(xmin, xs[0])
-		series = append(series, chartSeries{xs: xs, ys: ys, style: th.fg(gpuColor(i))})
-	}
-	if xmin > -10 {
-		xmin = -10
-	}
-	if ymax == 0 {
-		ymax = 1
-	}
-	xfmt := func(_ int, v float64) string {
-		if v > -120 {
-			return fmt.Sprintf("%.0fs", v)
-		}
-		return fmt.Sprintf("%.0fm", v/60)
-	}
-	yfmt := func(_ int, v float64) string { return bytesStr(int64(v)) }
-	return renderChart(chartSpec{w: t.w, h: h, xmin: xmin, xmax: 0, ymin: 0, ymax: ymax, xfmt: xfmt, yfmt: yfmt,
-		series: series, axis: th.dim, label: th.dim})
-}
 
 func (t *liveTab) processes(a *App, devs []nvml.Device, h int) string {
 	th := a.th
