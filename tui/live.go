@@ -298,7 +298,6 @@ func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
 	return b.String()
 }
 
-
 func (t *liveTab) processes(a *App, devs []nvml.Device, h int) string {
 	th := a.th
 	if h < 3 {
