@@ -95,6 +95,11 @@ type App struct {
 	internalErr             string
 	// panics counts the panics Update and View caught (tests fail on any).
 	panics int
+	// cmd is the open command line (nil: closed); a command leaves the
+	// tea.Cmd it started in pending, and quitting when it ends the program.
+	cmd      *cmdLine
+	pending  tea.Cmd
+	quitting bool
 }
 
 type wsChangedMsg struct{}
@@ -334,6 +339,13 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(msg, a.keys.forceQuit) {
 		return tea.Quit
 	}
+	if a.cmd != nil {
+		done, cmd := a.cmd.update(a, msg)
+		if done {
+			a.cmd = nil
+		}
+		return cmd
+	}
 	if a.showHelp {
 		a.showHelp = false
 		if key.Matches(msg, a.keys.quit) && msg.String() == "q" {
@@ -374,6 +386,9 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case key.Matches(msg, a.keys.sources):
 		a.overlay = newPicker(a)
+		return nil
+	case key.Matches(msg, kCommand):
+		a.cmd = newCmdLine()
 		return nil
 	}
 	if s := msg.String(); len(s) == 1 && s[0] >= '1' && s[0] <= '0'+byte(len(a.tabs)) {
@@ -465,6 +480,9 @@ func (a *App) render() string {
 		body = block(a.overlay.view(a, a.w, bh), a.w, bh)
 	default:
 		body = block(a.tabs[a.active].view(a), a.w, bh)
+	}
+	if a.cmd != nil {
+		return a.tabBar() + "\n" + body + "\n" + a.cmd.view(a, a.w)
 	}
 	return a.tabBar() + "\n" + body + "\n" + a.statusLine()
 }

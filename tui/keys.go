@@ -23,7 +23,7 @@ func newGlobalKeys(tabs int) globalKeys {
 }
 
 func (k globalKeys) list() []key.Binding {
-	return []key.Binding{k.tabs, k.next, k.prev, k.sources, k.help, k.quit, k.forceQuit}
+	return []key.Binding{k.tabs, k.next, k.prev, k.sources, kCommand, k.help, k.quit, k.forceQuit}
 }
 
 // Shared list keys.
