@@ -96,19 +96,23 @@ func Iterations(rows []RankSummary) []IterationKey {
 			out = append(out, k)
 		}
 	}
-	slices.SortFunc(out, func(a, b IterationKey) int {
-		if c := cmp.Compare(a.Step, b.Step); c != 0 {
-			return c
-		}
-		if a.Exit == b.Exit {
-			return 0
-		}
-		if a.Exit {
-			return 1
-		}
-		return -1
-	})
+	slices.SortFunc(out, compareIterations)
 	return out
+}
+
+// compareIterations orders dumps by step, the OOM exit after the regular
+// dump of the same step.
+func compareIterations(a, b IterationKey) int {
+	if c := cmp.Compare(a.Step, b.Step); c != 0 {
+		return c
+	}
+	switch {
+	case a.Exit == b.Exit:
+		return 0
+	case a.Exit:
+		return 1
+	}
+	return -1
 }
 
 // IterationKey names one dump of the ranks: a step, and whether it is the
@@ -151,14 +155,8 @@ func IsRankSet(found []Found) bool {
 // SortRanks orders rows by step, then OOM exit, then rank, then path.
 func SortRanks(rows []RankSummary) []RankSummary {
 	slices.SortStableFunc(rows, func(a, b RankSummary) int {
-		if c := cmp.Compare(a.Label.Step, b.Label.Step); c != 0 {
+		if c := compareIterations(IterationKey{a.Label.Step, a.Label.Exit}, IterationKey{b.Label.Step, b.Label.Exit}); c != 0 {
 			return c
-		}
-		if a.Label.Exit != b.Label.Exit {
-			if a.Label.Exit {
-				return 1
-			}
-			return -1
 		}
 		if c := cmp.Compare(a.Label.Rank, b.Label.Rank); c != 0 {
 			return c

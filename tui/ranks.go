@@ -148,7 +148,7 @@ func (v *ranksView) view(a *App, w, h int) string {
 	th := a.th
 	var b strings.Builder
 	total := len(v.src.Ranks)
-	head := fmt.Sprintf("%s · %d snapshots", v.src.Name(), total)
+	head := fmt.Sprintf("%s · %d snapshots", safe(v.src.Name()), total)
 	if len(v.iters) > 0 {
 		head += fmt.Sprintf(" · %s (%d of %d, [ ] to step)", iterName(v.iters[v.iter]), v.iter+1, len(v.iters))
 	}
@@ -231,5 +231,5 @@ func (v *ranksView) view(a *App, w, h int) string {
 // rankSetHint is what the allocation views show for a rank folder: they
 // need one rank's snapshot.
 func rankSetHint(a *App, s *model.Source) string {
-	return a.th.bold.Render(s.Name()) + "\n\n" + fmt.Sprintf("A folder of %d per-rank snapshots. Open one on the Snapshot tab (2, then enter on a rank)\nto see its allocations and timeline here.", len(s.Ranks))
+	return a.th.bold.Render(safe(s.Name())) + "\n\n" + fmt.Sprintf("A folder of %d per-rank snapshots. Open one on the Snapshot tab (2, then enter on a rank)\nto see its allocations and timeline here.", len(s.Ranks))
 }
