@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/charmbracelet/x/term"
 
 	"memscope/model"
 	"memscope/nvml"
+	"memscope/trace"
 	"memscope/tui"
 )
 
@@ -46,11 +48,65 @@ func extractDemo() (string, error) {
 		}
 		return os.WriteFile(target, b, 0o644)
 	})
+	if err == nil {
+		err = writeDemoErrors(filepath.Join(dir, "traces", "megatron_trace_memory"), filepath.Join(dir, "traces", "SYNTHETIC_estimate_errors"))
+	}
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", err
 	}
 	return dir, nil
+}
+
+// demoSimScale is how the synthetic comparison scales the real Megatron
+// simulation per rank: the real samples' simulation matches its run almost
+// exactly, so the Traces tab would never show an estimate that is off.
+var demoSimScale = map[int]float64{0: 0.88, 2: 1.07}
+
+// writeDemoErrors derives a SYNTHETIC comparison from the bundled Megatron
+// run: the real traces as they are, and the simulated ones of ranks 0 and 2
+// scaled so rank 0 is underestimated and rank 2 overestimated. The folder
+// name says it is synthetic.
+func writeDemoErrors(megatron, out string) error {
+	ctx := context.Background()
+	real, err := trace.LoadPath(ctx, filepath.Join(megatron, "real"))
+	if err != nil {
+		return err
+	}
+	sim, err := trace.LoadPath(ctx, filepath.Join(megatron, "sim"))
+	if err != nil {
+		return err
+	}
+	write := func(side string, r *trace.Rank, scale float64) error {
+		its := slices.Clone(r.Iterations)
+		for i := range its {
+			its[i].Allocated = slices.Clone(its[i].Allocated)
+			for j := range its[i].Allocated {
+				its[i].Allocated[j] *= scale
+			}
+			if its[i].PeakAllocated != trace.Unset {
+				its[i].PeakAllocated *= scale
+			}
+		}
+		p := filepath.Join(out, side, filepath.Base(r.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return trace.WriteMegatron(p, its)
+	}
+	for _, r := range real.Ranks {
+		if err := write("real", r, 1); err != nil {
+			return err
+		}
+	}
+	for _, r := range sim.Ranks {
+		if f, ok := demoSimScale[r.Rank]; ok {
+			if err := write("sim", r, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // cmdDemo opens the explorer over the bundled samples and eight simulated

@@ -631,3 +631,50 @@ func TestHistoryFlag(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestDemoShowsEstimateErrors: the demo's SYNTHETIC comparison has a rank
+// the simulation underestimates and one it overestimates, by the scales
+// it was derived with (the bundled real pair reads +0.00%).
+func TestDemoShowsEstimateErrors(t *testing.T) {
+	dir, err := extractDemo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cmp := func(sub string) map[int]float64 {
+		out, stderr, code := runCLI(t, "compare", "--json", filepath.Join(dir, "traces", sub))
+		if code != 0 {
+			t.Fatalf("compare %s: exit %d: %s", sub, code, stderr)
+		}
+		var got struct {
+			Ranks []struct {
+				Rank int      `json:"rank"`
+				Err  *float64 `json:"peak_error_pct"`
+			} `json:"ranks"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		m := map[int]float64{}
+		for _, r := range got.Ranks {
+			if r.Err != nil {
+				m[r.Rank] = *r.Err
+			}
+		}
+		return m
+	}
+	base, synth := cmp("megatron_trace_memory"), cmp("SYNTHETIC_estimate_errors")
+	if len(synth) != 2 {
+		t.Fatalf("synthetic pairs: %v", synth)
+	}
+	for rank, scale := range demoSimScale {
+		// The simulated peak scales with the samples: (1+e')/(1+e) = scale.
+		want := ((1+base[rank]/100)*scale - 1) * 100
+		if math.Abs(synth[rank]-want) > 0.05 {
+			t.Errorf("rank %d: peak error %.2f%%, want %.2f%% (base %.2f%%, scale %.2f)", rank, synth[rank], want, base[rank], scale)
+		}
+	}
+	if !(synth[0] < -5 && synth[2] > 3) {
+		t.Errorf("rank 0 should be underestimated and rank 2 over: %v", synth)
+	}
+}
