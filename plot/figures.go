@@ -117,6 +117,9 @@ func OverviewFigure(c *trace.Comparison) *Figure {
 	f.Series = []Series{real, sim}
 	if n := len(c.Summary.Underestimated); n > 0 {
 		f.Note = fmt.Sprintf("%d ranks underestimated by the simulation", n)
+		if n == 1 {
+			f.Note = "1 rank underestimated by the simulation"
+		}
 	}
 	return f
 }
@@ -169,18 +172,30 @@ func SnapshotFigures(d *snapshot.DeviceStats, tl *snapshot.Timeline) map[string]
 	figs["memory_overview"] = ov
 
 	// Categories.
-	cat := &Figure{Kind: HBars, Title: "Memory by category, " + dev, XLabel: unit, YUnit: unit}
+	// Bars of parts take the unit of their own largest part: 32 MiB
+	// blocks on a 3 GiB device read "32 MiB", not "0.03 GiB".
+	var catMax int64
+	for _, c := range d.Categories {
+		catMax = max(catMax, c.Bytes)
+	}
+	cunit, cdiv := ByteUnit(float64(catMax))
+	cat := &Figure{Kind: HBars, Title: "Memory by category, " + dev, XLabel: cunit, YUnit: cunit}
 	var cv []float64
 	for i := len(d.Categories) - 1; i >= 0; i-- { // largest at the top
 		c := d.Categories[i]
 		cat.Labels = append(cat.Labels, c.Name)
-		cv = append(cv, b(c.Bytes))
+		cv = append(cv, float64(c.Bytes)/cdiv)
 	}
 	cat.Series = []Series{{Y: cv, Colors: categoryColors(cat.Labels)}}
 	figs["category_breakdown"] = cat
 
 	// Top consumers.
-	top := &Figure{Kind: HBars, Title: "Top allocations, " + dev, XLabel: unit, YUnit: unit}
+	var topMax int64
+	for _, a := range d.Allocations {
+		topMax = max(topMax, a.Size)
+	}
+	tunit, tdiv := ByteUnit(float64(topMax))
+	top := &Figure{Kind: HBars, Title: "Top allocations, " + dev, XLabel: tunit, YUnit: tunit}
 	var tv []float64
 	var tc []string
 	n := min(30, len(d.Allocations))
@@ -190,8 +205,8 @@ func SnapshotFigures(d *snapshot.DeviceStats, tl *snapshot.Timeline) map[string]
 		if loc == "" {
 			loc = snapshot.NoFrames
 		}
-		top.Labels = append(top.Labels, fmt.Sprintf("%s · %s", units.Bytes(a.Size), shorten(loc, 70)))
-		tv = append(tv, b(a.Size))
+		top.Labels = append(top.Labels, shorten(loc, 64))
+		tv = append(tv, float64(a.Size)/tdiv)
 		tc = append(tc, palette.Category(a.Category))
 	}
 	top.Series = []Series{{Y: tv, Colors: tc}}
@@ -213,7 +228,7 @@ func SnapshotFigures(d *snapshot.DeviceStats, tl *snapshot.Timeline) map[string]
 	act := Series{Name: "active", Color: palette.Allocated}
 	ina := Series{Name: "cached free", Color: palette.CachedFree}
 	for _, lo := range los {
-		sd.Labels = append(sd.Labels, "≥"+units.Bytes(lo))
+		sd.Labels = append(sd.Labels, "≥"+bucketLabel(lo))
 		act.Y = append(act.Y, float64(countOf(d.ActiveHist, lo)))
 		ina.Y = append(ina.Y, float64(countOf(d.InactiveHist, lo)))
 	}
@@ -306,13 +321,18 @@ func EstimateFigures(e *estimate.DeviceStats) map[string]*Figure {
 		pv = append(pv, float64(e.Phases[i].Bytes)/div)
 	}
 	ph.Series = []Series{{Y: pv, Color: palette.Real}}
-	mod := &Figure{Kind: HBars, Title: "Estimated memory by module (merged), " + e.Device, XLabel: unit, YUnit: unit}
+	var modMax int64
+	for _, m := range e.Modules {
+		modMax = max(modMax, m.Bytes)
+	}
+	munit, mdiv := ByteUnit(float64(modMax))
+	mod := &Figure{Kind: HBars, Title: "Estimated memory by module (merged), " + e.Device, XLabel: munit, YUnit: munit}
 	var mv []float64
 	n := min(30, len(e.Modules))
 	for i := n - 1; i >= 0; i-- {
 		m := e.Modules[i]
 		mod.Labels = append(mod.Labels, fmt.Sprintf("%s ×%d", shorten(m.Pattern, 60), m.Instances))
-		mv = append(mv, float64(m.Bytes)/div)
+		mv = append(mv, float64(m.Bytes)/mdiv)
 	}
 	mod.Series = []Series{{Y: mv, Color: palette.Sim}}
 	return map[string]*Figure{"estimate_phases": ph, "estimate_modules": mod}
@@ -416,4 +436,18 @@ func timelineNote(tl *snapshot.Timeline) string {
 		return "memory changed after recording stopped; levels follow the trace"
 	}
 	return fmt.Sprintf("the trace starts mid-run: %s was allocated before it", units.Bytes(tl.BaseActive))
+}
+
+// bucketLabel names a power-of-two bucket's lower bound without decimals:
+// "4 KiB", "256 KiB", "1 MiB".
+func bucketLabel(lo int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if lo >= u.size && lo%u.size == 0 {
+			return strconv.FormatInt(lo/u.size, 10) + " " + u.name
+		}
+	}
+	return units.Bytes(lo)
 }
