@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"testing"
 
 	"memscope/model"
@@ -66,12 +68,32 @@ func loadedSource(id int, a *snapshot.Analysis) *model.Source {
 }
 
 func BenchmarkScaleTimeline1M(b *testing.B) {
-	s := syntheticTrace(1_000_000)
-	an := snapshot.Analyze(s, nil)
+	benchTimeline(b, snapshot.Analyze(syntheticTrace(1_000_000), nil), 1_000_000)
+}
+
+// BenchmarkScaleTimelineFile draws the Timeline of a real snapshot file
+// (skipped unless MEMSCOPE_BENCH_FILE names one), e.g. the 0.8 GB
+// distinct-stack file of issue 11:
+//
+//	python3 scripts/gen_snapshot.py --entries 1500000 --frames unshared --stacks 1500000 --depth 30 F
+//	MEMSCOPE_BENCH_FILE=F go test ./tui -run '^$' -bench ScaleTimelineFile -benchtime 20x
+func BenchmarkScaleTimelineFile(b *testing.B) {
+	path := os.Getenv("MEMSCOPE_BENCH_FILE")
+	if path == "" {
+		b.Skip("MEMSCOPE_BENCH_FILE is not set")
+	}
+	s, err := snapshot.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchTimeline(b, snapshot.Analyze(s, nil), 1)
+}
+
+func benchTimeline(b *testing.B, an *snapshot.Analysis, minEvents int) {
 	a := newTestApp(b, 200, 60)
 	src := loadedSource(99, an)
 	a.timeline.setSource(a, src)
-	if a.timeline.tl == nil || len(a.timeline.tl.Events) < 1_000_000 {
+	if a.timeline.tl == nil || len(a.timeline.tl.Events) < minEvents {
 		b.Fatal("no timeline")
 	}
 	a.active = 4
@@ -107,6 +129,12 @@ func BenchmarkScaleTimeline1M(b *testing.B) {
 			}
 		})
 	}
+	b.Run("state-at-cursor", func(b *testing.B) {
+		for k := 0; k < b.N; k++ {
+			press(a, "right")
+			_ = a.timeline.tl.StateAt(an.Snapshot, a.timeline.cursor)
+		}
+	})
 	b.Logf("%d events, %d stages", len(a.timeline.tl.Events), len(an.Devices[0].Stages))
 }
 
