@@ -19,9 +19,10 @@ type niceTicker struct {
 // tickTarget is about how many intervals an axis is cut into.
 const tickTarget = 6
 
-// niceStep is the smallest round step that cuts span into at most about
-// target intervals.
-func niceStep(span float64, target int, integer bool) float64 {
+// NiceStep is the smallest round step (1, 2, 2.5 or 5 times a power of
+// ten; never a fraction when integer) that cuts span into at most about
+// target intervals. The explorer's axes use it too.
+func NiceStep(span float64, target int, integer bool) float64 {
 	raw := span / float64(target)
 	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
 		return 1
@@ -46,9 +47,9 @@ func (t niceTicker) Ticks(lo, hi float64) []gplot.Tick {
 		return nil
 	}
 	if hi <= lo {
-		return []gplot.Tick{{Value: lo, Label: tickLabel(lo, 1, math.Abs(lo))}}
+		return []gplot.Tick{{Value: lo, Label: TickLabel(lo, 1, math.Abs(lo))}}
 	}
-	step := niceStep(hi-lo, tickTarget, t.integer)
+	step := NiceStep(hi-lo, tickTarget, t.integer)
 	if t.integer && step < 1 {
 		step = 1
 	}
@@ -74,7 +75,7 @@ func (t niceTicker) Ticks(lo, hi float64) []gplot.Tick {
 		}
 		major := math.Abs(math.Remainder(v, step)) < minor*1e-6
 		if major {
-			ticks = append(ticks, gplot.Tick{Value: v, Label: tickLabel(v, step, scale)})
+			ticks = append(ticks, gplot.Tick{Value: v, Label: TickLabel(v, step, scale)})
 		} else {
 			ticks = append(ticks, gplot.Tick{Value: v})
 		}
@@ -101,9 +102,10 @@ func decimals(x float64) int {
 	return 6
 }
 
-// tickLabel writes v for an axis whose step is step and whose largest
-// magnitude is scale.
-func tickLabel(v, step, scale float64) string {
+// TickLabel writes v for an axis whose step is step and whose largest
+// magnitude is scale: as short as it can be, with an SI suffix from 10,000
+// up ("2.5k", "1.5M").
+func TickLabel(v, step, scale float64) string {
 	if math.Abs(v) < math.Abs(step)*1e-9 {
 		return "0"
 	}

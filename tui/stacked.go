@@ -2,7 +2,10 @@ package tui
 
 import (
 	"fmt"
+	"math"
 	"strings"
+
+	"memscope/plot"
 
 	"charm.land/lipgloss/v2"
 )
@@ -25,7 +28,39 @@ type stackedSpec struct {
 	cursor   int // column of the cursor, -1 when outside
 	cursorSt lipgloss.Style
 	xlabel   func(col int) string
-	ylabel   func(v float64) string
+	// xticks, when set, replace labels spread every few columns: round
+	// values at the columns where they fall.
+	xticks []xTick
+	ylabel func(v float64) string
+}
+
+// xTick is a labelled column of an x axis.
+type xTick struct {
+	col   int
+	label string
+}
+
+// roundTicks places labels at round values of a linear axis whose plotW
+// columns cover [lo, hi), about minGap cells apart and never touching;
+// labels are as the pictures write them ("2000", "250k").
+func roundTicks(lo, hi float64, plotW int, integer bool) []xTick {
+	if hi <= lo || plotW <= 0 {
+		return nil
+	}
+	const minGap = 12
+	step := plot.NiceStep(hi-lo, max(1, plotW/minGap), integer)
+	var out []xTick
+	next := 0
+	for v := math.Ceil(lo/step) * step; v < hi; v += step {
+		col := int((v - lo) * float64(plotW) / (hi - lo))
+		l := plot.TickLabel(v, step, math.Max(math.Abs(lo), math.Abs(hi)))
+		if col < next || col+len([]rune(l)) > plotW {
+			continue
+		}
+		out = append(out, xTick{col: col, label: l})
+		next = col + len([]rune(l)) + 2
+	}
+	return out
 }
 
 // renderStacked draws the chart: y labels on the left, the x axis below.
@@ -103,13 +138,22 @@ func renderStacked(c stackedSpec) string {
 	b.WriteString(c.axis.Render(strings.Repeat(" ", labelW-1) + "└" + string(axis)))
 	b.WriteString("\n")
 	labels := []rune(strings.Repeat(" ", plotW+labelW))
-	every := max(12, plotW/6)
-	for x := 0; x < plotW; x += every {
-		l := []rune(c.xlabel(x))
-		if labelW+x+len(l) > len(labels) {
-			break
+	if c.xticks != nil {
+		for _, tk := range c.xticks {
+			l := []rune(tk.label)
+			if labelW+tk.col+len(l) <= len(labels) {
+				copy(labels[labelW+tk.col:], l)
+			}
 		}
-		copy(labels[labelW+x:], l)
+	} else {
+		every := max(12, plotW/6)
+		for x := 0; x < plotW; x += every {
+			l := []rune(c.xlabel(x))
+			if labelW+x+len(l) > len(labels) {
+				break
+			}
+			copy(labels[labelW+x:], l)
+		}
 	}
 	b.WriteString(c.axis.Render(string(labels)))
 	return b.String()

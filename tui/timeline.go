@@ -553,7 +553,12 @@ func (t *timelineTab) stacked(a *App, h int) string {
 			break
 		}
 	}
-	chart := renderStacked(stackedSpec{w: t.w, h: h - 1, cols: t.stackCols, reserved: t.stackResv, ymax: t.stackMax * 1.05,
+	var ticks []xTick
+	if !t.byTime && len(t.stackEvent) > 0 {
+		// Columns are evenly spaced events: label round event numbers.
+		ticks = roundTicks(float64(t.x0), float64(t.x1), len(t.stackEvent), true)
+	}
+	chart := renderStacked(stackedSpec{w: t.w, h: h - 1, cols: t.stackCols, reserved: t.stackResv, ymax: t.stackMax * 1.05, xticks: ticks,
 		styles: styles, glyphs: glyphs, line: th.fg(palette.Reserved), axis: th.dim, cursor: cursorCol, cursorSt: th.accent,
 		xlabel: func(c int) string {
 			e := t.x0 + c*(t.x1-t.x0)/len(t.stackEvent) // where the column starts
