@@ -290,9 +290,10 @@ func (l *layout) setRanges() {
 			// Room right of the longest bar for its value label.
 			p.X.Min, p.X.Max = lo, hi+lineMargin*(hi-lo)
 			lw := vg.Length(0)
+			sty := valueStyle()
 			for _, ls := range l.valueLabels {
 				for _, s := range ls {
-					lw = max(lw, valueStyle().Width(s))
+					lw = max(lw, sty.Width(s))
 				}
 			}
 			if data := l.dataCanvas(); data.Size().X > 0 {

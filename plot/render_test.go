@@ -32,7 +32,9 @@ func TestNiceTicks(t *testing.T) {
 		// From 10,000 up labels take an SI suffix; below they do not.
 		{0, 10000, true, "0 2k 4k 6k 8k 10k"},
 		{0, 12500, true, "0 2.5k 5k 7.5k 10k 12.5k"},
+		{0, 999_999, true, "0 200k 400k 600k 800k"},
 		{0, 1.5e6, true, "0 0.25M 0.5M 0.75M 1M 1.25M 1.5M"},
+		{0, 9e8, true, "0 200M 400M 600M 800M"},
 		{0, 3e9, false, "0 0.5G 1G 1.5G 2G 2.5G 3G"},
 		{51.1, 60.2, false, "52 54 56 58 60"},
 		{0, 0.85, false, "0 0.2 0.4 0.6 0.8"},
