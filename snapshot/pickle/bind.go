@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,8 @@ type binder struct {
 	stacks  []schema.Stack // typed form of graph.stacks, filled on first use
 	scratch []rawFrame
 	warns   map[string]int
+	actions map[uint32]schema.Action // parsed action per string id
+	workers int                      // goroutines for the parallel parts
 }
 
 // maxRecordsPerByte bounds records per input byte. An honest snapshot spends
@@ -34,6 +37,7 @@ func newBinder(g *graph, inputSize int) *binder {
 		budget:  budget,
 		stackOf: make([]int32, g.conts.len()),
 		warns:   map[string]int{},
+		workers: runtime.GOMAXPROCS(0),
 	}
 }
 
@@ -156,6 +160,7 @@ func (b *binder) boolean(v val) bool {
 }
 
 func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
+	b.typeStacks(b.workers)
 	s := &schema.Snapshot{}
 	switch root.k {
 	case kList:

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"memscope/snapshot/schema"
 )
@@ -113,13 +114,29 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 	return nil
 }
 
+// action parses an action string once per distinct string: a trace has
+// millions of entries but a handful of actions.
+func (b *binder) action(id uint32) schema.Action {
+	if a, ok := b.actions[id]; ok {
+		if a == schema.ActionOther {
+			b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.g.strs[id])) // counted per entry
+		}
+		return a
+	}
+	a, ok := schema.ParseAction(b.g.strs[id])
+	if !ok {
+		b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.g.strs[id]))
+	}
+	if b.actions == nil {
+		b.actions = map[uint32]schema.Action{}
+	}
+	b.actions[id] = a
+	return a
+}
+
 // rawTraceEntry binds a trace entry recognised while decoding.
 func (b *binder) rawTraceEntry(r *rawTrace, e *schema.TraceEntry, dpath string, i int) error {
-	var ok bool
-	e.Action, ok = schema.ParseAction(b.g.strs[r.action])
-	if !ok {
-		b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.g.strs[r.action]))
-	}
+	e.Action = b.action(r.action)
 	e.Addr, e.Size, e.Stream, e.TimeUS, e.DeviceFree = r.addr, r.size, r.stream, r.time, r.devFree
 	if r.cc != noRef {
 		e.CompileContext = b.g.strs[r.cc]
@@ -128,6 +145,12 @@ func (b *binder) rawTraceEntry(r *rawTrace, e *schema.TraceEntry, dpath string, 
 		e.UserMetadata = b.g.strs[r.um]
 	}
 	if r.fram != noRef {
+		if c := b.g.cont(r.fram); c.kind == cStack {
+			e.Frames = b.typedStack(c.start)
+			return nil
+		}
+		// Only a list that is not plain frames can fail; its path is
+		// built here rather than for each of a million entries.
 		st, err := b.stack(val{k: kList, ref: r.fram}, fmt.Sprintf("%s[%d].frames", dpath, i))
 		if err != nil {
 			return err
@@ -318,6 +341,53 @@ func (b *binder) stack(v val, path string) (schema.Stack, error) {
 	id := b.g.stacks.intern(raw)
 	b.stackOf[v.ref] = int32(id) + 1
 	return b.typedStack(id), nil
+}
+
+// parallelStacks is the number of interned stacks from which converting
+// them to Frames is split across cores (a long run with distinct stacks has
+// tens of thousands, a small snapshot a few hundred).
+const parallelStacks = 2048
+
+// typeStacks converts every stack interned while decoding to Frames, on all
+// cores when there are many. Each worker allocates one backing array for
+// its share: a million small slices would cost the allocator and the
+// collector more than the frames themselves.
+func (b *binder) typeStacks(workers int) {
+	raws := b.g.stacks.raws
+	b.stacks = make([]schema.Stack, len(raws))
+	if len(raws) < parallelStacks || workers < 2 {
+		b.typeStackRange(0, len(raws))
+		return
+	}
+	var wg sync.WaitGroup
+	lo := 0
+	for w := range workers {
+		hi := len(raws) * (w + 1) / workers
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			b.typeStackRange(lo, hi)
+		}(lo, hi)
+		lo = hi
+	}
+	wg.Wait()
+}
+
+func (b *binder) typeStackRange(lo, hi int) {
+	raws := b.g.stacks.raws[lo:hi]
+	n := 0
+	for _, raw := range raws {
+		n += len(raw)
+	}
+	slab := make([]schema.Frame, n)
+	for i, raw := range raws {
+		st := slab[:len(raw):len(raw)]
+		slab = slab[len(raw):]
+		for j, f := range raw {
+			st[j] = schema.Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line}
+		}
+		b.stacks[lo+i] = st
+	}
 }
 
 // typedStack converts an interned stack to Frames once.

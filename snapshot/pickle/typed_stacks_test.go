@@ -1,0 +1,63 @@
+package pickle
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"memscope/internal/pickletest"
+	"memscope/snapshot/schema"
+)
+
+// TestTypedStacksAroundTheParallelLimit: below parallelStacks interned
+// stacks the binder converts them on one goroutine, from there on several;
+// either way every entry gets its own frames, and equal stacks share one
+// backing array.
+func TestTypedStacksAroundTheParallelLimit(t *testing.T) {
+	for _, n := range []int{parallelStacks - 1, parallelStacks, 3*parallelStacks + 7} {
+		// Entry i gets stack i%n: n distinct stacks of varying depth (0 to
+		// 6 frames), then a second round of the same ones.
+		want := make([]schema.Stack, n)
+		var entries []any
+		for i := range 2 * n {
+			k := i % n
+			var frames []any
+			var st schema.Stack
+			for j := range k % 7 {
+				file, name := fmt.Sprintf("/src/m%d.py", (k+j)%5), fmt.Sprintf("f%d", j)
+				frames = append(frames, pickletest.FrameDict(file, k*10+j, name))
+				st = append(st, schema.Frame{Filename: file, Name: name, Line: int64(k*10 + j)})
+			}
+			want[k] = st
+			entries = append(entries, pickletest.Dict{
+				{"action", "alloc"}, {"addr", 4096 * (i + 1)}, {"size", 512}, {"stream", 0}, {"frames", frames},
+			})
+		}
+		data := pickletest.Of(pickletest.Dict{{"segments", []any{}}, {"device_traces", []any{entries}}})
+		for _, workers := range []int{1, 3} {
+			g, root, err := decodePickle(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := newBinder(g, len(data))
+			b.workers = workers
+			s, err := b.bindRoot(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := s.Traces[0]
+			if len(tr) != 2*n {
+				t.Fatalf("n=%d workers=%d: %d entries, want %d", n, workers, len(tr), 2*n)
+			}
+			for i, e := range tr {
+				k := i % n
+				if !slices.Equal(e.Frames, want[k]) {
+					t.Fatalf("n=%d workers=%d: entry %d has frames %v, want %v", n, workers, i, e.Frames, want[k])
+				}
+				if len(e.Frames) > 0 && &e.Frames[0] != &tr[k].Frames[0] {
+					t.Fatalf("n=%d workers=%d: entries %d and %d have equal stacks in different arrays", n, workers, k, i)
+				}
+			}
+		}
+	}
+}
