@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"memscope/snapshot/pickle"
 )
@@ -26,6 +28,12 @@ func Open(ctx context.Context, path string) (*Snapshot, error) {
 // OpenProgress is Open with progress reports (0..1) while decoding; ctx
 // cancels a long decode.
 func OpenProgress(ctx context.Context, path string, progress func(float64)) (*Snapshot, error) {
+	if s, err, ok := openMapped(ctx, path, progress); ok {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return s, nil
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -35,6 +43,59 @@ func OpenProgress(ctx context.Context, path string, progress func(float64)) (*Sn
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// mapMin is the size from which a pickle file is memory-mapped rather than
+// read into memory: below it the copy costs less than the mapping.
+const mapMin = 8 << 20
+
+// openMapped decodes a large raw pickle from a read-only mapping of the
+// file. ok is false when the file is small, cannot be mapped or is another
+// form (gzip, JSON, HTML), which are read instead.
+func openMapped(ctx context.Context, path string, progress func(float64)) (s *Snapshot, err error, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() < mapMin || int64(int(st.Size())) != st.Size() {
+		return nil, nil, false
+	}
+	data, unmap, err := mapFile(f, int(st.Size()))
+	if err != nil {
+		return nil, nil, false
+	}
+	if !pickle.IsPickle(data) {
+		unmap()
+		return nil, nil, false
+	}
+	s, err = decodeMapped(ctx, data, unmap, progress)
+	return s, err, true
+}
+
+// decodeMapped decodes a mapped pickle and unmaps it. Another program may
+// truncate the file meanwhile; reading a page past its new end raises
+// SIGBUS, which turns into an error here instead of killing the process.
+func decodeMapped(ctx context.Context, data []byte, unmap func(), progress func(float64)) (s *Snapshot, err error) {
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			unmap()
+		}
+	}
+	defer release()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			s, err = nil, errors.New("the file changed while it was read (truncated by another program?)")
+		}
+	}()
+	return pickle.DecodeMapped(ctx, data, release, progress)
 }
 
 // ErrNotSnapshot is returned for data that is none of the snapshot forms.

@@ -39,13 +39,27 @@ func DecodeSnapshot(ctx context.Context, in *[]byte, progress func(float64)) (*s
 	// typed snapshot: it is cleared where it came from (see decode).
 	data := *in
 	*in = nil
+	return decodeSnapshot(ctx, data, nil, progress)
+}
+
+// DecodeMapped is DecodeSnapshot for input that is not on the Go heap (a
+// memory-mapped file): release is called once the pickle machine is done
+// with it, before binding, and nothing decoded refers to it.
+func DecodeMapped(ctx context.Context, data []byte, release func(), progress func(float64)) (*schema.Snapshot, error) {
+	return decodeSnapshot(ctx, data, release, progress)
+}
+
+func decodeSnapshot(ctx context.Context, data []byte, release func(), progress func(float64)) (*schema.Snapshot, error) {
 	size := len(data)
 	g, root, err := decodePickleCtx(ctx, data, progress)
 	data = nil
+	if release != nil {
+		release()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if size > GCThreshold {
+	if size > GCThreshold && release == nil {
 		runtime.GC() // the input is garbage now: reclaim it before binding
 	}
 	s, err := newBinder(g, size).bindRoot(root)
