@@ -39,7 +39,7 @@ func (b *binder) traces(v val, path string) ([][]schema.TraceEntry, error) {
 		if len(items) == 0 {
 			continue
 		}
-		t := make([]schema.TraceEntry, len(items))
+		t := freshSlice[schema.TraceEntry](len(items))
 		for i, it := range items {
 			if err := b.traceEntry(it, &t[i], dpath, i); err != nil {
 				return nil, err
@@ -379,7 +379,7 @@ func (b *binder) typeStackRange(lo, hi int) {
 	for _, raw := range raws {
 		n += len(raw)
 	}
-	slab := make([]schema.Frame, n)
+	slab := freshSlice[schema.Frame](n)
 	for i, raw := range raws {
 		st := slab[:len(raw):len(raw)]
 		slab = slab[len(raw):]
