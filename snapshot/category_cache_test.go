@@ -1,0 +1,92 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// matchReference is the categorizer's matching as it was before frames were
+// cached: every text of every shown frame split and tried against every
+// rule, in rule order.
+func matchReference(c *Categorizer, st Stack) Decision {
+	type text struct {
+		frame int
+		parts []string
+	}
+	var texts []text
+	for pass := 0; pass < 2 && len(texts) == 0; pass++ {
+		for i, f := range st {
+			if IsNoise(f) || IsProfilerFrame(f) || (pass == 0 && !strings.HasSuffix(f.Filename, ".py")) {
+				continue
+			}
+			texts = append(texts, text{i, identParts(baseName(f.Filename), nil)}, text{i, identParts(f.Name, nil)})
+		}
+	}
+	for ri, r := range c.rules {
+		for _, t := range texts {
+			for ki, key := range c.keys[ri] {
+				if matchParts(t.parts, key) {
+					return Decision{Category: r.Name, Frame: t.frame, Keyword: r.Keywords[ki]}
+				}
+			}
+		}
+	}
+	return Decision{Category: Unknown, Frame: -1}
+}
+
+// TestCachedMatchingAgreesWithReference: the per-frame cache decides every
+// stack as matching frame by frame did, on the sample snapshots and on
+// random stacks mixing Python and C++ frames, noise, profiler frames and
+// names that hit several rules, under the default rules and rules whose
+// keywords overlap.
+func TestCachedMatchingAgreesWithReference(t *testing.T) {
+	var stacks []Stack
+	paths, _ := filepath.Glob("../testdata/snapshots/*.pickle")
+	for _, p := range paths {
+		s, err := Open(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seg := range s.Segments {
+			for _, b := range seg.Blocks {
+				stacks = append(stacks, b.Frames)
+			}
+		}
+		for _, tr := range s.Traces {
+			for _, e := range tr {
+				stacks = append(stacks, e.Frames)
+			}
+		}
+	}
+	files := []string{"/ws/model/attention.py", "/ws/moe/experts.py", "/usr/lib/python3/site-packages/torch/optim/adam.py",
+		"/ws/train.py", "??", "/ws/memory_profiler/hook.py", "/usr/lib/libc10_cuda.so", "C:\\ws\\MultiheadAttention.py", "/ws/Linear.py"}
+	names := []string{"forward", "all_gather_into_tensor", "_multi_tensor_adam", "c10::cuda::CUDACachingAllocator::malloc",
+		"__torch_dispatch__", "MultiheadAttention", "expert_mlp", "softmax", "at::native::empty_cuda", "<module>", "NCCLComm"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		st := make(Stack, rng.IntN(8))
+		for i := range st {
+			st[i] = Frame{Filename: files[rng.IntN(len(files))], Name: names[rng.IntN(len(names))], Line: int64(rng.IntN(500))}
+		}
+		stacks = append(stacks, st)
+	}
+	for _, rules := range [][]Rule{nil, {
+		{Name: "A", Keywords: []string{"forward", "attention"}},
+		{Name: "B", Keywords: []string{"multihead attention", "adam", "train"}},
+		{Name: "C", Keywords: []string{"experts", "all gather"}},
+	}} {
+		c := NewCategorizer(rules)
+		for i, st := range stacks {
+			if got, want := c.Decide(st), matchReference(c, st); got != want {
+				t.Fatalf("rules %v, stack %d %v: got %+v, want %+v", rules != nil, i, fmt.Sprint(st), got, want)
+			}
+		}
+	}
+	if len(stacks) < 6000 {
+		t.Errorf("only %d stacks: the comparison proves little", len(stacks))
+	}
+}
