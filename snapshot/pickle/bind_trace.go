@@ -117,20 +117,17 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 // action parses an action string once per distinct string: a trace has
 // millions of entries but a handful of actions.
 func (b *binder) action(id uint32) schema.Action {
-	if a, ok := b.actions[id]; ok {
-		if a == schema.ActionOther {
-			b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.g.strs[id])) // counted per entry
+	a, seen := b.actions[id]
+	if !seen {
+		a, _ = schema.ParseAction(b.g.strs[id]) // ActionOther when unknown
+		if b.actions == nil {
+			b.actions = map[uint32]schema.Action{}
 		}
-		return a
+		b.actions[id] = a
 	}
-	a, ok := schema.ParseAction(b.g.strs[id])
-	if !ok {
-		b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.g.strs[id]))
+	if a == schema.ActionOther {
+		b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.g.strs[id])) // counted per entry
 	}
-	if b.actions == nil {
-		b.actions = map[uint32]schema.Action{}
-	}
-	b.actions[id] = a
 	return a
 }
 
