@@ -20,7 +20,8 @@ type binder struct {
 	budget  int64
 	stackOf []int32        // per container: 1 + index into stacks, 0 when not bound yet
 	stacks  []schema.Stack // typed form of graph.stacks, filled on first use
-	scratch []rawFrame
+	scratch []uint32
+	frames  []schema.Frame // typed form of graph.frames, filled on first use
 	warns   map[string]int
 	actions map[uint32]schema.Action // parsed action per string id
 	workers int                      // goroutines for the parallel parts
@@ -81,11 +82,14 @@ func (b *binder) keyName(k val) string {
 
 // pairs returns the key/value vals of a dict.
 func (b *binder) pairs(v val, path string) ([]val, error) {
+	if v.k == kFrame {
+		return nil, errAt(path, "expected a record, found a stack frame")
+	}
 	if v.k != kDict {
 		return nil, errAt(path, "expected a dict, found %s", v.k)
 	}
 	switch b.g.cont(v.ref).kind {
-	case cFrame, cFrameWide:
+	case cFrame:
 		return nil, errAt(path, "expected a record, found a stack frame")
 	case cTrace:
 		return nil, errAt(path, "expected a record, found a trace entry")

@@ -254,6 +254,8 @@ func (b *binder) render(v val, depth int) string {
 			s = s[:200] + "…"
 		}
 		return strconv.Quote(s)
+	case kFrame:
+		return "{frame}"
 	}
 	if depth > 3 {
 		return "…"
@@ -268,7 +270,7 @@ func (b *binder) render(v val, depth int) string {
 		open, close = "{", "}"
 	}
 	switch b.g.cont(v.ref).kind {
-	case cFrame, cFrameWide:
+	case cFrame:
 		return "{frame}"
 	case cStack:
 		return fmt.Sprintf("[%d frames]", b.g.cont(v.ref).n)
@@ -318,24 +320,32 @@ func (b *binder) stack(v val, path string) (schema.Stack, error) {
 		return b.typedStack(uint32(s - 1)), nil
 	}
 	items := b.g.seq(v)
-	raw := b.scratch[:0]
+	ids := b.scratch[:0]
 	for i, it := range items {
+		if it.k == kFrame {
+			ids = append(ids, it.ref)
+			continue
+		}
 		if it.k != kDict {
 			return nil, errAt(fmt.Sprintf("%s[%d]", path, i), "expected a frame dict, found %s", it.k)
 		}
-		fc := b.g.cont(it.ref)
-		if fc.isFrame() {
-			raw = append(raw, b.g.frameOf(fc))
+		if fc := b.g.cont(it.ref); fc.kind == cFrame {
+			ids = append(ids, fc.start)
 			continue
 		}
-		f, err := b.genericFrame(it, fmt.Sprintf("%s[%d]", path, i))
+		ipath := fmt.Sprintf("%s[%d]", path, i)
+		f, err := b.genericFrame(it, ipath)
 		if err != nil {
 			return nil, err
 		}
-		raw = append(raw, f)
+		fid, ok := b.g.frames.intern(f)
+		if !ok {
+			return nil, errAt(ipath, "more than %d distinct frames (memscope's limit)", maxFrameID)
+		}
+		ids = append(ids, fid)
 	}
-	b.scratch = raw
-	id := b.g.stacks.intern(raw)
+	b.scratch = ids
+	id := b.g.stacks.intern(ids)
 	b.stackOf[v.ref] = int32(id) + 1
 	return b.typedStack(id), nil
 }
@@ -350,6 +360,7 @@ const parallelStacks = 2048
 // its share: a million small slices would cost the allocator and the
 // collector more than the frames themselves.
 func (b *binder) typeStacks(workers int) {
+	b.typeFrames()
 	raws := b.g.stacks.raws
 	b.stacks = make([]schema.Stack, len(raws))
 	if len(raws) < parallelStacks || workers < 2 {
@@ -370,6 +381,14 @@ func (b *binder) typeStacks(workers int) {
 	wg.Wait()
 }
 
+// typeFrames converts the frames interned so far to Frames, once each.
+func (b *binder) typeFrames() {
+	for id := uint32(len(b.frames)); int(id) < b.g.frames.len(); id++ {
+		f := b.g.frames.at(id)
+		b.frames = append(b.frames, schema.Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line})
+	}
+}
+
 func (b *binder) typeStackRange(lo, hi int) {
 	raws := b.g.stacks.raws[lo:hi]
 	n := 0
@@ -380,8 +399,8 @@ func (b *binder) typeStackRange(lo, hi int) {
 	for i, raw := range raws {
 		st := slab[:len(raw):len(raw)]
 		slab = slab[len(raw):]
-		for j, f := range raw {
-			st[j] = schema.Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line}
+		for j, id := range raw {
+			st[j] = b.frames[id]
 		}
 		b.stacks[lo+i] = st
 	}
@@ -395,10 +414,11 @@ func (b *binder) typedStack(id uint32) schema.Stack {
 	if st := b.stacks[id]; st != nil {
 		return st
 	}
+	b.typeFrames()
 	raw := b.g.stacks.raws[id]
 	st := make(schema.Stack, len(raw))
-	for i, f := range raw {
-		st[i] = schema.Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line}
+	for i, fid := range raw {
+		st[i] = b.frames[fid]
 	}
 	b.stacks[id] = st
 	return st

@@ -50,6 +50,8 @@ func canonInto(g *graph, v val, b *strings.Builder, open map[uint32]bool) {
 		b.WriteString("s" + hex.EncodeToString([]byte(g.strs[v.ref])))
 	case kBytes:
 		b.WriteString("b" + hex.EncodeToString([]byte(g.strs[v.ref])))
+	case kFrame:
+		b.WriteString(frameCanon(g, g.frames.at(v.ref)))
 	case kList, kTuple, kDict, kSet:
 		if open[v.ref] {
 			b.WriteString("@")
@@ -64,13 +66,13 @@ func canonInto(g *graph, v val, b *strings.Builder, open map[uint32]bool) {
 		}
 		c := g.cont(v.ref)
 		switch c.kind {
-		case cFrame, cFrameWide:
-			b.WriteString(frameCanon(g, g.frameOf(c)))
+		case cFrame:
+			b.WriteString(frameCanon(g, g.frames.at(c.start)))
 			return
 		case cStack:
 			parts := make([]string, 0, c.n)
-			for _, f := range g.stacks.raws[c.start] {
-				parts = append(parts, frameCanon(g, f))
+			for _, id := range g.stacks.raws[c.start] {
+				parts = append(parts, frameCanon(g, g.frames.at(id)))
 			}
 			b.WriteString("[" + strings.Join(parts, ",") + "]")
 			return

@@ -7,18 +7,19 @@ import (
 	"memscope/internal/pickletest"
 )
 
-// TestFrameLinesAroundTheInlineLimit: a frame's line is held in 32 bits
-// inside its container up to 2^32-2; wider lines take the wide form, and
-// lines wider than int64 read as -1. Each frame is also read again through
-// the memo (GET), as shared frames are.
-func TestFrameLinesAroundTheInlineLimit(t *testing.T) {
+// TestFrameLines: a frame's line keeps every int64 value (around 2^32 too,
+// where an earlier form held lines in 32 bits), and lines wider than int64
+// read as -1. Each frame is also read again through the memo (GET), as
+// shared frames are.
+func TestFrameLines(t *testing.T) {
+	const u32 = 1<<32 - 1
 	huge := []byte{pickletest.OpLong1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0x40} // 2^70
 	for _, c := range []struct {
 		line any
 		want int64
 	}{
-		{0, 0}, {1, 1}, {int64(lineUnknown) - 1, int64(lineUnknown) - 1}, {int64(lineUnknown), int64(lineUnknown)},
-		{int64(lineUnknown) + 1, int64(lineUnknown) + 1}, {int64(1) << 62, int64(1) << 62}, {huge, -1}, {-1, -1}, {-7, -7},
+		{0, 0}, {1, 1}, {u32 - 1, u32 - 1}, {u32, u32},
+		{u32 + 1, u32 + 1}, {int64(1) << 62, int64(1) << 62}, {huge, -1}, {-1, -1}, {-7, -7},
 	} {
 		fr := pickletest.Dict{{"filename", "/m/a.py"}, {"line", c.line}, {"name", "f"}}
 		data := pickletest.Of(pickletest.Dict{

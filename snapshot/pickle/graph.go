@@ -15,10 +15,15 @@ const (
 	kTuple
 	kDict
 	kSet
+	// kFrame is a frame dict recognised while decoding: ref is its id in
+	// graph.frames. It has no container: a snapshot holds millions of frame
+	// dicts, and a container each cost 16 bytes (plus the binder's 4) per
+	// dict.
+	kFrame
 	kUnset vkind = 255 // a hole in the memo
 )
 
-var kindNames = [...]string{"None", "bool", "int", "int", "int", "float", "str", "bytes", "list", "tuple", "dict", "set"}
+var kindNames = [...]string{"None", "bool", "int", "int", "int", "float", "str", "bytes", "list", "tuple", "dict", "set", "dict"}
 
 func (k vkind) String() string {
 	if int(k) < len(kindNames) {
@@ -36,54 +41,18 @@ type val struct {
 type ckind uint8
 
 const (
-	cGeneric   ckind = iota // items hold vals (dicts: key, value pairs)
-	cFrame                  // a recognised frame dict held in the container (see frameOf)
-	cFrameWide              // a recognised frame dict whose line does not fit: start indexes graph.frames
-	cStack                  // a list of frame dicts; start indexes graph.stacks
-	cTrace                  // a recognised trace entry dict; start indexes graph.traces
+	cGeneric ckind = iota // items hold vals (dicts: key, value pairs)
+	cFrame                // a recognised frame dict; start is its id in graph.frames
+	cStack                // a list of frame dicts; start indexes graph.stacks
+	cTrace                // a recognised trace entry dict; start indexes graph.traces
 )
 
 type container struct {
-	start uint32 // index into items, spills (when spilled), frames or stacks
-	n     uint32 // number of vals (for cStack: frames)
-	// aux is a cFrame's line (start and n hold its file and name): frames
-	// are most of a snapshot's dicts, and holding them in the container
-	// saves a 16-byte record per frame (measured: 137 MiB of a 208 MiB
-	// file with unshared frames).
-	aux     uint32
+	start   uint32 // index into items, spills (when spilled), frames, stacks or traces
+	n       uint32 // number of vals (for cStack: frames)
 	kind    ckind
 	vk      vkind // the kind of val that refers to this container
 	spilled bool
-}
-
-// lineUnknown is aux's value for line -1 (a line too wide for int64).
-const lineUnknown = ^uint32(0)
-
-// isFrame reports whether a container is a recognised frame dict.
-func (c *container) isFrame() bool { return c.kind == cFrame || c.kind == cFrameWide }
-
-// frameOf returns a recognised frame container's frame.
-func (g *graph) frameOf(c *container) rawFrame {
-	if c.kind == cFrameWide {
-		return *g.frames.at(c.start)
-	}
-	f := rawFrame{file: c.start, name: c.n, line: int64(c.aux)}
-	if c.aux == lineUnknown {
-		f.line = -1
-	}
-	return f
-}
-
-// setFrame makes c a recognised frame container holding f.
-func (g *graph) setFrame(c *container, f rawFrame) {
-	if f.line >= -1 && f.line < int64(lineUnknown) {
-		c.kind, c.start, c.n, c.aux = cFrame, f.file, f.name, uint32(f.line)
-		if f.line == -1 {
-			c.aux = lineUnknown
-		}
-		return
-	}
-	c.kind, c.start = cFrameWide, g.frames.push(f)
 }
 
 // rawFrame is a frame dict recognised while decoding; file and name are
@@ -122,7 +91,7 @@ type graph struct {
 	conts  chunked[container]
 	items  chunked[val]
 	spills [][]val
-	frames chunked[rawFrame]
+	frames frameTable
 	traces chunked[rawTrace]
 	stacks stackTable
 	proto  int

@@ -110,7 +110,9 @@ func TestMemoDenseSparseBoundary(t *testing.T) {
 	v := func(i int64) val { return val{k: kInt, i: i} }
 	idx := []uint32{0, 1, denseMemoGap - 1, denseMemoGap, 2 * denseMemoGap, 1 << 31, 1<<32 - 1}
 	for i, x := range idx {
-		d.setMemo(x, v(int64(i)))
+		if err := d.setMemo(x, v(int64(i)), 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, x := range idx {
 		got, err := d.getMemo(x, 0)

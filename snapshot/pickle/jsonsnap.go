@@ -103,11 +103,12 @@ func (d *decoder) fromJSON(sc *jsonscan.Scanner) (val, error) {
 				items := d.stack[top.mark:]
 				var v val
 				if top.obj {
-					id := d.newCont(kDict, nil)
-					if !(len(items) == 6 && d.tryFrame(id, items)) {
-						d.extend(id, items)
+					// JSON has no shared references, so a frame can be a
+					// plain value from the start.
+					v = d.jsonFrame(items)
+					if v.k != kFrame {
+						v = val{k: kDict, ref: d.newCont(kDict, items)}
 					}
-					v = val{k: kDict, ref: id}
 				} else {
 					id := d.newCont(kList, nil)
 					if !d.tryStack(id, items) {
@@ -145,4 +146,21 @@ func (d *decoder) jsonKey(sc *jsonscan.Scanner) error {
 	}
 	d.push(val{k: kStr, ref: d.str(b)})
 	return sc.Expect(':')
+}
+
+// jsonFrame returns a JSON object's items as a kFrame val when they are a
+// frame, and a zero val otherwise.
+func (d *decoder) jsonFrame(items []val) val {
+	if len(items) != 6 {
+		return val{}
+	}
+	f, ok := d.frameOf(items)
+	if !ok {
+		return val{}
+	}
+	id, ok := d.g.frames.intern(f)
+	if !ok {
+		return val{}
+	}
+	return val{k: kFrame, ref: id}
 }

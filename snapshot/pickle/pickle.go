@@ -12,9 +12,11 @@ import (
 // arena. bind.go then turns the graph into typed structs.
 //
 // Frame dicts ({filename, line, name}) are by far the most numerous objects in
-// a snapshot, so SETITEMS recognises them and stores a 16-byte rawFrame instead
-// of six vals: that keeps an 80 MB snapshot with unshared frames in a few
-// hundred MB.
+// a snapshot (4.5 million in an 80 MB one), so they never become containers:
+// EMPTY_DICT leaves a pending dict on the stack, and when SETITEMS fills it
+// with a frame's three keys it becomes a kFrame val, an id into the interned
+// frame table, in the stack and in the memo. Any other use of a pending dict
+// gives it a container first (materialize).
 
 // DecodeError is a pickle that cannot be decoded.
 type DecodeError struct {
@@ -33,9 +35,16 @@ type decoder struct {
 	memo       chunked[uint32] // see memoRef
 	memoVals   chunked[val]
 	memoSparse map[uint32]val
-	scratch    []rawFrame
+	scratch    []uint32
+	// pendPos is the stack index of the pending dict (see materialize), or
+	// -1; pendMemo is the memo index it was stored at, or -1.
+	pendPos, pendMemo int
+	frameKeys         frameKeys
+	// memoValsMax is maxMemoVals, lower in tests.
+	memoValsMax int
 	// progress, when set, is called with the fraction of the input decoded,
-	// every progressStep bytes; ctx is checked at the same points.
+	// at the first cancellation check (see cancelEvery) after each
+	// progressStep bytes.
 	progress   func(float64)
 	ctx        context.Context
 	nextReport int
@@ -47,8 +56,6 @@ type decoder struct {
 	// puts counts PUT, BINPUT, LONG_BINPUT and MEMOIZE opcodes: the memo
 	// budget.
 	puts int
-	// ops counts opcodes between cancellation checks.
-	ops int
 }
 
 // decodePickle runs the restricted VM over data and returns the graph and
@@ -75,19 +82,23 @@ func decodePickleCtx(ctx context.Context, data []byte, progress func(float64)) (
 
 func newDecoder(data []byte) *decoder {
 	d := &decoder{
-		data:     data,
-		g:        &graph{},
-		stack:    make([]val, 0, 256),
-		strIndex: make(map[string]uint32),
+		data:        data,
+		g:           &graph{},
+		stack:       make([]val, 0, 256),
+		strIndex:    make(map[string]uint32),
+		pendPos:     -1,
+		pendMemo:    -1,
+		memoValsMax: maxMemoVals,
 	}
+	d.frameKeys.ids = [3]uint32{noRef, noRef, noRef}
 	for i := range d.small {
 		d.small[i].k = kUnset
 	}
 	return d
 }
 
-// cancelEvery is how many opcodes run between cancellation checks (a power
-// of two): a few microseconds of work, so a cancelled load stops at once
+// cancelEvery is how many opcodes run between cancellation checks: a few
+// microseconds of work, so a cancelled load stops at once
 // even on inputs where each opcode is slow.
 const cancelEvery = 4096
 
@@ -149,7 +160,7 @@ func (d *decoder) extend(cid uint32, vs []val) {
 	g := d.g
 	c := g.conts.at(cid)
 	switch c.kind {
-	case cFrame, cFrameWide:
+	case cFrame:
 		d.unframe(cid)
 	case cStack:
 		d.unstack(cid)
@@ -211,25 +222,37 @@ func (d *decoder) pop(at int, op string) (val, error) {
 
 // The memo holds one uint32 per entry: 0 for a hole; for a container, its
 // kind in bits 29-30 and id + 1 below (so a memo read needs no container
-// lookup); memoOther | index into memoVals for anything else.
+// lookup); memoFrame | id for a frame; memoOther | index into memoVals for
+// anything else.
 const (
 	memoOther     = 1 << 31
+	memoFrame     = 3 << 30
 	memoKindShift = 29
 	memoIDMask    = 1<<memoKindShift - 1
+	// maxMemoVals bounds memoVals so that its indices stay below memoFrame.
+	maxMemoVals = 1 << 30
 )
 
 var memoKinds = [4]vkind{kList, kTuple, kDict, kSet}
 
-func (d *decoder) memoRef(v val) uint32 {
-	if v.k >= kList && v.k <= kSet && v.ref < memoIDMask-1 {
-		return uint32(v.k-kList)<<memoKindShift | (v.ref + 1)
+// memoRef encodes v for the memo; ok is false when the memo is full.
+func (d *decoder) memoRef(v val) (r uint32, ok bool) {
+	switch {
+	case v.k >= kList && v.k <= kSet && v.ref < memoIDMask-1:
+		return uint32(v.k-kList)<<memoKindShift | (v.ref + 1), true
+	case v.k == kFrame:
+		return memoFrame | v.ref, true // ids stay below maxFrameID
+	case d.memoVals.len() >= d.memoValsMax:
+		return 0, false
 	}
-	return memoOther | d.memoVals.push(v)
+	return memoOther | d.memoVals.push(v), true
 }
 
 // memoVal decodes a memo entry; ok is false for a hole.
 func (d *decoder) memoVal(r uint32) (val, bool) {
 	switch {
+	case r >= memoFrame:
+		return val{k: kFrame, ref: r &^ memoFrame}, true
 	case r >= memoOther:
 		return *d.memoVals.at(r &^ memoOther), true
 	case r&memoIDMask == 0:
@@ -238,22 +261,35 @@ func (d *decoder) memoVal(r uint32) (val, bool) {
 	return val{k: memoKinds[r>>memoKindShift], ref: r&memoIDMask - 1}, true
 }
 
+// errMemoFull is the refusal for a pickle with more memoized scalars than
+// the memo encoding holds (needs an input of gigabytes of MEMOIZE).
+func (d *decoder) errMemoFull(at int) error {
+	return d.errf(at, "more than %d memoized values (memscope's limit)", d.memoValsMax)
+}
+
 // denseMemoGap is how far past the end of the dense memo table (and past
 // twice the memo opcodes seen) an index may land and still be stored
 // densely.
 const denseMemoGap = 4096
 
-func (d *decoder) setMemo(idx uint32, v val) {
+func (d *decoder) setMemo(idx uint32, v val, at int) error {
 	d.puts++
+	n := d.memo.len()
+	var r uint32
+	if int(idx) < n+denseMemoGap {
+		var ok bool
+		if r, ok = d.memoRef(v); !ok {
+			return d.errMemoFull(at)
+		}
+	}
 	if idx < uint32(len(d.small)) {
 		d.small[idx] = v
 	}
-	n := d.memo.len()
 	switch {
 	case int(idx) < n:
-		*d.memo.at(idx) = d.memoRef(v)
+		*d.memo.at(idx) = r
 	case int(idx) == n:
-		d.memo.push(d.memoRef(v))
+		d.memo.push(r)
 	case int(idx) < n+denseMemoGap && int(idx) < 2*d.puts+denseMemoGap:
 		// Dense while the table stays within a small multiple of the
 		// PUT/MEMOIZE opcodes seen: indices that jump ahead (a hostile file,
@@ -262,7 +298,7 @@ func (d *decoder) setMemo(idx uint32, v val) {
 		for d.memo.len() < int(idx) {
 			d.memo.push(0)
 		}
-		d.memo.push(d.memoRef(v))
+		d.memo.push(r)
 	default:
 		// A far-away index: keep it sparse rather than let a hostile file
 		// make us allocate 4 billion slots.
@@ -271,6 +307,7 @@ func (d *decoder) setMemo(idx uint32, v val) {
 		}
 		d.memoSparse[idx] = v
 	}
+	return nil
 }
 
 func (d *decoder) getMemo(idx uint32, at int) (val, error) {
@@ -301,9 +338,10 @@ func (d *decoder) run() (val, error) {
 	pos := d.pos
 	stack := d.stack
 	g := d.g
+	left := 1 // opcodes until the next cancellation check
 	for {
-		d.ops++
-		if pos >= d.nextReport || d.ops&(cancelEvery-1) == 0 {
+		if left--; left == 0 {
+			left = cancelEvery
 			if err := d.report(pos); err != nil {
 				return val{}, err
 			}
@@ -322,7 +360,11 @@ func (d *decoder) run() (val, error) {
 			v := d.small[data[pos]]
 			pos++
 			if v.k == kUnset {
-				return val{}, d.errf(at, "memo key %d is read before it is written", data[pos-1])
+				if int(data[pos-1]) != d.pendMemo {
+					return val{}, d.errf(at, "memo key %d is read before it is written", data[pos-1])
+				}
+				d.materialize(stack)
+				v = d.small[data[pos-1]]
 			}
 			stack = append(stack, v)
 		case opLongBinGet:
@@ -331,6 +373,9 @@ func (d *decoder) run() (val, error) {
 			}
 			idx := binary.LittleEndian.Uint32(data[pos:])
 			pos += 4
+			if int64(idx) == int64(d.pendMemo) {
+				d.materialize(stack)
+			}
 			if int(idx) < d.memo.len() {
 				if v, ok := d.memoVal(*d.memo.at(idx)); ok {
 					stack = append(stack, v)
@@ -346,16 +391,36 @@ func (d *decoder) run() (val, error) {
 			if len(stack) == 0 || len(stack) <= d.lastMark() {
 				return val{}, d.errf(at, "MEMOIZE on an empty stack")
 			}
+			if d.pendPos == len(stack)-1 {
+				if d.pendMemo < 0 {
+					// The slot stays a hole until the dict is a frame or
+					// gets a container.
+					d.pendMemo = d.memo.len()
+					if d.pendMemo < len(d.small) {
+						d.small[d.pendMemo] = val{k: kUnset}
+					}
+					d.puts++
+					d.memo.push(0)
+					break
+				}
+				d.materialize(stack)
+			}
 			v := stack[len(stack)-1]
+			r, ok := d.memoRef(v)
+			if !ok {
+				return val{}, d.errMemoFull(at)
+			}
 			if n := d.memo.len(); n < len(d.small) {
 				d.small[n] = v
 			}
 			d.puts++
-			d.memo.push(d.memoRef(v))
+			d.memo.push(r)
 		case opMark:
 			d.marks = append(d.marks, len(stack))
 		case opEmptyDict:
-			stack = append(stack, val{k: kDict, ref: g.conts.push(container{vk: kDict})})
+			d.materialize(stack)
+			d.pendPos = len(stack)
+			stack = append(stack, val{k: kDict, ref: noRef})
 		case opEmptyList:
 			stack = append(stack, val{k: kList, ref: g.conts.push(container{vk: kList})})
 		case opBinInt1:
@@ -385,13 +450,27 @@ func (d *decoder) run() (val, error) {
 			if m == 0 {
 				return val{}, d.errf(at, "SETITEMS with no dict before the MARK")
 			}
-			t := stack[m-1]
-			if t.k != kDict {
-				return val{}, d.errf(at, "SETITEMS on a %s, not a dict", t.k)
-			}
 			kv := stack[m:]
 			if len(kv)%2 != 0 {
 				return val{}, d.errf(at, "SETITEMS with an odd number of items (%d)", len(kv))
+			}
+			if d.pendPos >= m-1 {
+				if d.pendPos == m-1 && len(kv) == 6 && d.pendingFrame(stack, kv) {
+					stack = stack[:m]
+					break
+				}
+				d.materialize(stack)
+			}
+			t := stack[m-1]
+			if t.k == kFrame {
+				if len(kv) == 0 {
+					stack = stack[:m]
+					break
+				}
+				return val{}, d.errFrameChanged(at, "SETITEMS")
+			}
+			if t.k != kDict {
+				return val{}, d.errf(at, "SETITEMS on a %s, not a dict", t.k)
 			}
 			c := g.conts.at(t.ref)
 			if !(c.n == 0 && c.kind == cGeneric && (len(kv) == 6 && d.tryFrame(t.ref, kv) || len(kv) >= 4 && d.tryTrace(t.ref, kv))) && len(kv) > 0 {
@@ -407,6 +486,9 @@ func (d *decoder) run() (val, error) {
 			if m == 0 {
 				return val{}, d.errf(at, "APPENDS with nothing to add to")
 			}
+			if d.pendPos >= m-1 {
+				d.materialize(stack)
+			}
 			t := stack[m-1]
 			if t.k != kList {
 				return val{}, d.errf(at, "APPENDS to a %s, not a list", t.k)
@@ -419,6 +501,9 @@ func (d *decoder) run() (val, error) {
 			}
 			stack = stack[:m]
 		default:
+			if d.pendPos >= 0 && !pushOnly[op] {
+				d.materialize(stack)
+			}
 			d.pos, d.stack = pos, stack
 			stop, v, err := d.slowOp(op, at)
 			if err != nil || stop {

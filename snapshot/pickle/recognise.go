@@ -7,18 +7,84 @@ package pickle
 // unframe turns a recognised frame back into a generic dict, for the rare
 // pickle that adds items to a frame dict after filling it.
 func (d *decoder) unframe(cid uint32) {
-	g := d.g
-	c := g.conts.at(cid)
-	f := g.frameOf(c)
-	line := val{k: kInt, i: f.line}
-	kv := []val{
+	c := d.g.conts.at(cid)
+	kv := d.frameItems(d.g.frames.at(c.start))
+	*c = container{vk: kDict}
+	d.extend(cid, kv[:])
+}
+
+// frameItems is a frame as the key, value pairs of its dict.
+func (d *decoder) frameItems(f rawFrame) [6]val {
+	return [6]val{
 		{k: kStr, ref: d.str([]byte("filename"))}, {k: kStr, ref: f.file},
-		{k: kStr, ref: d.str([]byte("line"))}, line,
+		{k: kStr, ref: d.str([]byte("line"))}, {k: kInt, i: f.line},
 		{k: kStr, ref: d.str([]byte("name"))}, {k: kStr, ref: f.name},
 	}
-	*c = container{vk: kDict}
-	d.extend(cid, kv)
 }
+
+// materialize gives the pending dict a container, because it is used as
+// something other than a frame: filled with other keys, added to a list
+// while empty, read from the memo before it is filled. stack is the
+// machine's current stack.
+func (d *decoder) materialize(stack []val) {
+	if d.pendPos < 0 {
+		return
+	}
+	v := val{k: kDict, ref: d.g.conts.push(container{vk: kDict})}
+	stack[d.pendPos] = v
+	if d.pendMemo >= 0 {
+		// A container's reference fits the memo unless the memo is full,
+		// which leaves the slot a hole: reading it is then an error.
+		if r, ok := d.memoRef(v); ok {
+			*d.memo.at(uint32(d.pendMemo)) = r
+			if d.pendMemo < len(d.small) {
+				d.small[d.pendMemo] = v
+			}
+		}
+	}
+	d.pendPos, d.pendMemo = -1, -1
+}
+
+// pendingFrame makes the pending dict, at the top of stack below kv, a
+// frame when kv holds exactly a frame's keys; false leaves it pending.
+func (d *decoder) pendingFrame(stack, kv []val) bool {
+	f, ok := d.frameOf(kv)
+	if !ok {
+		return false
+	}
+	id, ok := d.g.frames.intern(f)
+	if !ok {
+		return false
+	}
+	v := val{k: kFrame, ref: id}
+	stack[d.pendPos] = v
+	if d.pendMemo >= 0 {
+		*d.memo.at(uint32(d.pendMemo)) = memoFrame | id
+		if d.pendMemo < len(d.small) {
+			d.small[d.pendMemo] = v
+		}
+	}
+	d.pendPos, d.pendMemo = -1, -1
+	return true
+}
+
+// errFrameChanged refuses a pickle that adds to a frame dict after filling
+// it. Frames are values here (see pendingFrame), so a change could not reach
+// the copies already in stacks; pickle.dump never writes such a change.
+func (d *decoder) errFrameChanged(at int, op string) error {
+	return d.errf(at, "%s adds to a frame dict that was already filled; memscope reads frames as values and does not support changing them (a limit of its reader; pickle.dump never writes this)", op)
+}
+
+// pushOnly marks the opcodes outside run's hot loop that only push a new
+// value (or do nothing to the stack): they leave a pending dict pending.
+var pushOnly = func() (t [256]bool) {
+	for _, op := range []byte{opNone, opNewTrue, opNewFalse, opLong1, opLong4, opBinFloat,
+		opShortBinUni, opShortBinBytes, opBinUnicode, opBinBytes, opBinUnicode8, opBinBytes8,
+		opByteArray8, opEmptyTuple, opEmptySet, opFrame, opProto} {
+		t[op] = true
+	}
+	return t
+}()
 
 // untrace turns a recognised trace entry back into a generic dict, for the
 // rare pickle that adds items to it after filling it.
@@ -53,17 +119,14 @@ func (d *decoder) untrace(cid uint32) {
 	d.extend(cid, kv)
 }
 
-// unstack turns an interned frame list back into a generic list of frame
-// dicts, for a list that gets more items after its first batch.
+// unstack turns an interned frame list back into a generic list of frames,
+// for a list that gets more items after its first batch.
 func (d *decoder) unstack(cid uint32) {
-	g := d.g
-	c := g.conts.at(cid)
-	raw := g.stacks.raws[c.start]
-	vs := make([]val, len(raw))
-	for i, f := range raw {
-		fc := g.conts.push(container{vk: kDict})
-		g.setFrame(g.conts.at(fc), f)
-		vs[i] = val{k: kDict, ref: fc}
+	c := d.g.conts.at(cid)
+	ids := d.g.stacks.raws[c.start]
+	vs := make([]val, len(ids))
+	for i, id := range ids {
+		vs[i] = val{k: kFrame, ref: id}
 	}
 	*c = container{vk: kList}
 	d.extend(cid, vs)
@@ -127,45 +190,107 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 
 // tryStack interns a fresh list whose items are all recognised frames.
 func (d *decoder) tryStack(cid uint32, items []val) bool {
-	raw := d.scratch[:0]
+	ids := d.scratch[:0]
 	for _, it := range items {
-		if it.k != kDict {
+		switch {
+		case it.k == kFrame:
+			ids = append(ids, it.ref)
+		case it.k == kDict:
+			c := d.g.conts.at(it.ref)
+			if c.kind != cFrame {
+				return false
+			}
+			ids = append(ids, c.start)
+		default:
 			return false
 		}
-		c := d.g.conts.at(it.ref)
-		if !c.isFrame() {
-			return false
-		}
-		raw = append(raw, d.g.frameOf(c))
 	}
-	d.scratch = raw
+	d.scratch = ids
 	c := d.g.conts.at(cid)
 	c.kind = cStack
-	c.start = d.g.stacks.intern(raw)
-	c.n = uint32(len(raw))
+	c.start = d.g.stacks.intern(ids)
+	c.n = uint32(len(ids))
 	return true
 }
 
-// tryFrame stores a freshly filled 3-key dict as a rawFrame when its keys are
-// exactly filename, line and name with the expected value types.
+// tryFrame makes a freshly filled 3-key dict container a frame when its keys
+// are exactly filename, line and name with the expected value types.
 func (d *decoder) tryFrame(cid uint32, kv []val) bool {
+	f, ok := d.frameOf(kv)
+	if !ok {
+		return false
+	}
+	id, ok := d.g.frames.intern(f)
+	if !ok {
+		return false
+	}
+	c := d.g.conts.at(cid)
+	c.kind, c.start = cFrame, id
+	return true
+}
+
+// frameOf reads a frame from a dict's 3 key, value pairs: its keys must be
+// exactly filename, line and name, with the expected value types.
+func (d *decoder) frameOf(kv []val) (rawFrame, bool) {
+	// A writer puts the keys of every frame in the same order, as the same
+	// memoized strings: when they match the last frame's, the values'
+	// places are known.
+	k := &d.frameKeys
+	if kv[0].ref == k.ids[0] && kv[2].ref == k.ids[1] && kv[4].ref == k.ids[2] &&
+		kv[0].k == kStr && kv[2].k == kStr && kv[4].k == kStr {
+		file, name, line := kv[k.file], kv[k.name], kv[k.line]
+		if file.k == kStr && name.k == kStr {
+			switch line.k {
+			case kInt:
+				return rawFrame{file: file.ref, name: name.ref, line: line.i}, true
+			case kUint, kHuge:
+				return rawFrame{file: file.ref, name: name.ref, line: -1}, true
+			}
+		}
+	}
+	f, ok := d.frameBySwitch(kv)
+	if ok {
+		k.ids = [3]uint32{kv[0].ref, kv[2].ref, kv[4].ref}
+		for j := 0; j < 6; j += 2 {
+			switch d.g.roles[kv[j].ref] {
+			case keyFilename:
+				k.file = uint8(j + 1)
+			case keyName:
+				k.name = uint8(j + 1)
+			case keyLine:
+				k.line = uint8(j + 1)
+			}
+		}
+	}
+	return f, ok
+}
+
+// frameKeys is the key layout of the last frame dict read: the string ids
+// of its keys in order, and where each value sits among the 6 items.
+type frameKeys struct {
+	ids              [3]uint32
+	file, name, line uint8
+}
+
+// frameBySwitch is frameOf for any key layout.
+func (d *decoder) frameBySwitch(kv []val) (rawFrame, bool) {
 	var f rawFrame
 	var got uint8
 	for j := 0; j < 6; j += 2 {
 		k, v := kv[j], kv[j+1]
 		if k.k != kStr {
-			return false
+			return f, false
 		}
 		switch d.g.roles[k.ref] {
 		case keyFilename:
 			if v.k != kStr {
-				return false
+				return f, false
 			}
 			f.file = v.ref
 			got |= 1
 		case keyName:
 			if v.k != kStr {
-				return false
+				return f, false
 			}
 			f.name = v.ref
 			got |= 2
@@ -176,16 +301,12 @@ func (d *decoder) tryFrame(cid uint32, kv []val) bool {
 			case kUint, kHuge:
 				f.line = -1
 			default:
-				return false
+				return f, false
 			}
 			got |= 4
 		default:
-			return false
+			return f, false
 		}
 	}
-	if got != 7 {
-		return false
-	}
-	d.g.setFrame(d.g.conts.at(cid), f)
-	return true
+	return f, got == 7
 }

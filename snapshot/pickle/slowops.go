@@ -203,6 +203,9 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		}
 		n := len(d.stack)
 		t := d.stack[n-3]
+		if t.k == kFrame {
+			return false, val{}, d.errFrameChanged(at, "SETITEM")
+		}
 		if t.k != kDict {
 			return false, val{}, d.errf(at, "SETITEM on a %s, not a dict", t.k)
 		}
@@ -217,7 +220,9 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if err != nil {
 			return false, val{}, err
 		}
-		d.setMemo(uint32(b[0]), v)
+		if err := d.setMemo(uint32(b[0]), v, at); err != nil {
+			return false, val{}, err
+		}
 	case opLongBinPut:
 		b, err := d.need(4, "LONG_BINPUT", at)
 		if err != nil {
@@ -227,7 +232,9 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if err != nil {
 			return false, val{}, err
 		}
-		d.setMemo(binary.LittleEndian.Uint32(b), v)
+		if err := d.setMemo(binary.LittleEndian.Uint32(b), v, at); err != nil {
+			return false, val{}, err
+		}
 	default:
 		if name, ok := refusedOps[op]; ok {
 			return false, val{}, d.refuse(at, op, name)
