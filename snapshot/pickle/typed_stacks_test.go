@@ -61,3 +61,44 @@ func TestTypedStacksAroundTheParallelLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestTypedStacksAroundTheSlabSize: typed stacks are cut from arrays of
+// typedSlab frames; stacks shorter than, as long as and longer than one
+// array, and runs of short stacks that fill one, each get their own frames
+// with no room to grow into a neighbour.
+func TestTypedStacksAroundTheSlabSize(t *testing.T) {
+	g := &graph{strs: []string{"/src/a.py", "f", "g"}}
+	var lens []int
+	for _, n := range []int{typedSlab - 1, typedSlab, typedSlab + 1, 5} {
+		lens = append(lens, n, 3, n)
+	}
+	for range typedSlab/7 + 3 {
+		lens = append(lens, 7)
+	}
+	var want [][]uint32
+	for i, n := range lens {
+		ids := make([]uint32, n)
+		for j := range ids {
+			id, ok := g.frames.intern(rawFrame{file: 0, name: uint32(1 + (i+j)%2), line: int64(i*100000 + j)})
+			if !ok {
+				t.Fatal("frame table full")
+			}
+			ids[j] = id
+		}
+		g.stacks.intern(ids)
+		want = append(want, ids)
+	}
+	b := newBinder(g, 1<<30)
+	b.typeStacks(1)
+	for i, ids := range want {
+		st := b.stacks[i]
+		if len(st) != len(ids) || cap(st) != len(ids) {
+			t.Fatalf("stack %d: len %d cap %d, want %d", i, len(st), cap(st), len(ids))
+		}
+		for j, id := range ids {
+			if f := g.frames.at(id); st[j].Line != f.line || st[j].Name != g.strs[f.name] {
+				t.Fatalf("stack %d frame %d: %+v", i, j, st[j])
+			}
+		}
+	}
+}
