@@ -154,11 +154,7 @@ func (d *decoder) jsonFrame(items []val) val {
 	if len(items) != 6 {
 		return val{}
 	}
-	f, ok := d.frameOf(items)
-	if !ok {
-		return val{}
-	}
-	id, ok := d.g.frames.intern(f)
+	id, ok := d.frameID(items)
 	if !ok {
 		return val{}
 	}

@@ -48,11 +48,7 @@ func (d *decoder) materialize(stack []val) {
 // pendingFrame makes the pending dict, at the top of stack below kv, a
 // frame when kv holds exactly a frame's keys; false leaves it pending.
 func (d *decoder) pendingFrame(stack, kv []val) bool {
-	f, ok := d.frameOf(kv)
-	if !ok {
-		return false
-	}
-	id, ok := d.g.frames.intern(f)
+	id, ok := d.frameID(kv)
 	if !ok {
 		return false
 	}
@@ -216,17 +212,23 @@ func (d *decoder) tryStack(cid uint32, items []val) bool {
 // tryFrame makes a freshly filled 3-key dict container a frame when its keys
 // are exactly filename, line and name with the expected value types.
 func (d *decoder) tryFrame(cid uint32, kv []val) bool {
-	f, ok := d.frameOf(kv)
-	if !ok {
-		return false
-	}
-	id, ok := d.g.frames.intern(f)
+	id, ok := d.frameID(kv)
 	if !ok {
 		return false
 	}
 	c := d.g.conts.at(cid)
 	c.kind, c.start = cFrame, id
 	return true
+}
+
+// frameID interns the frame a dict's 3 key, value pairs hold; false when
+// they are not a frame or the frame table is full.
+func (d *decoder) frameID(kv []val) (uint32, bool) {
+	f, ok := d.frameOf(kv)
+	if !ok {
+		return 0, false
+	}
+	return d.g.frames.intern(f)
 }
 
 // frameOf reads a frame from a dict's 3 key, value pairs: its keys must be
