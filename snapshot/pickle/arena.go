@@ -56,3 +56,16 @@ func (c *chunked[T]) slice(i uint32, n uint32) []T {
 func (c *chunked[T]) canGrow(i, n uint32, m int) bool {
 	return i+n == c.n && int((i&chunkMask)+n)+m <= chunkLen && c.n&chunkMask != 0
 }
+
+// pad appends n zero elements. Only for an array that never used run: its
+// elements past n are still zero.
+func (c *chunked[T]) pad(n int) {
+	for n > 0 {
+		if c.n&chunkMask == 0 {
+			c.chunks = append(c.chunks, make([]T, chunkLen))
+		}
+		m := min(n, chunkLen-int(c.n&chunkMask))
+		c.n += uint32(m)
+		n -= m
+	}
+}

@@ -20,10 +20,15 @@ const (
 	// dicts, and a container each cost 16 bytes (plus the binder's 4) per
 	// dict.
 	kFrame
+	// kRef is a memo entry a helper cannot read (helper.go): ref is its
+	// index. Joining replaces it with the entry.
+	kRef
+	// kTop stands, in a helper, for the list below its region.
+	kTop
 	kUnset vkind = 255 // a hole in the memo
 )
 
-var kindNames = [...]string{"None", "bool", "int", "int", "int", "float", "str", "bytes", "list", "tuple", "dict", "set", "dict"}
+var kindNames = [...]string{"None", "bool", "int", "int", "int", "float", "str", "bytes", "list", "tuple", "dict", "set", "dict", "memo entry", "list"}
 
 func (k vkind) String() string {
 	if int(k) < len(kindNames) {

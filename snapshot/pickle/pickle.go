@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // This file is a restricted pickle virtual machine. It runs the data-only
@@ -54,8 +55,32 @@ type decoder struct {
 	small    [256]val
 	strIndex map[string]uint32
 	// puts counts PUT, BINPUT, LONG_BINPUT and MEMOIZE opcodes: the memo
-	// budget.
-	puts int
+	// budget; explicitPuts counts PUT, BINPUT and LONG_BINPUT alone.
+	puts, explicitPuts int
+	// end is where run stops to call atEnd: len(data), or a split point
+	// (see helper.go).
+	end int
+	// The rest is for running part of a pickle on a second core (helper.go).
+	// A machine that has a helper joins its result at joinAt (-1 when it
+	// has none).
+	help   *helper
+	joinAt int
+	// A helper: region is set once it runs its region; refFrom is the memo
+	// index from which LONG_BINGET pushes a kRef (math.MaxInt64 in a
+	// machine that is not a helper); floor is the number of marks below
+	// its region, which it must not pop; resid holds the items it appends
+	// to the list below its region, residN the length of each batch.
+	// refGap is the largest index - (entries made) over its kRefs: joining
+	// checks with it that each named an entry made before it was read.
+	region  bool
+	refFrom int64
+	refGap  int64
+	floor   int
+	resid   []val
+	residN  []int
+	// joined, in a main machine that joined a helper, gives the memo
+	// entries the helper made (left holes in memo).
+	joined *joiner
 }
 
 // decodePickle runs the restricted VM over data and returns the graph and
@@ -70,14 +95,24 @@ func decodePickle(data []byte) (*graph, val, error) {
 const progressStep = 4 << 20
 
 func decodePickleCtx(ctx context.Context, data []byte, progress func(float64)) (*graph, val, error) {
-	d := newDecoder(data)
-	d.ctx, d.progress = ctx, progress
-	root, err := d.run()
-	d.data = nil
+	d, root, err := decodeWith(ctx, data, progress, splitHalf)
 	if err != nil {
 		return nil, val{}, err
 	}
 	return d.g, root, nil
+}
+
+// decodeWith runs the machine, with a helper on another core where split
+// (nil for none) places one (see helper.go).
+func decodeWith(ctx context.Context, data []byte, progress func(float64), split func(n int) (prefix, target int, ok bool)) (*decoder, val, error) {
+	d := newDecoder(data)
+	d.ctx, d.progress = ctx, progress
+	if split != nil && d.startHelper(split) {
+		defer d.stopHelper()
+	}
+	root, err := d.run()
+	d.data = nil
+	return d, root, err
 }
 
 func newDecoder(data []byte) *decoder {
@@ -89,6 +124,10 @@ func newDecoder(data []byte) *decoder {
 		pendPos:     -1,
 		pendMemo:    -1,
 		memoValsMax: maxMemoVals,
+		end:         len(data),
+		joinAt:      -1,
+		refFrom:     math.MaxInt64,
+		refGap:      math.MinInt64,
 	}
 	d.frameKeys.ids = [3]uint32{noRef, noRef, noRef}
 	for i := range d.small {
@@ -145,7 +184,18 @@ func (d *decoder) str(b []byte) uint32 {
 	if id, ok := d.strIndex[string(b)]; ok {
 		return id
 	}
-	s := string(b)
+	return d.addStr(string(b))
+}
+
+// strID is str for a string.
+func (d *decoder) strID(s string) uint32 {
+	if id, ok := d.strIndex[s]; ok {
+		return id
+	}
+	return d.addStr(s)
+}
+
+func (d *decoder) addStr(s string) uint32 {
 	id := uint32(len(d.g.strs))
 	d.g.strs = append(d.g.strs, s)
 	d.g.roles = append(d.g.roles, roleOf(s))
@@ -195,8 +245,17 @@ func (d *decoder) extend(cid uint32, vs []val) {
 	c.n += uint32(len(vs))
 }
 
+// appendItems adds items to a list: a fresh list of frames becomes an
+// interned stack.
+func (d *decoder) appendItems(list uint32, items []val) {
+	c := d.g.conts.at(list)
+	if !(c.n == 0 && c.kind == cGeneric && d.tryStack(list, items)) {
+		d.extend(list, items)
+	}
+}
+
 func (d *decoder) popMark(at int, op string) (int, error) {
-	if len(d.marks) == 0 {
+	if len(d.marks) <= d.floor {
 		return 0, d.errf(at, "%s without a preceding MARK", op)
 	}
 	m := d.marks[len(d.marks)-1]
@@ -319,6 +378,16 @@ func (d *decoder) getMemo(idx uint32, at int) (val, error) {
 	if v, ok := d.memoSparse[idx]; ok {
 		return v, nil
 	}
+	if j := d.joined; j != nil && int(idx) >= j.memoAt && int(idx) < j.memoEnd {
+		if v, ok := j.entry(idx); ok {
+			return v, nil
+		}
+	}
+	if d.region && int64(idx) < d.refFrom {
+		// A container or a hole of the prefix: the machine that joins
+		// the helper resolves it (see helper.go).
+		return val{k: kRef, ref: idx}, nil
+	}
 	return val{}, d.errf(at, "memo key %d is read before it is written", idx)
 }
 
@@ -337,6 +406,7 @@ func (d *decoder) run() (val, error) {
 	data := d.data
 	pos := d.pos
 	stack := d.stack
+	end := d.end
 	g := d.g
 	left := 1 // opcodes until the next cancellation check
 	for {
@@ -346,8 +416,13 @@ func (d *decoder) run() (val, error) {
 				return val{}, err
 			}
 		}
-		if pos >= len(data) {
-			return val{}, d.errf(pos, "data ends before the STOP opcode (file truncated?)")
+		if pos >= end {
+			d.pos, d.stack = pos, stack
+			if err := d.atEnd(); err != nil {
+				return val{}, err
+			}
+			pos, stack, end = d.pos, d.stack, d.end
+			continue
 		}
 		op := data[pos]
 		at := pos
@@ -360,11 +435,15 @@ func (d *decoder) run() (val, error) {
 			v := d.small[data[pos]]
 			pos++
 			if v.k == kUnset {
-				if int(data[pos-1]) != d.pendMemo {
-					return val{}, d.errf(at, "memo key %d is read before it is written", data[pos-1])
+				if int(data[pos-1]) == d.pendMemo {
+					d.materialize(stack)
+					v = d.small[data[pos-1]]
+				} else {
+					var err error
+					if v, err = d.getMemo(uint32(data[pos-1]), at); err != nil {
+						return val{}, err
+					}
 				}
-				d.materialize(stack)
-				v = d.small[data[pos-1]]
 			}
 			stack = append(stack, v)
 		case opLongBinGet:
@@ -373,6 +452,11 @@ func (d *decoder) run() (val, error) {
 			}
 			idx := binary.LittleEndian.Uint32(data[pos:])
 			pos += 4
+			if int64(idx) >= d.refFrom {
+				stack = append(stack, val{k: kRef, ref: idx})
+				d.refGap = max(d.refGap, int64(idx)-int64(d.memo.len()))
+				break
+			}
 			if int64(idx) == int64(d.pendMemo) {
 				d.materialize(stack)
 			}
@@ -442,7 +526,7 @@ func (d *decoder) run() (val, error) {
 			stack = append(stack, val{k: kInt, i: int64(int32(binary.LittleEndian.Uint32(data[pos:])))})
 			pos += 4
 		case opSetItems:
-			if len(d.marks) == 0 {
+			if len(d.marks) <= d.floor {
 				return val{}, d.errf(at, "SETITEMS without a preceding MARK")
 			}
 			m := d.marks[len(d.marks)-1]
@@ -478,7 +562,7 @@ func (d *decoder) run() (val, error) {
 			}
 			stack = stack[:m]
 		case opAppends:
-			if len(d.marks) == 0 {
+			if len(d.marks) <= d.floor {
 				return val{}, d.errf(at, "APPENDS without a preceding MARK")
 			}
 			m := d.marks[len(d.marks)-1]
@@ -490,14 +574,19 @@ func (d *decoder) run() (val, error) {
 				d.materialize(stack)
 			}
 			t := stack[m-1]
+			if t.k == kTop {
+				d.pos, d.stack = pos, stack[:m]
+				if err := d.appendBelow(stack[m:]); err != nil {
+					return val{}, err
+				}
+				stack = d.stack
+				break
+			}
 			if t.k != kList {
 				return val{}, d.errf(at, "APPENDS to a %s, not a list", t.k)
 			}
 			if items := stack[m:]; len(items) > 0 {
-				c := g.conts.at(t.ref)
-				if !(c.n == 0 && c.kind == cGeneric && d.tryStack(t.ref, items)) {
-					d.extend(t.ref, items)
-				}
+				d.appendItems(t.ref, items)
 			}
 			stack = stack[:m]
 		default:

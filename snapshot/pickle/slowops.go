@@ -28,6 +28,9 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 			return false, val{}, err
 		}
 	case opStop:
+		if d.region {
+			return false, val{}, errHelperStop
+		}
 		if len(d.stack) == 0 {
 			return false, val{}, d.errf(at, "STOP with an empty stack")
 		}
@@ -35,7 +38,7 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 	case opPop:
 		if len(d.stack) > d.lastMark() {
 			d.stack = d.stack[:len(d.stack)-1]
-		} else if len(d.marks) > 0 {
+		} else if len(d.marks) > d.floor {
 			d.marks = d.marks[:len(d.marks)-1]
 		} else {
 			return false, val{}, d.errf(at, "POP on an empty stack")
@@ -168,6 +171,10 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if err != nil {
 			return false, val{}, err
 		}
+		if d.region && len(d.stack) == 1 && len(d.marks) == d.floor {
+			// An item for the list below a helper's region.
+			return false, val{}, d.appendBelow([]val{v})
+		}
 		t, err := d.top(at, "APPEND")
 		if err != nil {
 			return false, val{}, err
@@ -176,9 +183,7 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 			return false, val{}, d.errf(at, "APPEND to a %s, not a list", t.k)
 		}
 		one := [1]val{v}
-		if c := d.g.conts.at(t.ref); !(c.n == 0 && c.kind == cGeneric && d.tryStack(t.ref, one[:])) {
-			d.extend(t.ref, one[:])
-		}
+		d.appendItems(t.ref, one[:])
 	case opAddItems:
 		// APPENDS is handled in run.
 		name, want := "ADDITEMS", kSet
@@ -211,7 +216,16 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		}
 		d.extend(t.ref, d.stack[n-2:])
 		d.stack = d.stack[:n-2]
-	case opBinPut:
+	case opBinPut, opLongBinPut:
+		if d.region {
+			// Explicit indices would need the memo size at the region's
+			// start, which a helper does not know.
+			return false, val{}, errHelperStop
+		}
+		d.explicitPuts++
+		if op == opLongBinPut {
+			return false, val{}, d.longBinPut(at)
+		}
 		b, err := d.need(1, "BINPUT", at)
 		if err != nil {
 			return false, val{}, err
@@ -221,18 +235,6 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 			return false, val{}, err
 		}
 		if err := d.setMemo(uint32(b[0]), v, at); err != nil {
-			return false, val{}, err
-		}
-	case opLongBinPut:
-		b, err := d.need(4, "LONG_BINPUT", at)
-		if err != nil {
-			return false, val{}, err
-		}
-		v, err := d.top(at, "LONG_BINPUT")
-		if err != nil {
-			return false, val{}, err
-		}
-		if err := d.setMemo(binary.LittleEndian.Uint32(b), v, at); err != nil {
 			return false, val{}, err
 		}
 	default:
@@ -245,6 +247,18 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		return false, val{}, d.errf(at, "unknown opcode 0x%02x (not a pickle, or corrupt)", op)
 	}
 	return false, val{}, nil
+}
+
+func (d *decoder) longBinPut(at int) error {
+	b, err := d.need(4, "LONG_BINPUT", at)
+	if err != nil {
+		return err
+	}
+	v, err := d.top(at, "LONG_BINPUT")
+	if err != nil {
+		return err
+	}
+	return d.setMemo(binary.LittleEndian.Uint32(b), v, at)
 }
 
 func (d *decoder) pushStr(isBytes bool, b []byte) {

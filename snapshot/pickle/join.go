@@ -1,0 +1,184 @@
+package pickle
+
+// Joining a helper's work into the main machine (see helper.go).
+
+// joiner renumbers a helper's values into the main machine's graph.
+type joiner struct {
+	d, h *decoder
+	// strs, frames and stacks map the helper's ids to the main machine's.
+	strs, frames, stacks []uint32
+	// conts and traces are where the helper's containers and trace
+	// records start in the main machine's arrays.
+	conts, traces uint32
+	// memoAt is the main machine's memo size at the boundary: the index
+	// the helper's first region entry (its entry hbase) has; memoEnd is
+	// past the helper's last one.
+	memoAt, memoEnd, hbase int
+}
+
+// join takes in helper h's work at the boundary, with the main machine's
+// stack in d.stack and its position at h's region start; false leaves the
+// main machine to run the region itself.
+func (d *decoder) join(h *decoder) bool {
+	if d.explicitPuts > 0 || len(d.stack) <= d.lastMark() || d.stack[len(d.stack)-1].k != kList {
+		// An explicit memo index may have replaced an entry the helper
+		// read in its prefix; and the batches must go to a list.
+		return false
+	}
+	d.materialize(d.stack) // a pending dict further down: its memo hole is read as a reference
+	j := &joiner{d: d, h: h, memoAt: d.memo.len(), hbase: int(h.refFrom)}
+	if h.refGap >= int64(j.memoAt-j.hbase) {
+		// A placeholder named an entry not made yet when it was read:
+		// the main machine reports that error.
+		return false
+	}
+	if !j.tables() {
+		return false
+	}
+	j.containers()
+	// The helper's memo entries stay in its memo: they are holes here,
+	// read through j (see getMemo). A snapshot has millions, read after
+	// the region rarely if at all.
+	n := h.memo.len() - j.hbase
+	d.memo.pad(n)
+	d.puts += n
+	j.memoEnd = j.memoAt + n
+	d.joined = j
+	list := d.stack[len(d.stack)-1].ref
+	rest := h.resid
+	for _, n := range h.residN {
+		batch := rest[:n]
+		rest = rest[n:]
+		for i, v := range batch {
+			batch[i] = j.remap(v)
+		}
+		d.appendItems(list, batch)
+	}
+	d.pos = h.pos
+	return true
+}
+
+// tables interns the helper's strings, frames and stacks in the main
+// machine's tables (extra entries there are harmless if the join fails
+// later); false when the frame table is full.
+func (j *joiner) tables() bool {
+	d, hg := j.d, j.h.g
+	j.strs = make([]uint32, len(hg.strs))
+	for i, s := range hg.strs {
+		j.strs[i] = d.strID(s)
+	}
+	j.frames = make([]uint32, hg.frames.len())
+	for i := range j.frames {
+		f := hg.frames.at(uint32(i))
+		id, ok := d.g.frames.intern(rawFrame{file: j.strs[f.file], name: j.strs[f.name], line: f.line})
+		if !ok {
+			return false
+		}
+		j.frames[i] = id
+	}
+	j.stacks = make([]uint32, len(hg.stacks.raws))
+	var ids []uint32
+	for i, raw := range hg.stacks.raws {
+		ids = ids[:0]
+		for _, f := range raw {
+			ids = append(ids, j.frames[f])
+		}
+		j.stacks[i] = d.g.stacks.intern(ids)
+	}
+	j.conts, j.traces = uint32(d.g.conts.len()), uint32(d.g.traces.len())
+	return true
+}
+
+// remap renumbers a helper's value. Every placeholder resolves (join checked
+// refGap), and kTop never leaves the helper's stack.
+func (j *joiner) remap(v val) val {
+	switch v.k {
+	case kStr, kBytes:
+		v.ref = j.strs[v.ref]
+	case kFrame:
+		v.ref = j.frames[v.ref]
+	case kList, kTuple, kDict, kSet:
+		v.ref += j.conts
+	case kRef:
+		return j.resolve(v)
+	}
+	return v
+}
+
+// resolve replaces a placeholder with the memo entry it names: the main
+// machine's entry below the boundary, the helper's own above it (which
+// may be a placeholder too, for a pickle that memoizes a memo read).
+func (j *joiner) resolve(v val) val {
+	for v.k == kRef {
+		if int(v.ref) < j.memoAt {
+			v, _ = j.d.memoVal(*j.d.memo.at(v.ref))
+			return v
+		}
+		var ok bool
+		if v, ok = j.helperEntry(v.ref); !ok {
+			return val{}
+		}
+	}
+	return j.remap(v)
+}
+
+// helperEntry is the helper's memo entry for main-machine index idx, not
+// renumbered.
+func (j *joiner) helperEntry(idx uint32) (val, bool) {
+	local := int(idx) - j.memoAt + j.hbase
+	if local < j.hbase || local >= j.h.memo.len() {
+		return val{}, false
+	}
+	return j.h.memoVal(*j.h.memo.at(uint32(local)))
+}
+
+// entry is the main machine's memo entry idx, one the helper made.
+func (j *joiner) entry(idx uint32) (val, bool) {
+	v, ok := j.helperEntry(idx)
+	if !ok {
+		return val{}, false
+	}
+	return j.resolve(v), true
+}
+
+// containers copies the helper's containers and trace records.
+func (j *joiner) containers() {
+	d, hg := j.d, j.h.g
+	for i := range uint32(hg.traces.len()) {
+		r := *hg.traces.at(i)
+		r.action = j.strs[r.action]
+		if r.cc != noRef {
+			r.cc = j.strs[r.cc]
+		}
+		if r.um != noRef {
+			r.um = j.strs[r.um]
+		}
+		if r.fram != noRef {
+			r.fram += j.conts
+		}
+		d.g.traces.push(r)
+	}
+	var items []val
+	for i := range uint32(hg.conts.len()) {
+		c := *hg.conts.at(i)
+		switch c.kind {
+		case cFrame:
+			c.start = j.frames[c.start]
+		case cStack:
+			c.start = j.stacks[c.start]
+		case cTrace:
+			c.start += j.traces
+		case cGeneric:
+			items = append(items[:0], hg.seq(val{ref: i})...)
+			id := d.g.conts.push(container{vk: c.vk})
+			for k, v := range items {
+				items[k] = j.remap(v)
+			}
+			if len(items) > 0 {
+				d.extend(id, items)
+			}
+			continue
+		}
+		d.g.conts.push(c)
+	}
+}
