@@ -108,7 +108,7 @@ func (t *Timeline) LeakSuspects(steps Steps) []LeakSuspect {
 	// difference array: an interval live over samples [lo, hi) adds at lo
 	// and takes away at hi.
 	diff := map[string][]int64{}
-	names := siteNames{}
+	names := newSiteNames()
 	for j := range t.Intervals {
 		iv := &t.Intervals[j]
 		// Live at event e when Start <= e < End.
@@ -186,7 +186,7 @@ type PendingFrees struct {
 func (t *Timeline) PendingFrees() PendingFrees {
 	n := len(t.Events)
 	p := PendingFrees{ByTime: n > 0 && t.Events[0].TimeUS != 0 && t.Events[n-1].TimeUS != 0}
-	names := siteNames{}
+	names := newSiteNames()
 	sites := map[string]*SiteBytes{}
 	var waits []int64
 	peak := int32(t.Peak.EventIndex)

@@ -55,21 +55,79 @@ const stageTopSites = 5
 const noStack = "(no stack)"
 
 // siteNames caches Location by the stack's backing array: stacks are shared
-// between events of the same call path, and the location scan is the cost.
-type siteNames map[*Frame]string
+// between events of the same call path. A snapshot of distinct stacks still
+// has hundreds of thousands of them over a few thousand distinct frames, so
+// the frame tests (noise, plumbing: a dozen substring searches each) and the
+// formatted location are cached per frame too.
+type siteNames struct {
+	byStack map[*Frame]string
+	kind    map[frameName]uint8
+	text    map[Frame]string
+}
 
-func (m siteNames) of(st Stack) string {
+type frameName struct{ file, name string }
+
+// Kinds of frame for Location: skipped, shown, shown and a Python frame.
+const (
+	frameSkipped uint8 = 1 + iota
+	frameShown
+	framePython
+)
+
+func newSiteNames() *siteNames {
+	return &siteNames{byStack: map[*Frame]string{}, kind: map[frameName]uint8{}, text: map[Frame]string{}}
+}
+
+func (m *siteNames) of(st Stack) string {
 	if len(st) == 0 {
 		return noStack
 	}
-	if s, ok := m[&st[0]]; ok {
+	if s, ok := m.byStack[&st[0]]; ok {
 		return s
 	}
-	s := Location(st)
-	if s == "" {
-		s = noStack
+	s := noStack
+	if i := m.locationIndex(st); i >= 0 {
+		s = m.format(st[i])
 	}
-	m[&st[0]] = s
+	m.byStack[&st[0]] = s
+	return s
+}
+
+// locationIndex is LocationIndex with the frame tests cached.
+func (m *siteNames) locationIndex(st Stack) int {
+	first := -1
+	for i := range st {
+		f := &st[i]
+		key := frameName{f.Filename, f.Name}
+		k := m.kind[key]
+		if k == 0 {
+			switch {
+			case IsNoise(*f) || isPlumbing(*f) || IsProfilerFrame(*f):
+				k = frameSkipped
+			case strings.HasSuffix(f.Filename, ".py"):
+				k = framePython
+			default:
+				k = frameShown
+			}
+			m.kind[key] = k
+		}
+		if k == framePython {
+			return i
+		}
+		if k == frameShown && first < 0 {
+			first = i
+		}
+	}
+	return first
+}
+
+func (m *siteNames) format(f Frame) string {
+	f.Source = "" // not part of the location, nor of the key
+	s, ok := m.text[f]
+	if !ok {
+		s = f.String()
+		m.text[f] = s
+	}
 	return s
 }
 
@@ -133,7 +191,7 @@ func (t *Timeline) Stages(anns []Annotation) []Stage {
 	slices.SortStableFunc(out, func(a, b Stage) int { return cmp.Compare(a.StartUS, b.StartUS) })
 	seen := map[string]int{}
 	order := t.byStart()
-	names := siteNames{}
+	names := newSiteNames()
 	for i := range out {
 		s := &out[i]
 		s.Occurrence = seen[s.Name]
@@ -151,7 +209,7 @@ func (t *Timeline) Stages(anns []Annotation) []Stage {
 }
 
 // measureStage fills a stage's memory figures from the replay.
-func (t *Timeline) measureStage(s *Stage, order []int32, names siteNames) {
+func (t *Timeline) measureStage(s *Stage, order []int32, names *siteNames) {
 	s.StartActive = t.ActiveAt(s.First - 1)
 	s.EndActive = t.ActiveAt(s.Last - 1)
 	s.Peak, s.PeakEvent = s.StartActive, -1

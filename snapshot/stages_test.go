@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -361,5 +362,47 @@ func TestPendingFrees(t *testing.T) {
 				t.Errorf("recommendation %q with %d long frees", rec, c.long)
 			}
 		})
+	}
+}
+
+// TestSiteNamesIsLocation: the cached site name is Location's, for stacks
+// of every kind of frame, whether the frames are met first in this stack or
+// were cached from another one (same file and function, other line or
+// source).
+func TestSiteNamesIsLocation(t *testing.T) {
+	py := func(file string, line int64, name string) Frame { return Frame{Filename: file, Line: line, Name: name} }
+	noise := py("??", 0, "PyEval_EvalFrameDefault")
+	plumb := py("c10/cuda/CUDACachingAllocator.cpp", 0, "c10::cuda::CUDACachingAllocator::malloc")
+	prof := py("/x/memory_profiler/hook.py", 3, "hook")
+	cpp := py("aten/src/ATen/native/Linear.cpp", 0, "at::native::linear")
+	user := py("/w/train.py", 40, "step")
+	userOther := py("/w/train.py", 41, "step")
+	withSource := Frame{Filename: "/w/model.py", Line: 7, Name: "forward", Source: "y = x @ w"}
+	stacks := []Stack{
+		nil,
+		{noise},
+		{noise, plumb, prof},
+		{plumb, cpp},
+		{plumb, cpp, user},
+		{noise, user, cpp},
+		{userOther, user},
+		{cpp, userOther},
+		{withSource},
+		{prof, {Filename: "/w/model.py", Line: 7, Name: "forward", Source: "other"}},
+		{py("/w/no_line.py", 0, "f")},
+	}
+	names := newSiteNames()
+	for pass := range 2 {
+		for i, st := range stacks {
+			want := Location(st)
+			if want == "" {
+				want = noStack
+			}
+			// A copy: a new backing array, so the stack cache misses and
+			// the frame caches are what answers on the second pass.
+			if got := names.of(slices.Clone(st)); got != want {
+				t.Errorf("pass %d, stack %d: got %q, want %q", pass, i, got, want)
+			}
+		}
 	}
 }
