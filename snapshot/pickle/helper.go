@@ -147,7 +147,8 @@ func (d *decoder) startHelper(split func(n int) (prefix, target int, ok bool)) b
 	ctx, cancel := context.WithCancel(ctx)
 	h := &helper{done: make(chan *decoder, 1), cancel: cancel}
 	d.help, d.joinAt, d.end = h, p.at, p.at
-	go func() { h.done <- runHelper(ctx, d.data, p) }()
+	data := d.data // decodeWith clears d.data while the helper may run
+	go func() { h.done <- runHelper(ctx, data, p) }()
 	return true
 }
 
