@@ -40,3 +40,17 @@ func TestLoadProgress(t *testing.T) {
 	}
 	p.finish()
 }
+
+// TestReportGCPercent: input up to reportGCMax is loaded collecting at 5x
+// growth; larger input keeps the default, which bounds the peak of a 1 GB
+// snapshot.
+func TestReportGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		total int64
+		want  int
+	}{{0, 400}, {reportGCMax, 400}, {reportGCMax + 1, 0}, {1 << 40, 0}} {
+		if got := reportGCPercent(c.total); got != c.want {
+			t.Errorf("reportGCPercent(%d) = %d, want %d", c.total, got, c.want)
+		}
+	}
+}
