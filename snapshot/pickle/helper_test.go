@@ -97,13 +97,20 @@ func splitAt(prefix, target float64) func(int) (int, int, bool) {
 	return func(n int) (int, int, bool) { return int(float64(n) * prefix), int(float64(n) * target), true }
 }
 
+// decodeTwice decodes data on one machine, then with a helper placed by
+// split.
+func decodeTwice(data []byte, split func(int) (int, int, bool)) (one, two *decoder, root1, root2 val, err1, err2 error) {
+	one, root1, err1 = decodeWith(context.Background(), data, nil, nil)
+	two, root2, err2 = decodeWith(context.Background(), data, nil, split)
+	return
+}
+
 // decodeBoth decodes data on one machine and with a helper placed by split,
 // checks that both give the same value (or the same error), and reports
 // whether the helper's work was joined.
 func decodeBoth(t *testing.T, name string, data []byte, split func(int) (int, int, bool)) (joined bool) {
 	t.Helper()
-	one, root1, err1 := decodeWith(context.Background(), data, nil, nil)
-	two, root2, err2 := decodeWith(context.Background(), data, nil, split)
+	one, two, root1, root2, err1, err2 := decodeTwice(data, split)
 	switch {
 	case (err1 == nil) != (err2 == nil):
 		t.Fatalf("%s: one machine: %v; with a helper: %v", name, err1, err2)
@@ -123,8 +130,7 @@ func decodeBoth(t *testing.T, name string, data []byte, split func(int) (int, in
 // binder makes (the canonical form of a real one is too slow to build).
 func bindBoth(t *testing.T, name string, data []byte, split func(int) (int, int, bool)) (joined bool) {
 	t.Helper()
-	one, root1, err1 := decodeWith(context.Background(), data, nil, nil)
-	two, root2, err2 := decodeWith(context.Background(), data, nil, split)
+	one, two, root1, root2, err1, err2 := decodeTwice(data, split)
 	if err1 == nil {
 		s1, e1 := newBinder(one.g, len(data)).bindRoot(root1)
 		s2, e2 := newBinder(two.g, len(data)).bindRoot(root2)
