@@ -126,8 +126,9 @@ func TestReportJSONSchema(t *testing.T) {
 		"file": {"devices", "error", "kind", "path"},
 		"device": {"active_blocks", "active_bytes", "allocated_bytes", "blocks", "categories", "device",
 			"efficiency_pct", "inactive_bytes", "leak_suspects", "oom_events", "peak", "pending_frees", "recommendations",
-			"requested_bytes", "reserved_bytes", "rounding_waste_bytes", "segments", "stages", "steps", "top", "trace_entries"},
-		"top":      {"address", "category", "category_frame", "category_keyword", "location", "requested_size", "size", "state"},
+			"requested_bytes", "reserved_bytes", "roles", "rounding_waste_bytes", "segments", "stages", "steps", "top", "trace_entries"},
+		"top": {"address", "category", "category_frame", "category_keyword", "location", "op", "requested_size", "role",
+			"site", "size", "state"},
 		"category": {"blocks", "bytes", "name"},
 	}
 	for name, obj := range map[string]map[string]any{"file": file, "device": dev, "top": top, "category": cat} {

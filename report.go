@@ -27,9 +27,10 @@ import (
 
 // cmdReport implements `memscope report`.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	fs := newFlagSet("report", "memscope report [--json] [--top N] [--categories FILE] [--plot DIR] [--out DIR [--name NAME]] [--format png|svg] PATH...", stderr)
+	fs := newFlagSet("report", "memscope report [--json [--allocations]] [--top N] [--categories FILE] [--plot DIR] [--out DIR [--name NAME]] [--format png|svg] PATH...", stderr)
 	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
 	top := fs.Int("top", 10, "allocations to list per device")
+	allocs := fs.Bool("allocations", false, "with --json: list every active block (addr, size, role, category, site, op)")
 	catFile := fs.String("categories", "", "category rules file (\"Name: keyword, keyword\" per line)")
 	plotDir := fs.String("plot", "", "write pictures (overview, top consumers, categories, sizes, efficiency, timeline) into DIR")
 	outDir := fs.String("out", "", "save text, JSON, pictures and a findings README into DIR/YYYYMMDD_HHMMSS_NAME/ (and a latest link)")
@@ -66,7 +67,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 			failed = true
 		}
 	}
-	opt := report.Options{TopN: *top, Ranks: rankSets(paths, reports)}
+	opt := report.Options{TopN: *top, Ranks: rankSets(paths, reports), Allocations: *allocs}
 	if *asJSON {
 		for _, r := range reports {
 			if r.Analysis != nil {

@@ -285,7 +285,7 @@ func TimelineFigure(tl *snapshot.Timeline) *Figure {
 		}
 		events = append(events, best)
 	}
-	bands := tl.Bands(false, 8)
+	bands := tl.Bands(snapshot.BandCategory, 8)
 	totals := tl.Totals(bands, events)
 	xs := make([]float64, len(events))
 	resv := make([]float64, len(events))

@@ -61,16 +61,86 @@ def fmt_frame(f):
     return "%s %s" % (f["filename"], f["name"])
 
 
+TORCH_PATH = re.compile(r"(^|/)torch/(_[^/]*|nn|optim|autograd|utils|cuda|distributed|amp|fx|jit|profiler|backends|"
+                        r"ao|export|func|nested|sparse|testing|onnx|multiprocessing|quantization|library\.py|"
+                        r"functional\.py|serialization\.py|overrides\.py|random\.py|storage\.py|hub\.py|"
+                        r"__init__\.py)(/|$)")
+DISPATCHER = re.compile(r"(Register|VariableType|ADInplaceOrView|TraceType).*\.cpp$")
+PROFILER = ("/memory_profiler/", "torch/utils/_pytree.py", "torch/utils/_python_dispatch.py")
+
+
+def is_python(f):
+    fn = f["filename"]
+    return fn.endswith(".py") or fn.endswith(".pyx") or (fn.startswith("<") and fn.endswith(">"))
+
+
+def is_profiler(f):
+    fn = f["filename"].replace("\\", "/")
+    return (any(p in fn for p in PROFILER) or fn.startswith("memory_profiler/")) or f["name"] == "__torch_dispatch__"
+
+
+def is_library(f):
+    """torch, installed packages, the standard library (the issue's "not the user's own code")."""
+    fn = f["filename"].replace("\\", "/")
+    low = fn.lower()
+    if "/site-packages/" in low or "/dist-packages/" in low or fn.startswith("<frozen"):
+        return True
+    if "/lib/python" in low or "/lib/pypy" in low:
+        return True
+    if "/Lib/" in fn and "/Lib/site-packages/" not in fn:
+        return True
+    return TORCH_PATH.search(fn) is not None
+
+
+def strip_args(name):
+    s = name.strip()
+    if s.endswith(" const"):
+        s = s[:-len(" const")]
+    if not s.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        if s[i] == ")":
+            depth += 1
+        elif s[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return s[:i] if i > 0 else name
+    return name
+
+
+def fmt_site(f):
+    if is_python(f):
+        return fmt_frame(f)
+    name = strip_args(f["name"])
+    if f["filename"] in ("", "??"):
+        return name
+    return fmt_frame(dict(f, name=name))
+
+
 def location(frames):
-    first = None
+    """The site: innermost user frame, else innermost Python frame, else the
+    innermost autograd node, else the innermost shown non-plumbing frame;
+    never a frame memory_viz's frameFilter hides."""
+    python = node = native = None
     for f in frames:
-        if noise(f) or any(p in f["name"] for p in PLUMBING):
+        if noise(f) or is_profiler(f):
             continue
-        if first is None:
-            first = f
-        if f["filename"].endswith(".py"):
-            return fmt_frame(f)
-    return fmt_frame(first) if first is not None else ""
+        if is_python(f):
+            if not is_library(f):
+                return fmt_site(f)
+            python = python or f
+            continue
+        if any(p in f["name"] for p in PLUMBING) or DISPATCHER.match(re.split(r"[/\\]", f["filename"])[-1]):
+            continue
+        n = f["name"]
+        if node is None and "torch::autograd::" in n and ("Backward" in n or "AccumulateGrad" in n) and "::apply(" in n:
+            node = f
+        native = native or f
+    for f in (python, node, native):
+        if f is not None:
+            return fmt_site(f)
+    return ""
 
 
 # Identifier words: runs of letters/digits, split before an upper-case letter

@@ -19,7 +19,9 @@ type Allocation struct {
 	// matched; -1 and "" for Unknown.
 	CategoryFrame   int
 	CategoryKeyword string
-	Frames          Stack
+	// Role is what the allocation is (parameter, gradient, …; see Role).
+	Role   Role
+	Frames Stack
 	// FramesFromTrace is set when the block had no frames of its own and
 	// Frames came from its last alloc event in the trace.
 	FramesFromTrace bool
@@ -132,6 +134,8 @@ type PeakStats struct {
 	// 100 * (1 - LargestFree/Free).
 	Free, LargestFree int64
 	ExternalPct       float64
+	// Roles are the bytes live at the peak by role, largest first.
+	Roles []CategoryTotal
 }
 
 // DeviceStats is the analysis of one device of a snapshot.
@@ -162,6 +166,8 @@ type DeviceStats struct {
 	TruncationReason  string
 	FreesBeforeWindow int
 	Categories        []CategoryTotal
+	// Roles are the active blocks' bytes by role (see Role), largest first.
+	Roles []CategoryTotal
 	// Peak is the device at its peak; efficiency and advice are judged
 	// there as well as at the snapshot.
 	Peak PeakStats
@@ -356,10 +362,17 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 		return cmp.Compare(x.Address, y.Address)
 	})
 	st.Categories = CategoryTotals(st.Allocations, cat)
+	assignRoles(st.Allocations, tl)
+	st.Roles = RoleTotals(st.Allocations)
 
 	st.TraceEntries = len(trace)
 	analyzeTrace(s, trace, tl, &st)
 	st.Peak = peakStats(s, &st, tl)
+	if tl != nil {
+		st.Peak.Roles = RoleTotals(tl.Peak.Live)
+	} else {
+		st.Peak.Roles = st.Roles
+	}
 	if tl != nil {
 		st.Stages = tl.Stages(s.Annotations)
 		st.Steps, st.HasSteps = StepsOf(st.Stages)
@@ -482,4 +495,30 @@ func (c *Categorizer) Categorized(a Allocation) Allocation {
 	d := c.Decide(a.Frames)
 	a.Category, a.CategoryFrame, a.CategoryKeyword = d.Category, d.Frame, d.Keyword
 	return a
+}
+
+// assignRoles sets the role of the snapshot's active blocks: the role the
+// timeline gave the allocation still open at each block's address, or,
+// without a trace (or for a block the trace never saw), the role its stack
+// gives an allocation alive at the dump.
+func assignRoles(allocs []Allocation, tl *Timeline) {
+	var open map[uint64]Role
+	if tl != nil {
+		open = make(map[uint64]Role, len(allocs))
+		n := int32(len(tl.Events))
+		for j := range tl.Intervals {
+			if iv := &tl.Intervals[j]; iv.End == n {
+				open[iv.Addr] = tl.Role(j)
+			}
+		}
+	}
+	c := newRoleClassifier()
+	for i := range allocs {
+		a := &allocs[i]
+		if r, ok := open[a.Address]; ok {
+			a.Role = r
+			continue
+		}
+		a.Role = c.decide(c.traits(a.Frames), lifetime{alive: true})
+	}
 }

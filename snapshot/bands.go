@@ -19,16 +19,29 @@ type Bands struct {
 	byStart, byEnd []int32
 }
 
-// Bands groups the intervals by category, or by call site (byCallSite),
-// keeping at most k named bands: the k-1 largest at the peak and Other.
-func (t *Timeline) Bands(byCallSite bool, k int) *Bands {
+// BandBy is what the bands of a stacked chart group by.
+type BandBy uint8
+
+// Band groupings.
+const (
+	BandCategory BandBy = iota // keyword category (which kind of layer)
+	BandRole                   // role (what the memory is: parameter, gradient, …)
+	BandSite                   // call site (the user's line)
+)
+
+// Bands groups the intervals by category, role or call site, keeping at
+// most k named bands: the k-1 largest at the peak and Other.
+func (t *Timeline) Bands(by BandBy, k int) *Bands {
 	k = max(k, 2)
-	key := func(iv *Interval) string {
-		if byCallSite {
+	key := func(i int, iv *Interval) string {
+		switch by {
+		case BandSite:
 			if l := Location(iv.Frames); l != "" {
 				return l
 			}
 			return NoFrames
+		case BandRole:
+			return t.Role(i).String()
 		}
 		return t.cat.Category(iv.Frames)
 	}
@@ -37,7 +50,7 @@ func (t *Timeline) Bands(byCallSite bool, k int) *Bands {
 	p := int32(t.Peak.EventIndex)
 	for i := range t.Intervals {
 		iv := &t.Intervals[i]
-		keys[i] = key(iv)
+		keys[i] = key(i, iv)
 		total[keys[i]] += iv.Size
 		if iv.Start <= p && iv.End > p {
 			atPeak[keys[i]] += iv.Size

@@ -337,17 +337,9 @@ func IsNoise(f Frame) bool {
 	return false
 }
 
-// Location is where an allocation was made, as "file:line function": the
-// first shown Python frame (innermost), else the first shown frame that is
-// not allocator or dispatcher plumbing. Those innermost C++ frames are the
-// same for every allocation and say nothing about who asked for the memory.
-func Location(st Stack) string {
-	f, ok := LocationFrame(st)
-	if !ok {
-		return ""
-	}
-	return f.String()
-}
+// Location is where an allocation was made: its site (see SiteIndex), as
+// "file:line function".
+func Location(st Stack) string { return Site(st) }
 
 // plumbing names allocator and dispatcher frames that sit under every
 // allocation and never answer "who allocated this".
@@ -426,21 +418,7 @@ func EstimateLocation(st Stack) string {
 }
 
 // LocationIndex is the index of the frame Location formats, or -1.
-func LocationIndex(st Stack) int {
-	first := -1
-	for i, f := range st {
-		if IsNoise(f) || isPlumbing(f) || IsProfilerFrame(f) {
-			continue
-		}
-		if first < 0 {
-			first = i
-		}
-		if strings.HasSuffix(f.Filename, ".py") {
-			return i
-		}
-	}
-	return first
-}
+func LocationIndex(st Stack) int { return SiteIndex(st) }
 
 // Rules returns the categorizer's rules, in order.
 func (c *Categorizer) Rules() []Rule {

@@ -97,6 +97,8 @@ type Timeline struct {
 	// otherwise Reserved is flat at the snapshot's reserved memory.
 	ReservedFromTrace bool
 	cat               *Categorizer
+	// roles is the role of each interval (see Role).
+	roles []Role
 	// bySize orders the intervals by size for LiveAt; starts and ends copy
 	// their bounds for a cache-friendly scan.
 	bySize, starts, ends []int32
@@ -214,6 +216,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	}
 	t.fillSeries(netReserved, reserved, matched == len(open))
 	t.addAnnotations(s)
+	t.classifyRoles(s.Annotations)
 	t.findPeak()
 	return t
 }
@@ -355,7 +358,7 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 		}
 		iv := &t.Intervals[j]
 		out = append(out, t.cat.Categorized(Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size,
-			State: StateActiveAllocated, Frames: iv.Frames, FramesFromTrace: true}))
+			State: StateActiveAllocated, Frames: iv.Frames, FramesFromTrace: true, Role: t.Role(int(j))}))
 		if limit > 0 && len(out) == limit {
 			break
 		}

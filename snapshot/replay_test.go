@@ -308,9 +308,9 @@ func TestBandsAddUpToActive(t *testing.T) {
 				events = append(events, i)
 			}
 			for _, c := range []struct {
-				site bool
+				site BandBy
 				k    int
-			}{{false, 8}, {true, 3}, {true, 1000}} {
+			}{{BandCategory, 8}, {BandRole, 3}, {BandRole, 8}, {BandSite, 3}, {BandSite, 1000}} {
 				b := tl.Bands(c.site, c.k)
 				if len(b.Names) > max(c.k, 2) {
 					t.Errorf("%s: %d bands, at most %d", p, len(b.Names), c.k)

@@ -64,21 +64,14 @@ const noStack = "(no stack)"
 // formatted location are cached per frame too.
 type siteNames struct {
 	byStack map[*Frame]string
-	kind    map[frameName]uint8
+	kind    map[frameName]siteKind
 	text    map[Frame]string
 }
 
 type frameName struct{ file, name string }
 
-// Kinds of frame for Location: skipped, shown, shown and a Python frame.
-const (
-	frameSkipped uint8 = 1 + iota
-	frameShown
-	framePython
-)
-
 func newSiteNames() *siteNames {
-	return &siteNames{byStack: map[*Frame]string{}, kind: map[frameName]uint8{}, text: map[Frame]string{}}
+	return &siteNames{byStack: map[*Frame]string{}, kind: map[frameName]siteKind{}, text: map[Frame]string{}}
 }
 
 func (m *siteNames) of(st Stack) string {
@@ -96,39 +89,24 @@ func (m *siteNames) of(st Stack) string {
 	return s
 }
 
-// locationIndex is LocationIndex with the frame tests cached.
+// locationIndex is SiteIndex with the frame tests cached.
 func (m *siteNames) locationIndex(st Stack) int {
-	first := -1
-	for i := range st {
-		f := &st[i]
+	return siteIndex(st, func(f Frame) siteKind {
 		key := frameName{f.Filename, f.Name}
-		k := m.kind[key]
-		if k == 0 {
-			switch {
-			case IsNoise(*f) || isPlumbing(*f) || IsProfilerFrame(*f):
-				k = frameSkipped
-			case strings.HasSuffix(f.Filename, ".py"):
-				k = framePython
-			default:
-				k = frameShown
-			}
+		k, ok := m.kind[key]
+		if !ok {
+			k = classifySite(f)
 			m.kind[key] = k
 		}
-		if k == framePython {
-			return i
-		}
-		if k == frameShown && first < 0 {
-			first = i
-		}
-	}
-	return first
+		return k
+	})
 }
 
 func (m *siteNames) format(f Frame) string {
 	f.Source = "" // not part of the location, nor of the key
 	s, ok := m.text[f]
 	if !ok {
-		s = f.String()
+		s = SiteText(f)
 		m.text[f] = s
 	}
 	return s
@@ -155,6 +133,14 @@ func (t *Timeline) eventAt(us int64) int {
 // devices, and every annotation when the trace has no timestamps, are
 // ignored: a stage is placed on the trace by time.
 func (t *Timeline) Stages(anns []Annotation) []Stage {
+	out := t.stageRanges(anns)
+	t.measureStages(out)
+	return out
+}
+
+// stageRanges pairs the annotations into stages placed on the trace
+// (First, Last), without measuring them.
+func (t *Timeline) stageRanges(anns []Annotation) []Stage {
 	if len(t.Events) == 0 || t.Events[len(t.Events)-1].TimeUS == 0 {
 		return nil
 	}
@@ -205,7 +191,6 @@ func (t *Timeline) Stages(anns []Annotation) []Stage {
 			s.Last = t.eventAt(s.EndUS + 1)
 		}
 	}
-	t.measureStages(out)
 	return out
 }
 

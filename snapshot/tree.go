@@ -57,6 +57,16 @@ const NoFrames = "(no frames recorded)"
 // CategoryTree groups allocations by category, then call site (Location),
 // then the allocations themselves, largest first at every level.
 func CategoryTree(allocs []Allocation) *TreeNode {
+	return groupTree(allocs, func(a *Allocation) string { return a.Category })
+}
+
+// RoleTree groups allocations by role (what the memory is), then call
+// site, then the allocations themselves.
+func RoleTree(allocs []Allocation) *TreeNode {
+	return groupTree(allocs, func(a *Allocation) string { return a.Role.String() })
+}
+
+func groupTree(allocs []Allocation, group func(*Allocation) string) *TreeNode {
 	root := &TreeNode{Label: "all"}
 	for i := range allocs {
 		a := &allocs[i]
@@ -64,7 +74,7 @@ func CategoryTree(allocs []Allocation) *TreeNode {
 		if loc == "" {
 			loc = NoFrames
 		}
-		path := []*TreeNode{root, root.Child(a.Category)}
+		path := []*TreeNode{root, root.Child(group(a))}
 		path = append(path, path[1].Child(loc))
 		for _, n := range path {
 			n.Bytes += a.Size
@@ -79,7 +89,15 @@ func CategoryTree(allocs []Allocation) *TreeNode {
 // StackTree is the call-stack tree of the allocations: outermost frame at
 // the top, innermost at the bottom, noise frames hidden, each node with the
 // bytes and blocks allocated beneath it, allocations as leaves.
-func StackTree(allocs []Allocation) *TreeNode {
+func StackTree(allocs []Allocation) *TreeNode { return stackTree(allocs, true) }
+
+// FlameTree is the flame graph of allocations, as memory_viz draws it:
+// StackTree (frames outermost first, those memory_viz's frameFilter hides
+// left out) without the allocation leaves. Stacks with no shown frame sit
+// under NoFrames.
+func FlameTree(allocs []Allocation) *TreeNode { return stackTree(allocs, false) }
+
+func stackTree(allocs []Allocation, leaves bool) *TreeNode {
 	root := &TreeNode{Label: "all"}
 	for i := range allocs {
 		a := &allocs[i]
@@ -103,7 +121,9 @@ func StackTree(allocs []Allocation) *TreeNode {
 			n.Bytes += a.Size
 			n.Blocks++
 		}
-		n.Children = append(n.Children, leaf(a))
+		if leaves {
+			n.Children = append(n.Children, leaf(a))
+		}
 	}
 	root.Finish()
 	return root

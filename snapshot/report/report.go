@@ -56,6 +56,7 @@ type jsonDevice struct {
 	TraceEntries    int            `json:"trace_entries"`
 	OOMEvents       int            `json:"oom_events"`
 	Categories      []jsonCategory `json:"categories"`
+	Roles           []jsonCategory `json:"roles"`
 	Top             []jsonTop      `json:"top"`
 	Recommendations []string       `json:"recommendations"`
 	Peak            *jsonPeak      `json:"peak,omitempty"`
@@ -63,6 +64,20 @@ type jsonDevice struct {
 	Steps           *jsonSteps     `json:"steps"`
 	LeakSuspects    []jsonLeak     `json:"leak_suspects"`
 	PendingFrees    *jsonPending   `json:"pending_frees"`
+	// Allocations is every active block, with --allocations only.
+	Allocations []jsonAlloc `json:"allocations,omitempty"`
+}
+
+// jsonAlloc is one active block of report --json --allocations: enough to
+// join memscope's answer with a script's own tensors (by data_ptr).
+type jsonAlloc struct {
+	Addr      uint64 `json:"addr"`
+	Size      int64  `json:"size"`
+	Requested int64  `json:"requested"`
+	Role      string `json:"role"`
+	Category  string `json:"category"`
+	Site      string `json:"site"`
+	Op        string `json:"op"`
 }
 
 type jsonStage struct {
@@ -174,7 +189,12 @@ type jsonTop struct {
 	// keyword that matched; both empty for Unknown.
 	CategoryFrame   string `json:"category_frame"`
 	CategoryKeyword string `json:"category_keyword"`
-	Location        string `json:"location"`
+	Role            string `json:"role"`
+	// Site is the user's own line that made the block (Location is the same
+	// frame, kept for older scripts); Op the innermost torch frame.
+	Site     string `json:"site"`
+	Op       string `json:"op"`
+	Location string `json:"location"`
 }
 
 // jsonPeak is the peak of memory_viz's active series (see Timeline).
@@ -191,18 +211,24 @@ type jsonPeak struct {
 	FreeBytes        int64          `json:"free_bytes"`
 	LargestFreeBytes int64          `json:"largest_free_bytes"`
 	ExternalFragPct  float64        `json:"external_fragmentation_pct"`
+	Roles            []jsonCategory `json:"roles"`
 	Live             []jsonLiveItem `json:"live"`
 }
 
 type jsonLiveItem struct {
 	Size     int64  `json:"size"`
 	Category string `json:"category"`
+	Role     string `json:"role"`
+	Site     string `json:"site"`
+	Op       string `json:"op"`
 	Location string `json:"location"`
 }
 
 // Options shapes the report.
 type Options struct {
 	TopN int
+	// Allocations lists every active block in the JSON.
+	Allocations bool
 	// Ranks are the folders of per-rank snapshots among the inputs; they
 	// get a table of ranks before the files.
 	Ranks []RankSet
@@ -243,10 +269,7 @@ func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) json
 		Active: d.ActiveBytes, Requested: d.RequestedBytes, Inactive: d.InactiveBytes,
 		RoundingWaste: d.RoundingWaste, Segments: d.Segments, Blocks: d.Blocks, ActiveBlocks: d.ActiveBlocks,
 		EfficiencyPct: round2(d.EfficiencyPct), TraceEntries: d.TraceEntries, OOMEvents: len(d.OOMs),
-		Categories: []jsonCategory{}, Top: []jsonTop{}, Recommendations: []string{},
-	}
-	for _, c := range d.Categories {
-		j.Categories = append(j.Categories, jsonCategory{Name: c.Name, Bytes: c.Bytes, Blocks: c.Blocks})
+		Categories: totalsJSON(d.Categories), Roles: totalsJSON(d.Roles), Top: []jsonTop{}, Recommendations: []string{},
 	}
 	n := 0
 	for i := range d.Allocations {
@@ -259,7 +282,8 @@ func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) json
 		}
 		n++
 		jt := jsonTop{Size: al.Size, RequestedSize: al.RequestedSize, Address: al.Address,
-			State: al.State.String(), Category: al.Category, CategoryKeyword: al.CategoryKeyword, Location: al.Location()}
+			State: al.State.String(), Category: al.Category, CategoryKeyword: al.CategoryKeyword, Role: al.Role.String(),
+			Site: al.Location(), Op: snapshot.Op(al.Frames), Location: al.Location()}
 		if al.CategoryFrame >= 0 && al.CategoryFrame < len(al.Frames) {
 			jt.CategoryFrame = al.Frames[al.CategoryFrame].String()
 		}
@@ -271,17 +295,36 @@ func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) json
 	pk := &d.Peak
 	j.Peak = &jsonPeak{ActiveBytes: pk.Active, EventIndex: pk.EventIndex, TimeUS: pk.TimeUS,
 		ReservedBytes: pk.Reserved, EfficiencyPct: round2(pk.EfficiencyPct), Rating: pk.Rating, FromTrace: pk.FromTrace,
-		FreeBytes: pk.Free, LargestFreeBytes: pk.LargestFree, ExternalFragPct: round2(pk.ExternalPct), Live: []jsonLiveItem{}}
+		FreeBytes: pk.Free, LargestFreeBytes: pk.LargestFree, ExternalFragPct: round2(pk.ExternalPct),
+		Roles: totalsJSON(pk.Roles), Live: []jsonLiveItem{}}
 	// Without a trace the live set is the active blocks at their requested
 	// sizes (what diff's peak rows use too).
 	for _, l := range a.PeakLive(d) {
 		if len(j.Peak.Live) == opt.TopN {
 			break
 		}
-		j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Location: snapshot.Location(l.Frames)})
+		site := snapshot.Site(l.Frames)
+		j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Role: l.Role.String(),
+			Site: site, Op: snapshot.Op(l.Frames), Location: site})
 	}
 	anomaliesJSON(&j, d, a.Timeline(d.Device) != nil)
+	if opt.Allocations {
+		j.Allocations = []jsonAlloc{}
+		for i := range d.Allocations {
+			al := &d.Allocations[i]
+			j.Allocations = append(j.Allocations, jsonAlloc{Addr: al.Address, Size: al.Size, Requested: al.RequestedSize,
+				Role: al.Role.String(), Category: al.Category, Site: al.Location(), Op: snapshot.Op(al.Frames)})
+		}
+	}
 	return j
+}
+
+func totalsJSON(ts []snapshot.CategoryTotal) []jsonCategory {
+	out := []jsonCategory{}
+	for _, c := range ts {
+		out = append(out, jsonCategory{Name: c.Name, Bytes: c.Bytes, Blocks: c.Blocks})
+	}
+	return out
 }
 
 func round2(f float64) float64 { return math.Round(f*100) / 100 }
@@ -379,11 +422,22 @@ func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 				tw.line("    %-16s %10s %6s %s %5d blocks", c.Name, units.Bytes(c.Bytes), units.Pct(100*frac), bar(frac, 20), c.Blocks)
 			}
 		}
+		if len(d.Roles) > 0 {
+			tw.line("")
+			tw.line("  Roles (active blocks: what the memory is)")
+			for _, c := range d.Roles {
+				frac := 0.0
+				if d.ActiveBytes > 0 {
+					frac = float64(c.Bytes) / float64(d.ActiveBytes)
+				}
+				tw.line("    %-16s %10s %6s %s %5d blocks", c.Name, units.Bytes(c.Bytes), units.Pct(100*frac), bar(frac, 20), c.Blocks)
+			}
+		}
 		n := opt.TopN
 		if n > 0 && len(d.Allocations) > 0 {
 			tw.line("")
 			tw.line("  Top %d allocations", min(n, len(d.Allocations)))
-			tw.line("    %10s %10s  %-16s %-16s %s", "SIZE", "REQUESTED", "STATE", "CATEGORY", "LOCATION")
+			tw.line("    %10s %10s  %-16s %-15s %-16s %s", "SIZE", "REQUESTED", "STATE", "ROLE", "CATEGORY", "SITE")
 			shown := 0
 			for j := range d.Allocations {
 				al := &d.Allocations[j]
@@ -400,12 +454,12 @@ func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 				} else if al.FramesFromTrace {
 					loc += " (from trace)"
 				}
-				tw.line("    %10s %10s  %-16s %-16s %s", units.Bytes(al.Size), units.Bytes(al.RequestedSize),
-					al.State, al.Category, loc)
+				tw.line("    %10s %10s  %-16s %-15s %-16s %s", units.Bytes(al.Size), units.Bytes(al.RequestedSize),
+					al.State, al.Role, al.Category, loc)
 			}
 		}
 		if tl := a.Timeline(d.Device); tl != nil {
-			writePeakText(tw, tl, opt.TopN)
+			writePeakText(tw, tl, d.Peak.Roles, opt.TopN)
 		}
 		writeStagesText(tw, d)
 		tw.line("")
@@ -474,7 +528,7 @@ func bytesAt(h snapshot.Histogram, lo int64) string {
 	return ""
 }
 
-func writePeakText(tw *textWriter, tl *snapshot.Timeline, n int) {
+func writePeakText(tw *textWriter, tl *snapshot.Timeline, roles []snapshot.CategoryTotal, n int) {
 	p := &tl.Peak
 	tw.line("")
 	when := fmt.Sprintf("after trace entry %d", p.EventIndex)
@@ -482,9 +536,15 @@ func writePeakText(tw *textWriter, tl *snapshot.Timeline, n int) {
 		when = "before the first trace entry"
 	}
 	tw.line("  Peak: %s active of %s reserved (%.1f%%) %s (%s)", units.Bytes(p.Active), units.Bytes(p.Reserved), p.EfficiencyPct, when, tl.Note)
-	for _, c := range tl.LiveByCategory(p.Live) {
-		tw.line("    %-16s %10s %5d allocations", c.Name, units.Bytes(c.Bytes), c.Blocks)
+	tw.line("    by role:")
+	for _, c := range roles {
+		tw.line("      %-16s %10s %5d allocations", c.Name, units.Bytes(c.Bytes), c.Blocks)
 	}
+	tw.line("    by category:")
+	for _, c := range tl.LiveByCategory(p.Live) {
+		tw.line("      %-16s %10s %5d allocations", c.Name, units.Bytes(c.Bytes), c.Blocks)
+	}
+	tw.line("    %10s  %-15s %-16s %s", "SIZE", "ROLE", "CATEGORY", "SITE")
 	for i, l := range p.Live {
 		if i == n {
 			tw.line("    … %d more", len(p.Live)-n)
@@ -494,7 +554,7 @@ func writePeakText(tw *textWriter, tl *snapshot.Timeline, n int) {
 		if loc == "" {
 			loc = snapshot.NoFrames
 		}
-		tw.line("    %10s  %-16s %s", units.Bytes(l.Size), l.Category, loc)
+		tw.line("    %10s  %-15s %-16s %s", units.Bytes(l.Size), l.Role, l.Category, loc)
 	}
 }
 

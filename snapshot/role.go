@@ -1,0 +1,443 @@
+package snapshot
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Role is what an allocation is to the training program, in PyTorch's own
+// vocabulary (torch.profiler._memory_profiler.Category): a second axis
+// beside the keyword categories, which say which kind of layer made it.
+type Role uint8
+
+// Roles. Workspace covers library scratch (cuBLAS and cuDNN workspaces,
+// NCCL buffers); Unknown is an allocation no rule can place.
+const (
+	RoleUnknown Role = iota
+	RoleParameter
+	RoleGradient
+	RoleOptimizerState
+	RoleActivation
+	RoleInput
+	RoleTemporary
+	RoleWorkspace
+)
+
+var roleNames = [...]string{"Unknown", "Parameter", "Gradient", "Optimizer State", "Activation", "Input",
+	"Temporary", "Workspace"}
+
+func (r Role) String() string {
+	if int(r) < len(roleNames) {
+		return roleNames[r]
+	}
+	return "Unknown"
+}
+
+// RoleNames lists the roles in display order, Unknown last.
+func RoleNames() []string {
+	return append(append([]string(nil), roleNames[1:]...), roleNames[0])
+}
+
+// stackTraits is what the role rules read from one stack. Equal stacks
+// share storage, so traits are cached per stack.
+type stackTraits struct {
+	empty    bool // no frames at all
+	python   bool // any Python frame
+	backward bool // made on the autograd engine (a backward pass)
+	// accumulate: AccumulateGrad made it (a .grad being created).
+	accumulate bool
+	// setGrad: the stack assigns or clears a .grad (zero_grad, p.grad = None):
+	// on a free, the tensor freed was a gradient.
+	setGrad   bool
+	optimizer bool // optimizer code (torch.optim, fused/distributed optimizers)
+	paramInit bool // module construction, .to()/.cuda(), load_state_dict, init
+	forward   bool // inside a module's forward (or recomputing one)
+	workspace bool // cuBLAS/cuDNN workspace, NCCL buffers
+	dataLoad  bool // torch.utils.data, pin_memory, host-to-device copies
+	// factory: a tensor factory or copy called from Python (torch.randint,
+	// torch.tensor, .to(device)) with no torch op around it.
+	factory bool
+	// torchOp: a torch computation encloses the allocation (a Python frame
+	// in torch, or an aten operator that is not a factory or copy).
+	torchOp bool
+	site    string // the site frame as text ("" when none)
+}
+
+// roleClassifier decides roles, caching traits per stack and per frame.
+type roleClassifier struct {
+	stacks map[*Frame]*stackTraits
+	frames map[frameName]frameTraits
+	empty  stackTraits
+}
+
+// frameTraits is what one frame says.
+type frameTraits uint32
+
+const (
+	ftPython frameTraits = 1 << iota
+	ftBackward
+	ftAccumulate
+	ftSetGrad
+	ftOptimizer
+	ftParamInit
+	ftForward
+	ftWorkspace
+	ftDataLoad
+	ftFactory
+	ftTorchOp
+	ftFiltered
+)
+
+func newRoleClassifier() *roleClassifier {
+	return &roleClassifier{stacks: map[*Frame]*stackTraits{}, frames: map[frameName]frameTraits{},
+		empty: stackTraits{empty: true}}
+}
+
+func (c *roleClassifier) traits(st Stack) *stackTraits {
+	if len(st) == 0 {
+		return &c.empty
+	}
+	if t, ok := c.stacks[&st[0]]; ok {
+		return t
+	}
+	t := &stackTraits{}
+	var all frameTraits
+	for i := range st {
+		all |= c.frame(st[i])
+	}
+	t.python = all&ftPython != 0
+	t.backward = all&ftBackward != 0
+	t.accumulate = all&ftAccumulate != 0
+	t.setGrad = all&ftSetGrad != 0
+	t.optimizer = all&ftOptimizer != 0
+	t.paramInit = all&ftParamInit != 0
+	t.forward = all&ftForward != 0
+	t.workspace = all&ftWorkspace != 0
+	t.dataLoad = all&ftDataLoad != 0
+	t.factory = all&ftFactory != 0 && all&ftTorchOp == 0
+	t.torchOp = all&ftTorchOp != 0
+	if i := SiteIndex(st); i >= 0 {
+		t.site = SiteText(st[i])
+	}
+	c.stacks[&st[0]] = t
+	return t
+}
+
+func (c *roleClassifier) frame(f Frame) frameTraits {
+	k := frameName{f.Filename, f.Name}
+	if t, ok := c.frames[k]; ok {
+		return t
+	}
+	t := frameTraitsOf(f)
+	c.frames[k] = t
+	return t
+}
+
+// frameTraitsOf reads one frame. C++ names are matched by their qualified
+// parts (torch::autograd::Engine, not any name containing "autograd": the
+// Python binding of torch.empty lives in torch::autograd too).
+func frameTraitsOf(f Frame) frameTraits {
+	if IsNoise(f) || IsProfilerFrame(f) {
+		return ftFiltered
+	}
+	name := f.Name
+	if isPythonFrame(f) {
+		t := ftPython
+		fn := normPath(f.Filename)
+		torch := isTorchPath(fn)
+		base := baseName(fn)
+		switch {
+		case torch && (strings.Contains(fn, "torch/autograd/") || base == "_tensor.py") &&
+			(name == "backward" || name == "grad" || name == "_engine_run_backward"):
+			t |= ftBackward
+		case torch && strings.Contains(fn, "torch/optim/") && !strings.Contains(fn, "lr_scheduler"):
+			t |= ftOptimizer
+		case torch && strings.Contains(fn, "torch/utils/data/"):
+			t |= ftDataLoad
+		case torch && strings.Contains(fn, "torch/utils/checkpoint"):
+			t |= ftForward
+		case torch && base == "module.py" && (name == "_call_impl" || name == "_wrapped_call_impl"):
+			t |= ftForward
+		case torch && base == "module.py" && paramInitMethods[name]:
+			t |= ftParamInit
+		case torch && (strings.Contains(fn, "torch/nn/init.py") || strings.Contains(fn, "torch/nn/parameter.py") ||
+			strings.Contains(fn, "fsdp/_flat_param.py")):
+			t |= ftParamInit
+		case torch && strings.Contains(fn, "torch/nn/modules/") && name == "__init__":
+			t |= ftParamInit
+		}
+		if name == "zero_grad" {
+			t |= ftSetGrad
+		}
+		if !torch && isOptimizerPath(fn) {
+			t |= ftOptimizer
+		}
+		if name == "forward" {
+			t |= ftForward
+		}
+		switch name {
+		case "reset_parameters", "_init_weights", "init_weights", "from_pretrained", "load_state_dict",
+			"_load_from_state_dict", "_load_state_dict_into_meta_model", "init_sharded_param", "_init_sharded_param":
+			t |= ftParamInit
+		case "_init_group":
+			t |= ftOptimizer
+		}
+		if torch && !strings.Contains(fn, "torch/nn/modules/module.py") && !strings.Contains(fn, "torch/utils/") &&
+			!strings.Contains(fn, "torch/optim/") && !strings.Contains(fn, "torch/autograd/") {
+			t |= ftTorchOp
+		}
+		return t
+	}
+	var t frameTraits
+	switch {
+	case strings.Contains(name, "torch::autograd::Engine::") || strings.Contains(name, "torch::autograd::python::PythonEngine::"):
+		t |= ftBackward
+	case strings.Contains(name, "torch::autograd::AccumulateGrad"):
+		t |= ftAccumulate | ftBackward
+	case strings.Contains(name, "THPVariable_set_grad"):
+		t |= ftSetGrad
+	}
+	lower := strings.ToLower(name)
+	if strings.Contains(lower, "workspace") || strings.Contains(name, "getCurrentCUDABlasHandle") ||
+		strings.Contains(name, "ProcessGroupNCCL") || strings.Contains(name, "ncclComm") {
+		t |= ftWorkspace
+	}
+	if b, ok := strings.CutPrefix(name, "torch::autograd::THPVariable_"); ok {
+		if j := strings.IndexByte(b, '('); j >= 0 {
+			b = b[:j]
+		}
+		if factoryBindings[b] {
+			t |= ftFactory
+		}
+	}
+	if op, ok := atenOp(name); ok {
+		switch {
+		case factoryOps[op]:
+			t |= ftFactory
+		case !isAllocPrimitive(op):
+			t |= ftTorchOp
+		}
+	}
+	return t
+}
+
+// paramInitMethods are the nn.Module methods that (re)create parameters and
+// buffers: moving or casting a module, loading a state dict.
+var paramInitMethods = map[string]bool{
+	"_apply": true, "convert": true, "to": true, "cuda": true, "to_empty": true, "half": true, "float": true,
+	"bfloat16": true, "double": true, "type": true, "load_state_dict": true, "_load_from_state_dict": true,
+	"register_parameter": true, "register_buffer": true,
+}
+
+// factoryBindings are torch's Python bindings that make a tensor from
+// nothing or from host data (torch.randint, t.to, t.cuda).
+var factoryBindings = map[string]bool{
+	"to": true, "cuda": true, "tensor": true, "as_tensor": true, "randint": true, "randn": true, "rand": true,
+	"randperm": true, "zeros": true, "ones": true, "full": true, "arange": true, "empty": true,
+	"from_numpy": true, "pin_memory": true, "linspace": true, "normal": true, "randint_like": true,
+}
+
+// factoryOps are the aten operators of those bindings (and host-to-device
+// copies).
+var factoryOps = map[string]bool{
+	"_to_copy": true, "to": true, "copy_": true, "randint": true, "randint_low": true, "randn": true,
+	"rand": true, "randperm": true, "ones": true, "full": true, "arange": true, "arange_start": true,
+	"arange_start_step": true, "lift_fresh": true, "_pin_memory": true, "linspace": true, "normal": true,
+	"random_": true, "uniform_": true, "normal_": true, "fill_": true,
+}
+
+// isOptimizerPath matches optimizer code outside torch: apex, Megatron's
+// distributed optimizer, bitsandbytes, torchao, transformers.
+func isOptimizerPath(fn string) bool {
+	return strings.Contains(fn, "/optim/") || strings.Contains(fn, "/optimizer/") ||
+		strings.Contains(fn, "/optimizers/") || strings.HasSuffix(fn, "/optimization.py") ||
+		strings.Contains(fn, "distrib_optimizer")
+}
+
+// lifetime is what the trace says of an allocation beyond its stack: where
+// it was freed and which optimizer steps it lived in. An allocation seen
+// only in the final snapshot has alive set and nothing else.
+type lifetime struct {
+	known bool // the trace holds its alloc
+	alive bool // never freed within the trace
+	free  *stackTraits
+	// inStep: allocated inside an Optimizer.step range; stepFree: freed
+	// before that range ended. zeroGradFree: freed inside an
+	// Optimizer.zero_grad range.
+	inStep, stepFree, zeroGradFree bool
+	// frameless is set when the trace records stacks for other
+	// allocations but none for this one: with Python-only stacks that is
+	// the autograd engine's thread (backward), which has no Python frames.
+	// framelessFree is the same of its free.
+	frameless, framelessFree bool
+}
+
+// decide is the role of an allocation made at stack alloc with lifetime lt.
+// The rules in order (each from a real stack shape; see docs):
+//  1. library scratch (cuBLAS/cuDNN workspace, NCCL) is Workspace;
+//  2. made by AccumulateGrad, or freed by zero_grad/.grad = None, it is a
+//     Gradient;
+//  3. made by optimizer code or inside Optimizer.step: freed before the
+//     step ends it is a Temporary, else Optimizer State;
+//  4. made while building, moving or loading a module: Parameter;
+//  5. made by the autograd engine: freed inside backward it is a Temporary
+//     (an activation's gradient, a scratch buffer), else a Gradient (it
+//     outlived backward: AccumulateGrad kept it as .grad); recomputed
+//     forwards (checkpointing) follow rule 6;
+//  6. made in a forward: freed by the backward it is an Activation (saved
+//     for backward), freed outside backward a Temporary, still alive an
+//     Activation (an output);
+//  7. made by a factory or copy in the user's own code outside any module
+//     (the batch, its labels): Input;
+//  8. made at the line that then freed it: Temporary.
+func (c *roleClassifier) decide(alloc *stackTraits, lt lifetime) Role {
+	free := lt.free
+	freedInBackward := free != nil && (free.backward || lt.framelessFree)
+	sameSite := free != nil && alloc.site != "" && free.site == alloc.site
+	switch {
+	case alloc.workspace:
+		return RoleWorkspace
+	case alloc.accumulate, free != nil && free.setGrad, lt.zeroGradFree:
+		return RoleGradient
+	case alloc.optimizer || lt.inStep:
+		if lt.stepFree || (free != nil && free.optimizer) {
+			return RoleTemporary
+		}
+		return RoleOptimizerState
+	case alloc.paramInit && !alloc.forward && !alloc.backward:
+		return RoleParameter
+	case (alloc.backward || lt.frameless) && !alloc.forward:
+		if freedInBackward {
+			return RoleTemporary
+		}
+		return RoleGradient
+	case alloc.forward:
+		switch {
+		case lt.alive || !lt.known:
+			return RoleActivation
+		case freedInBackward && !sameSite:
+			return RoleActivation
+		}
+		return RoleTemporary
+	case alloc.python && (alloc.factory || alloc.dataLoad):
+		if freedInBackward {
+			return RoleActivation
+		}
+		return RoleInput
+	case alloc.python && lt.known && !lt.alive:
+		switch {
+		case freedInBackward:
+			return RoleActivation
+		case sameSite:
+			return RoleTemporary
+		}
+	}
+	return RoleUnknown
+}
+
+// window is an event range [first, last) of one annotated stage.
+type window struct{ first, last int }
+
+// windowsNamed returns the ranges of the stages whose name starts with
+// prefix, in order.
+func windowsNamed(stages []Stage, prefix string) []window {
+	var out []window
+	for i := range stages {
+		if strings.HasPrefix(stages[i].Name, prefix) {
+			out = append(out, window{stages[i].First, stages[i].Last})
+		}
+	}
+	return out
+}
+
+// within returns the window holding event i, if any (windows of one name
+// do not overlap: a step ends before the next begins).
+func within(ws []window, i int) (window, bool) {
+	for _, w := range ws {
+		if i >= w.first && i < w.last {
+			return w, true
+		}
+	}
+	return window{}, false
+}
+
+// classifyRoles decides the role of every interval of the timeline from
+// its alloc stack, its free stack and the optimizer's annotated ranges.
+func (t *Timeline) classifyRoles(anns []Annotation) {
+	c := newRoleClassifier()
+	ranges := t.stageRanges(anns)
+	steps := windowsNamed(ranges, "Optimizer.step#")
+	zeroGrads := windowsNamed(ranges, "Optimizer.zero_grad#")
+	n := int32(len(t.Events))
+	withFrames := false
+	for i := range t.Events {
+		if t.Events[i].Action == ActionAlloc && len(t.Events[i].Frames) > 0 {
+			withFrames = true
+			break
+		}
+	}
+	t.roles = make([]Role, len(t.Intervals))
+	for j := range t.Intervals {
+		iv := &t.Intervals[j]
+		alloc := c.traits(iv.Frames)
+		lt := lifetime{known: !iv.PreWindow, alive: iv.End == n}
+		if iv.PreWindow && iv.End < n {
+			// Its frames are the free's: the alloc is unknown.
+			alloc = &c.empty
+		}
+		if iv.End < n {
+			fi := iv.End
+			if iv.FreeRequested >= 0 {
+				fi = iv.FreeRequested
+			}
+			lt.free = c.traits(t.Events[fi].Frames)
+			lt.framelessFree = withFrames && lt.free.empty
+			_, lt.zeroGradFree = within(zeroGrads, int(fi))
+		}
+		if lt.known {
+			lt.frameless = withFrames && len(iv.Frames) == 0
+			if w, ok := within(steps, int(iv.Start)); ok {
+				lt.inStep = true
+				lt.stepFree = iv.End < n && int(iv.End) < w.last
+			}
+		}
+		t.roles[j] = c.decide(alloc, lt)
+	}
+}
+
+// Role is the role of interval j.
+func (t *Timeline) Role(j int) Role {
+	if j < 0 || j >= len(t.roles) {
+		return RoleUnknown
+	}
+	return t.roles[j]
+}
+
+// RoleOfStack is the role of an allocation known only from the snapshot
+// (no trace): alive at the dump, made at stack st.
+func RoleOfStack(st Stack) Role {
+	c := newRoleClassifier()
+	return c.decide(c.traits(st), lifetime{alive: true})
+}
+
+// RoleTotals sums allocations by role, largest first, in RoleNames order
+// on ties.
+func RoleTotals(allocs []Allocation) []CategoryTotal {
+	var sums [len(roleNames)]CategoryTotal
+	for _, a := range allocs {
+		s := &sums[a.Role]
+		s.Bytes += a.Size
+		s.Blocks++
+	}
+	var out []CategoryTotal
+	for _, r := range []Role{RoleParameter, RoleGradient, RoleOptimizerState, RoleActivation, RoleInput,
+		RoleTemporary, RoleWorkspace, RoleUnknown} {
+		if s := sums[r]; s.Blocks > 0 {
+			s.Name = r.String()
+			out = append(out, s)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y CategoryTotal) int { return cmp.Compare(y.Bytes, x.Bytes) })
+	return out
+}

@@ -1,0 +1,217 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+// truthFile is what gpt_adamw.truth.json holds: every live tensor at the
+// dump, read from the objects themselves ([data_ptr, storage bytes, role,
+// name]).
+type truthFile struct {
+	Tensors [][4]any `json:"tensors"`
+}
+
+func analyzeFile(t *testing.T, path string) *Analysis {
+	t.Helper()
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Analyze(s, nil)
+}
+
+// TestRolesMatchObjectTruth joins the truth's data_ptr with the active
+// blocks' addresses: the bytes of every parameter, gradient and optimizer
+// state must land in that role (≥ 99% each), and so must the batch (Input).
+func TestRolesMatchObjectTruth(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/snapshots/h100/gpt_adamw.truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth truthFile
+	if err := json.Unmarshal(raw, &truth); err != nil {
+		t.Fatal(err)
+	}
+	a := analyzeFile(t, "../testdata/snapshots/h100/gpt_adamw.pickle.gz")
+	byAddr := map[uint64]*Allocation{}
+	d := &a.Devices[0]
+	for i := range d.Allocations {
+		byAddr[d.Allocations[i].Address] = &d.Allocations[i]
+	}
+	total, right := map[string]float64{}, map[string]float64{}
+	for _, tn := range truth.Tensors {
+		ptr, size, role := uint64(tn[0].(float64)), tn[1].(float64), tn[2].(string)
+		total[role] += size
+		if al := byAddr[ptr]; al != nil && al.Role.String() == role {
+			right[role] += size
+		}
+	}
+	for _, role := range []string{"Parameter", "Gradient", "Optimizer State", "Input"} {
+		if total[role] == 0 {
+			t.Fatalf("truth has no %s", role)
+		}
+		if pct := 100 * right[role] / total[role]; pct < 99 {
+			t.Errorf("%s: %.2f%% of %.0f bytes in the right role, want ≥ 99%%", role, pct, total[role])
+		}
+	}
+	// The 32 MiB cuBLAS workspaces are no tensor the program holds.
+	var ws int64
+	for _, al := range d.Allocations {
+		if al.Role == RoleWorkspace {
+			ws += al.Size
+		}
+	}
+	if ws < 64<<20 {
+		t.Errorf("workspace %d bytes, want the two cuBLAS workspaces (2 × 32 MiB) and more", ws)
+	}
+}
+
+// frames builds a stack innermost first from "file|function" pairs; a
+// Python frame gets line 10.
+func frames(spec ...string) Stack {
+	var st Stack
+	for _, s := range spec {
+		file, name := s, ""
+		for i := range s {
+			if s[i] == '|' {
+				file, name = s[:i], s[i+1:]
+				break
+			}
+		}
+		f := Frame{Filename: file, Name: name}
+		if isPythonFrame(f) {
+			f.Line = 10
+		}
+		st = append(st, f)
+	}
+	return st
+}
+
+const sp = "/venv/lib/python3.12/site-packages/"
+
+// Real stack shapes, C++ + Python (PyTorch's default) and Python only.
+var (
+	engineCpp = []string{"??|torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)",
+		"??|torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&)",
+		"??|torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"}
+	allocCpp = []string{"??|torch::unwind::unwind()", "CUDACachingAllocator.cpp|c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long)",
+		"??|at::detail::empty_cuda(c10::ArrayRef<long>)", "RegisterCUDA_0.cpp|at::(anonymous namespace)::create_out(c10::ArrayRef<long>)",
+		"??|at::_ops::mm::call(at::Tensor const&, at::Tensor const&)"}
+	forwardPy = []string{sp + "torch/nn/functional.py|linear", "/home/u/model.py|forward",
+		sp + "torch/nn/modules/module.py|_call_impl", "/home/u/train.py|main"}
+)
+
+func cat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// TestRoleRules runs each rule on the stack shapes PyTorch writes, with and
+// without C++ frames, from the trace's lifetime and from a lone snapshot.
+func TestRoleRules(t *testing.T) {
+	c := newRoleClassifier()
+	tr := func(spec ...string) *stackTraits { return c.traits(frames(spec...)) }
+	backwardFree := tr(engineCpp...)
+	userFree := tr("??|THPVariable_dealloc(_object*)", "/home/u/train.py|main")
+	zeroGradFree := tr("??|THPVariable_set_grad(THPVariable*, _object*, void*)", sp+"torch/optim/optimizer.py|zero_grad")
+	cases := []struct {
+		name  string
+		alloc *stackTraits
+		lt    lifetime
+		want  Role
+	}{
+		{"backward output alive at the dump (AccumulateGrad kept it)", tr(cat(allocCpp, engineCpp)...), lifetime{alive: true}, RoleGradient},
+		{"backward output freed in backward", tr(cat(allocCpp, engineCpp)...), lifetime{known: true, free: backwardFree}, RoleTemporary},
+		{"backward output freed by zero_grad", tr(cat(allocCpp, engineCpp)...), lifetime{known: true, free: zeroGradFree}, RoleGradient},
+		{"python-only: frameless alloc alive after backward", &c.empty, lifetime{known: true, alive: true, frameless: true}, RoleGradient},
+		{"python-only: frameless alloc freed frameless", &c.empty, lifetime{known: true, frameless: true, free: &c.empty, framelessFree: true}, RoleTemporary},
+		{"frameless without any stacks in the trace", &c.empty, lifetime{known: true, alive: true}, RoleUnknown},
+		{"Module.to() → Parameter", tr(cat(allocCpp, []string{sp + "torch/nn/modules/module.py|convert", sp + "torch/nn/modules/module.py|_apply",
+			sp + "torch/nn/modules/module.py|to", "/home/u/train.py|main"})...), lifetime{alive: true}, RoleParameter},
+		{"nn.Linear(device=cuda) → Parameter", tr("??|torch::autograd::THPVariable_empty(_object*, _object*, _object*)",
+			sp+"torch/nn/modules/linear.py|__init__", "/home/u/model.py|__init__"), lifetime{alive: true}, RoleParameter},
+		{"Adam state", tr(sp+"torch/optim/adam.py|_init_group", sp+"torch/optim/adam.py|step", "/home/u/train.py|main"), lifetime{alive: true}, RoleOptimizerState},
+		{"SGD momentum buffer", tr(sp+"torch/optim/sgd.py|_single_tensor_sgd", sp+"torch/optim/sgd.py|step", "/home/u/train.py|main"),
+			lifetime{known: true, alive: true}, RoleOptimizerState},
+		{"optimizer scratch freed inside the step", tr(sp+"torch/optim/adam.py|_multi_tensor_adam", "/home/u/train.py|main"),
+			lifetime{known: true, inStep: true, stepFree: true}, RoleTemporary},
+		{"frameless alloc inside Optimizer.step, kept", &c.empty, lifetime{known: true, inStep: true, alive: true}, RoleOptimizerState},
+		{"forward output freed by backward → Activation", tr(cat(allocCpp, forwardPy)...), lifetime{known: true, free: backwardFree}, RoleActivation},
+		{"forward intermediate freed in forward → Temporary", tr(cat(allocCpp, forwardPy)...), lifetime{known: true, free: userFree}, RoleTemporary},
+		{"forward, snapshot only → Activation", tr(forwardPy...), lifetime{alive: true}, RoleActivation},
+		{"cuBLAS workspace", tr(cat([]string{"??|at::cuda::getCurrentCUDABlasHandle()"}, forwardPy)...), lifetime{alive: true}, RoleWorkspace},
+		{"cuDNN workspace", tr("??|at::native::(anonymous namespace)::Workspace::Workspace(unsigned long)", "/home/u/train.py|main"), lifetime{alive: true}, RoleWorkspace},
+		{"the batch: torch.randint at the top level", tr("??|torch::autograd::THPVariable_randint(_object*, _object*, _object*)",
+			"??|at::_ops::randint_low::call(long, long)", "/home/u/train.py|<lambda>"), lifetime{alive: true}, RoleInput},
+		{"the batch: .to(device) of a loader tensor", tr("??|at::_ops::_to_copy::call(at::Tensor const&)", "??|torch::autograd::THPVariable_to(_object*)",
+			"/home/u/train.py|main"), lifetime{alive: true}, RoleInput},
+		// torch::autograd:: is a namespace, not a gradient: the Python
+		// binding of torch.empty lives there.
+		{"torch.empty at the top level is no gradient", tr("??|torch::autograd::THPVariable_empty(_object*, _object*, _object*)",
+			"??|at::_ops::empty_memory_format::call()", "/home/u/train.py|main"), lifetime{alive: true}, RoleInput},
+		{"top-level op freed at its own line → Temporary", tr("??|at::_ops::add_Tensor::call()", "/home/u/train.py|main"),
+			lifetime{known: true, free: userFree}, RoleTemporary},
+	}
+	for _, tc := range cases {
+		if got := c.decide(tc.alloc, tc.lt); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRolesFromTrace replays a small trace written the way PyTorch writes
+// it (Python-only stacks: the engine thread records none) and checks that
+// the lifetime, not the stack alone, decides.
+func TestRolesFromTrace(t *testing.T) {
+	fwd, opt := frames(forwardPy...), frames(sp+"torch/optim/adam.py|_init_group", "/home/u/train.py|main")
+	user := frames("/home/u/train.py|main")
+	zero := frames(sp+"torch/optim/optimizer.py|zero_grad", "/home/u/train.py|main")
+	ev := func(a Action, addr uint64, us int64, st Stack) TraceEntry {
+		return TraceEntry{Action: a, Addr: addr, Size: 1 << 20, TimeUS: us, Frames: st}
+	}
+	trace := []TraceEntry{
+		ev(ActionAlloc, 0x1000, 1, fwd),                   // activation
+		ev(ActionAlloc, 0x2000, 2, fwd),                   // forward temporary
+		ev(ActionFreeCompleted, 0x2000, 3, user),          // freed by user code
+		ev(ActionAlloc, 0x3000, 4, nil),                   // backward: activation gradient
+		ev(ActionFreeCompleted, 0x1000, 5, nil),           // the activation freed by the engine
+		ev(ActionAlloc, 0x4000, 6, nil),                   // backward: a .grad
+		ev(ActionFreeCompleted, 0x3000, 7, nil),           // freed in backward
+		ev(ActionAlloc, 0x5000, 9, nil),                   // inside Optimizer.step, kept
+		ev(ActionAlloc, 0x6000, 10, opt),                  // optimizer scratch
+		ev(ActionFreeCompleted, 0x6000, 11, opt),          // freed inside the step
+		ev(ActionFreeCompleted, 0x4000, 13, zero),         // the .grad freed by zero_grad
+		ev(ActionAlloc, 0x7000, 14, user),                 // a last alloc
+		ev(ActionFreeCompleted, 0x7000, 15, user),         // freed at its line
+		ev(ActionAlloc, 0x8000, 16, frames(forwardPy...)), // alive at the end
+	}
+	s := &Snapshot{Traces: [][]TraceEntry{trace}, Annotations: []Annotation{
+		{Name: "Optimizer.step#Adam.step", Stage: "START", TimeUS: 8},
+		{Name: "Optimizer.step#Adam.step", Stage: "END", TimeUS: 12},
+	}}
+	tl := Replay(s, 0, nil)
+	want := map[uint64]Role{0x1000: RoleActivation, 0x2000: RoleTemporary, 0x3000: RoleTemporary, 0x4000: RoleGradient,
+		0x5000: RoleOptimizerState, 0x6000: RoleTemporary, 0x7000: RoleTemporary, 0x8000: RoleActivation}
+	for j, iv := range tl.Intervals {
+		if w, ok := want[iv.Addr]; ok && tl.Role(j) != w {
+			t.Errorf("%#x: %s, want %s", iv.Addr, tl.Role(j), w)
+		}
+	}
+}
+
+// TestRoleTotalsOrder: largest first, and every allocation counted once.
+func TestRoleTotalsOrder(t *testing.T) {
+	allocs := []Allocation{{Size: 10, Role: RoleGradient}, {Size: 30, Role: RoleParameter}, {Size: 5, Role: RoleGradient},
+		{Size: 1, Role: RoleUnknown}}
+	got := RoleTotals(allocs)
+	if len(got) != 3 || got[0].Name != "Parameter" || got[1].Name != "Gradient" || got[1].Bytes != 15 || got[1].Blocks != 2 ||
+		got[2].Name != "Unknown" {
+		t.Errorf("RoleTotals = %+v", got)
+	}
+}

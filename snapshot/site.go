@@ -1,0 +1,292 @@
+package snapshot
+
+import (
+	"strings"
+)
+
+// The site of an allocation is the user's own line that made it; its op is
+// the innermost torch frame under that line. Both are read from the stack
+// after memory_viz's frameFilter (IsNoise) has hidden the unwinder,
+// interpreter and dispatcher frames it hides.
+
+// siteKind is what a frame is to the site rules.
+type siteKind uint8
+
+const (
+	kindFiltered siteKind = iota // hidden by memory_viz, or the profiler's own hook
+	kindPlumbing                 // allocator and dispatcher C++ frames under every allocation
+	kindUser                     // Python: the user's own code
+	kindLibrary                  // Python: torch, installed packages, the standard library
+	kindNative                   // any other C/C++ frame
+)
+
+// classifySite says what a frame is to the site rules.
+func classifySite(f Frame) siteKind {
+	switch {
+	case IsNoise(f) || IsProfilerFrame(f):
+		return kindFiltered
+	case isPythonFrame(f):
+		if IsLibraryFrame(f) {
+			return kindLibrary
+		}
+		return kindUser
+	case isPlumbing(f) || isDispatcher(f):
+		return kindPlumbing
+	}
+	return kindNative
+}
+
+// isDispatcher reports whether a C++ frame is generated dispatcher code:
+// RegisterCUDA_0.cpp, VariableType_3.cpp and the like. memory_viz hides
+// "/Register…" files only with a folder before them; PyTorch 2.11 writes
+// the bare name, which says nothing about who asked for the memory.
+func isDispatcher(f Frame) bool {
+	base := baseName(f.Filename)
+	return (strings.HasPrefix(base, "Register") || strings.HasPrefix(base, "VariableType") ||
+		strings.HasPrefix(base, "ADInplaceOrView") || strings.HasPrefix(base, "TraceType")) && strings.HasSuffix(base, ".cpp")
+}
+
+// isPythonFrame reports whether a frame is Python code: a .py file, or one
+// of the interpreter's pseudo-files (<frozen …>, <string>, <stdin>,
+// <ipython-input-…>). C++ frames have a .cpp/.h file, "??" or nothing.
+func isPythonFrame(f Frame) bool {
+	fn := f.Filename
+	return strings.HasSuffix(fn, ".py") || strings.HasSuffix(fn, ".pyx") ||
+		(strings.HasPrefix(fn, "<") && strings.HasSuffix(fn, ">"))
+}
+
+// torchTop are the top-level names of the torch package: a path with
+// /torch/<one of these> is torch's own code even outside site-packages (a
+// source checkout), while a folder merely called "torch" (a venv at
+// /opt/torch/.venv) is not.
+var torchTop = map[string]bool{
+	"nn": true, "optim": true, "autograd": true, "utils": true, "cuda": true, "distributed": true,
+	"amp": true, "fx": true, "jit": true, "profiler": true, "backends": true, "ao": true, "export": true,
+	"func": true, "nested": true, "sparse": true, "testing": true, "onnx": true, "multiprocessing": true,
+	"library.py": true, "functional.py": true, "serialization.py": true, "overrides.py": true,
+	"random.py": true, "storage.py": true, "hub.py": true, "quantization": true, "__init__.py": true,
+}
+
+// normPath is a frame's file with forward slashes (Windows paths appear in
+// real snapshots).
+func normPath(fn string) string { return strings.ReplaceAll(fn, `\`, "/") }
+
+// IsLibraryFrame reports whether a Python frame is library code rather than
+// the user's: torch, anything installed in site- or dist-packages, the
+// standard library and frozen modules.
+func IsLibraryFrame(f Frame) bool {
+	fn := normPath(f.Filename)
+	lower := strings.ToLower(fn)
+	switch {
+	case strings.Contains(lower, "/site-packages/"), strings.Contains(lower, "/dist-packages/"),
+		strings.HasPrefix(fn, "<frozen"):
+		return true
+	case strings.Contains(lower, "/lib/python"), strings.Contains(lower, "/lib/pypy"):
+		// The standard library (site-packages was handled above).
+		return true
+	case strings.Contains(fn, "/Lib/") && !strings.Contains(fn, "/Lib/site-packages/"):
+		// Windows: C:\Python311\Lib\threading.py.
+		return true
+	}
+	return isTorchPath(fn)
+}
+
+// isTorchPath reports whether a (slash) path is inside the torch package.
+func isTorchPath(fn string) bool {
+	for rest := fn; ; {
+		i := strings.Index(rest, "torch/")
+		if i < 0 {
+			return false
+		}
+		if i == 0 || rest[i-1] == '/' {
+			next := rest[i+len("torch/"):]
+			if j := strings.IndexByte(next, '/'); j >= 0 {
+				next = next[:j]
+			}
+			if torchTop[next] || strings.HasPrefix(next, "_") {
+				return true
+			}
+		}
+		rest = rest[i+len("torch/"):]
+	}
+}
+
+// SiteIndex is the index of the frame that names where an allocation was
+// made (its site), or -1 when the stack has no frame to show:
+//   - the innermost frame of the user's own Python code (not torch, not
+//     site- or dist-packages, not the standard library);
+//   - else the innermost Python frame;
+//   - else, for C++-only stacks (the autograd engine's threads), the
+//     innermost autograd node (AddmmBackward0::apply), which names the
+//     backward op;
+//   - else the innermost C++ frame that is neither hidden by memory_viz nor
+//     allocator plumbing.
+//
+// Frames memory_viz hides (IsNoise) and the memory profiler's own hooks
+// are never a site.
+func SiteIndex(st Stack) int { return siteIndex(st, classifySite) }
+
+// siteIndex is SiteIndex with the frame classifier given (the stages cache
+// it per frame).
+func siteIndex(st Stack, classify func(Frame) siteKind) int {
+	python, node, native := -1, -1, -1
+	for i := range st {
+		switch classify(st[i]) {
+		case kindUser:
+			return i
+		case kindLibrary:
+			if python < 0 {
+				python = i
+			}
+		case kindNative:
+			if node < 0 && isAutogradNode(st[i].Name) {
+				node = i
+			}
+			if native < 0 {
+				native = i
+			}
+		}
+	}
+	switch {
+	case python >= 0:
+		return python
+	case node >= 0:
+		return node
+	}
+	return native
+}
+
+// isAutogradNode reports whether a C++ function is an autograd node's
+// apply (torch::autograd::generated::MmBackward0::apply,
+// torch::autograd::AccumulateGrad::apply).
+func isAutogradNode(name string) bool {
+	return strings.Contains(name, "torch::autograd::") &&
+		(strings.Contains(name, "Backward") || strings.Contains(name, "AccumulateGrad")) &&
+		strings.Contains(name, "::apply(")
+}
+
+// Site formats the frame SiteIndex chooses as "file:line function"; ""
+// when the stack has none.
+func Site(st Stack) string {
+	if i := SiteIndex(st); i >= 0 {
+		return SiteText(st[i])
+	}
+	return ""
+}
+
+// SiteText formats a frame as a site: "file:line function" for Python; for
+// C++ the function without its parameter list (and without the "??" of an
+// unknown file), since a signature of 150 characters hides the name.
+func SiteText(f Frame) string {
+	if isPythonFrame(f) {
+		return f.String()
+	}
+	name := cppName(f.Name)
+	if f.Filename == "" || f.Filename == "??" {
+		return name
+	}
+	f.Name = name
+	return f.String()
+}
+
+// cppName strips the parameter list (and a trailing const) from a C++
+// function signature: "at::native::mm(at::Tensor const&) const" →
+// "at::native::mm". "(anonymous namespace)" inside the name is kept.
+func cppName(sig string) string {
+	s := strings.TrimSuffix(strings.TrimSpace(sig), " const")
+	if !strings.HasSuffix(s, ")") {
+		return sig
+	}
+	depth := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				if i == 0 {
+					return sig
+				}
+				return s[:i]
+			}
+		}
+	}
+	return sig
+}
+
+// OpIndex is the index of the innermost torch frame of a stack (its op), or
+// -1: a C++ operator call (at::_ops::mm::call) when the stack has C++
+// frames, else the innermost Python frame inside torch. Allocation
+// primitives (empty, empty_strided, empty_like) name the op only when no
+// other operator encloses them: under mm they are how mm got its output.
+func OpIndex(st Stack) int {
+	primitive := -1
+	for i := range st {
+		f := &st[i]
+		if op, ok := atenOp(f.Name); ok {
+			if !isAllocPrimitive(op) {
+				return i
+			}
+			if primitive < 0 {
+				primitive = i
+			}
+			continue
+		}
+		if primitive < 0 && isPythonFrame(*f) && isTorchPath(normPath(f.Filename)) && !IsProfilerFrame(*f) {
+			return i
+		}
+	}
+	return primitive
+}
+
+// Op names the op of a stack: "aten::mm" for a C++ operator, else the torch
+// Python frame as "torch/functional.py:373 einsum"; "" when there is none.
+func Op(st Stack) string {
+	i := OpIndex(st)
+	if i < 0 {
+		return ""
+	}
+	f := st[i]
+	if op, ok := atenOp(f.Name); ok {
+		return "aten::" + op
+	}
+	f.Filename = torchRelative(f.Filename)
+	return f.String()
+}
+
+// atenOp extracts the operator of a dispatcher frame
+// ("at::_ops::mm::call(...)" → "mm").
+func atenOp(name string) (string, bool) {
+	i := strings.Index(name, "at::_ops::")
+	if i < 0 {
+		return "", false
+	}
+	rest := name[i+len("at::_ops::"):]
+	j := strings.Index(rest, "::")
+	if j <= 0 {
+		return "", false
+	}
+	return rest[:j], true
+}
+
+func isAllocPrimitive(op string) bool {
+	switch op {
+	case "empty", "empty_strided", "empty_memory_format", "empty_like", "new_empty", "new_empty_strided",
+		"resize_", "_empty_affine_quantized", "zeros", "zeros_like", "new_zeros":
+		return true
+	}
+	return false
+}
+
+// torchRelative shortens a path inside torch to start at "torch/".
+func torchRelative(fn string) string {
+	p := normPath(fn)
+	if i := strings.LastIndex(p, "/site-packages/torch/"); i >= 0 {
+		return p[i+len("/site-packages/"):]
+	}
+	if i := strings.LastIndex(p, "/dist-packages/torch/"); i >= 0 {
+		return p[i+len("/dist-packages/"):]
+	}
+	return fn
+}

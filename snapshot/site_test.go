@@ -1,0 +1,157 @@
+package snapshot
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestFrameFilterIsMemoryViz holds IsNoise to the lists of frameFilter in
+// PyTorch's torch/utils/viz/MemoryViz.js (copied here from upstream, not
+// from our code): a frame is hidden when its function name contains one of
+// omitFunctions or its file name one of omitFilenames.
+func TestFrameFilterIsMemoryViz(t *testing.T) {
+	omitFunctions := []string{"unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
+		"__libc_start_main", "PyEval_", "PyObject_", "PyFunction_"}
+	omitFilenames := []string{"core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c",
+		"Objects/call.c", "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h"}
+	if !slices.Equal(noiseNames, omitFunctions) || !slices.Equal(noiseFiles, omitFilenames) {
+		t.Fatalf("the frame filter drifted from memory_viz's:\n%q\n%q", noiseNames, noiseFiles)
+	}
+	for _, n := range omitFunctions {
+		if !IsNoise(Frame{Filename: "x.cpp", Name: "ns::" + n + "(int)"}) {
+			t.Errorf("function %q is not hidden", n)
+		}
+	}
+	for _, f := range omitFilenames {
+		if !IsNoise(Frame{Filename: "/src/" + f + "x.cpp", Name: "f"}) {
+			t.Errorf("file %q is not hidden", f)
+		}
+	}
+	// memory_viz matches "/Register" with its slash: PyTorch 2.11 writes
+	// bare "RegisterCUDA_0.cpp", which it shows.
+	if IsNoise(Frame{Filename: "RegisterCUDA_0.cpp", Name: "at::(anonymous namespace)::create_out"}) {
+		t.Error("a bare RegisterCUDA_0.cpp is shown by memory_viz")
+	}
+}
+
+func TestSiteIndex(t *testing.T) {
+	cases := []struct {
+		name  string
+		stack Stack
+		want  int
+	}{
+		{"the user's line, not torch's einsum (MAGMA27)", frames(`D:\proj\.venv\Lib\site-packages\torch\functional.py|einsum`,
+			`D:\proj\.venv\Lib\site-packages\einops\einops.py|einsum`, `D:\proj\cs336_basics\model.py|forward`), 2},
+		{"C++ + Python: the user frame past the dispatcher", frames(cat(allocCpp, forwardPy)...), 6},
+		{"a venv under /opt/torch is not torch", frames("/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/modules/module.py|convert",
+			"/opt/torch/train.py|main"), 1},
+		{"a torch source checkout is torch", frames("/src/pytorch/torch/nn/modules/module.py|_call_impl", "/src/proj/model.py|forward"), 1},
+		{"the standard library is not the user's", frames("/usr/lib/python3.12/threading.py|run", "/home/u/train.py|worker"), 1},
+		{"only library Python: the innermost Python frame", frames(cat(allocCpp, []string{sp + "torch/nn/functional.py|linear",
+			sp + "transformers/models/qwen2/modeling_qwen2.py|forward"})...), 5},
+		{"C++ only (autograd engine): the autograd node", frames(cat(allocCpp, engineCpp)...), 5},
+		{"C++ only, no node: the first frame that is neither plumbing nor dispatcher", frames(append(allocCpp,
+			"VariableType_3.cpp|torch::autograd::VariableType::mm()", "??|at::native::linear(at::Tensor const&)")...), 6},
+		{"the profiler's hook is never the site", frames(sp+"memory_profiler/core/memory_dispatch_mode.py|track_tensor_memory",
+			sp+"torch/utils/_python_dispatch.py|__torch_dispatch__", "/home/u/train.py|main"), 2},
+		{"only hidden frames: none", frames("??|torch::unwind::unwind()", "ceval.c|_PyEval_EvalFrameDefault"), -1},
+		{"no frames", nil, -1},
+		{"a notebook cell is the user's", frames(sp+"torch/nn/functional.py|relu", "<ipython-input-3-abc>|<module>"), 1},
+		{"frozen modules are the interpreter's", frames("<frozen runpy>|_run_code", "/home/u/train.py|main"), 1},
+	}
+	for _, tc := range cases {
+		if got := SiteIndex(tc.stack); got != tc.want {
+			t.Errorf("%s: %d, want %d (%v)", tc.name, got, tc.want, Site(tc.stack))
+		}
+	}
+}
+
+func TestSiteTextAndOp(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"at::native::mm(at::Tensor const&, at::Tensor const&)", "at::native::mm"},
+		{"at::Tensor::sum(c10::optional<long>) const", "at::Tensor::sum"},
+		{"at::(anonymous namespace)::create_out(c10::ArrayRef<long>)", "at::(anonymous namespace)::create_out"},
+		{"torch::autograd::Node::operator()(std::vector<at::Tensor>&&)", "torch::autograd::Node::operator()"},
+		{"c10::impl::wrap<at::Tensor (at::Tensor const&)>::call(at::Tensor const&)", "c10::impl::wrap<at::Tensor (at::Tensor const&)>::call"},
+		{"__clone", "__clone"},
+		{"(broken", "(broken"},
+		{"()", "()"},
+	} {
+		if got := cppName(tc.in); got != tc.want {
+			t.Errorf("cppName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := SiteText(Frame{Filename: "??", Name: "at::native::mm(at::Tensor const&)"}); got != "at::native::mm" {
+		t.Errorf("SiteText of an unknown-file C++ frame = %q", got)
+	}
+	if got := SiteText(Frame{Filename: "/a/b.py", Line: 3, Name: "f"}); got != "/a/b.py:3 f" {
+		t.Errorf("SiteText of a Python frame = %q", got)
+	}
+	for _, tc := range []struct {
+		stack Stack
+		want  string
+	}{
+		{frames(cat(allocCpp, forwardPy)...), "aten::mm"},
+		{frames("??|at::_ops::empty_memory_format::call()", "??|at::native::layer_norm_backward_cuda()",
+			"??|at::_ops::native_layer_norm_backward::call()"), "aten::native_layer_norm_backward"},
+		{frames("??|at::_ops::empty_memory_format::call()", "/home/u/train.py|main"), "aten::empty_memory_format"},
+		{frames(forwardPy...), "torch/nn/functional.py:10 linear"},
+		{frames("/home/u/train.py|main"), ""},
+	} {
+		if got := Op(tc.stack); got != tc.want {
+			t.Errorf("Op = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestSitesOnSamples: on every real snapshot, no site is a frame
+// memory_viz hides, and a stack with a frame of the user's own code has it
+// as its site, at the snapshot and at the peak.
+func TestSitesOnSamples(t *testing.T) {
+	var paths []string
+	for _, g := range []string{"../testdata/snapshots/*.pickle", "../testdata/snapshots/h200/*.pickle",
+		"../testdata/snapshots/h200/*.gz", "../testdata/snapshots/h100/*.gz"} {
+		m, _ := filepath.Glob(g)
+		paths = append(paths, m...)
+	}
+	if len(paths) < 10 {
+		t.Fatalf("only %d samples", len(paths))
+	}
+	checked := 0
+	for _, p := range paths {
+		a := analyzeFile(t, p)
+		for i := range a.Devices {
+			d := &a.Devices[i]
+			for _, al := range append(slices.Clone(d.Allocations), a.PeakLive(d)...) {
+				k := SiteIndex(al.Frames)
+				if k < 0 {
+					continue
+				}
+				checked++
+				f := al.Frames[k]
+				if IsNoise(f) || IsProfilerFrame(f) {
+					t.Fatalf("%s: site %v is a hidden frame", p, f)
+				}
+				user := slices.IndexFunc(al.Frames, func(f Frame) bool { return classifySite(f) == kindUser })
+				if user >= 0 && user != k {
+					t.Fatalf("%s: site %v, but the user's own frame %v is in the stack", p, f, al.Frames[user])
+				}
+			}
+		}
+	}
+	a := analyzeFile(t, "../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle")
+	d := &a.Devices[0]
+	for _, al := range a.PeakLive(d) {
+		if s := Site(al.Frames); strings.Contains(s, "site-packages") {
+			t.Errorf("MAGMA27: site %q is library code", s)
+		}
+	}
+	if s := d.Allocations[0].Location(); !strings.Contains(s, `cs336_basics\model.py:39 forward`) {
+		t.Errorf("MAGMA27's largest block: site %q, want cs336_basics/model.py:39", s)
+	}
+	if checked == 0 {
+		t.Fatal("no site checked")
+	}
+}
