@@ -31,6 +31,8 @@ const (
 	smPhases                   // estimate: phase bars
 	smGroups                   // estimate: stack groups
 	smVersus                   // estimate vs measured by category
+	smRole                     // allocator: role → call site → allocation
+	smIcicle                   // allocator: flame graph of the peak's live memory
 )
 
 // snapTab shows one allocator snapshot or estimate.
@@ -41,6 +43,7 @@ type snapTab struct {
 	sel    *selection // the App's; this tab changes the device
 	mode   snapMode
 	tree   *treeView
+	icy    map[int]*icicle // flame graph per device
 	segs   scroller
 	groups scroller
 	// trees caches built trees per (device, mode); kept holds what the
@@ -64,7 +67,8 @@ type snapTab struct {
 }
 
 var (
-	skGroup   = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "group by category / call stack (estimates: merged / tree / phases / stacks)"))
+	skGroup   = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "group by category / role / call stack (estimates: merged / tree / phases / stacks)"))
+	skIcicle  = key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "flame graph (icicle) of the memory live at the peak"))
 	skSegMap  = key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "segment map"))
 	skDevice  = key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device"))
 	skVersus  = key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "estimate vs measured snapshot, by category"))
@@ -79,7 +83,7 @@ func newSnapTab(sel *selection) *snapTab {
 	ti := textinput.New()
 	ti.Prompt = "/"
 	ti.Placeholder = "file, function, category…"
-	return &snapTab{trees: map[[2]int]*treeView{}, sel: sel, search: ti}
+	return &snapTab{trees: map[[2]int]*treeView{}, icy: map[int]*icicle{}, sel: sel, search: ti}
 }
 
 func (t *snapTab) name() string { return "Snapshot" }
@@ -91,9 +95,12 @@ func (t *snapTab) help() []key.Binding {
 		return t.ranks.help()
 	}
 	if t.back != 0 {
-		return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skSearch, skNext, skStackUp, skRecs, kExport, rkIter, rkBack}
+		return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skIcicle, skSegMap, skDevice, skSearch, skNext, skStackUp, skRecs, kExport, rkIter, rkBack}
 	}
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skSegMap, skDevice, skVersus, skPick, skSearch, skNext, skStackUp, skRecs, kExport}
+	if t.mode == smIcicle {
+		return []key.Binding{ikMove, ikZoom, skIcicle, skGroup, skDevice, kExport}
+	}
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skIcicle, skSegMap, skDevice, skVersus, skPick, skSearch, skNext, skStackUp, skRecs, kExport}
 }
 
 func (t *snapTab) resize(w, h int) { t.w, t.h = w, h }
@@ -126,6 +133,7 @@ func (t *snapTab) setSource(a *App, s *model.Source) {
 	}
 	t.src = s
 	t.trees = map[[2]int]*treeView{}
+	t.icy = map[int]*icicle{}
 	t.tree = nil
 	if s == nil || s.State != model.Loaded {
 		return
@@ -189,6 +197,9 @@ func (t *snapTab) currentTree(a *App) *treeView {
 			tv.color = func(l string) lipgloss.Style { return a.th.category(l) }
 		case smStack:
 			tv = newTreeView(snapshot.StackTree(d.Allocations), d.ActiveBytes)
+		case smRole:
+			tv = newTreeView(snapshot.RoleTree(d.Allocations), d.ActiveBytes)
+			tv.color = func(l string) lipgloss.Style { return a.th.category(l) }
 		}
 	}
 	if e := t.est(); e != nil && t.mode == smModules {
@@ -205,7 +216,27 @@ func (t *snapTab) currentTree(a *App) *treeView {
 
 func (t *snapTab) bodyHeight() int { return max(3, t.h-t.headerLines()-t.recLines()) }
 
-func (t *snapTab) headerLines() int { return 3 }
+func (t *snapTab) headerLines() int {
+	if t.src != nil && t.src.Analysis != nil {
+		return 4 // the roles line
+	}
+	return 3
+}
+
+// currentIcicle builds (once) the flame graph of the memory live at the
+// peak of the device (the active blocks without a trace).
+func (t *snapTab) currentIcicle() *icicle {
+	d := t.dev()
+	if d == nil {
+		return nil
+	}
+	if ic := t.icy[t.sel.dev]; ic != nil {
+		return ic
+	}
+	ic := newIcicle(snapshot.FlameTree(t.src.Analysis.PeakLive(d)))
+	t.icy[t.sel.dev] = ic
+	return ic
+}
 
 func (t *snapTab) recLines() int {
 	if d := t.dev(); d != nil && t.mode != smSegments {
@@ -242,7 +273,20 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 	}
 	if m, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
-		case key.Matches(m, skSearch) && (t.mode == smCategory || t.mode == smStack || t.mode == smModules):
+		case t.mode == smIcicle && !key.Matches(m, skGroup) && !key.Matches(m, skDevice) && !key.Matches(m, kExport):
+			if key.Matches(m, skIcicle) {
+				t.mode = smCategory
+				return nil
+			}
+			if ic := t.currentIcicle(); ic != nil && !ic.update(m) && key.Matches(m, kBack) {
+				t.mode = smCategory
+			}
+			return nil
+		case key.Matches(m, skIcicle) && t.src.Analysis != nil:
+			t.mode = smIcicle
+			a.setStatus("flame graph of the memory live at the peak (frames memory_viz hides left out)")
+			return nil
+		case key.Matches(m, skSearch) && (t.mode == smCategory || t.mode == smRole || t.mode == smStack || t.mode == smModules):
 			t.searching = true
 			t.search.SetValue("") // a new search, as in less and vim
 			return t.search.Focus()
@@ -407,10 +451,14 @@ func (t *snapTab) cycleMode(a *App) {
 		a.setStatus("view: %s", map[snapMode]string{smMerged: "merged modules", smModules: "module tree", smPhases: "phases", smGroups: "stack groups"}[t.mode])
 		return
 	}
-	if t.mode == smCategory {
+	switch t.mode {
+	case smCategory:
+		t.mode = smRole
+		a.setStatus("grouped by role → call site (what the memory is)")
+	case smRole:
 		t.mode = smStack
 		a.setStatus("grouped by call stack (outermost frame first)")
-	} else {
+	default:
 		t.mode = smCategory
 		a.setStatus("grouped by category → call site")
 	}
@@ -453,6 +501,10 @@ func (t *snapTab) view(a *App) string {
 	switch t.mode {
 	case smSegments:
 		b.WriteString(block(t.segmentMap(a, d, t.h-t.headerLines()), t.w, t.h-t.headerLines()))
+		return b.String()
+	case smIcicle:
+		h := t.h - t.headerLines()
+		b.WriteString(block(t.currentIcicle().view(th, t.w, h), t.w, h))
 		return b.String()
 	default:
 		if d.ActiveBlocks == 0 {
@@ -557,15 +609,32 @@ func (t *snapTab) headerView(a *App, d *snapshot.DeviceStats) string {
 	if n := len(t.src.Warnings); n > 0 {
 		l2 += " · " + th.warn.Render(plural(n, "note"))
 	}
-	modeName := map[snapMode]string{smCategory: "category → call site → allocation", smStack: "call stack (outermost first)", smSegments: "segment map"}[t.mode]
-	l3 := th.dim.Render(fmt.Sprintf("view: %s · g regroup · m segment map · enter expand/stack · / search", modeName))
+	modeName := map[snapMode]string{smCategory: "category → call site → allocation", smRole: "role → call site → allocation",
+		smStack: "call stack (outermost first)", smSegments: "segment map", smIcicle: "flame graph at the peak"}[t.mode]
+	l3 := th.dim.Render(fmt.Sprintf("view: %s · g regroup · i flame graph · m segment map · enter expand/stack · / search", modeName))
 	switch {
 	case t.searching:
 		l3 = t.search.View() + th.dim.Render("  (enter keeps, esc ends; then n/N next/previous)")
 	case t.query != "":
 		l3 += th.dim.Render(fmt.Sprintf(" · search %q: n/N", t.query))
 	}
-	return fit(l1, t.w) + "\n" + fit(l2, t.w) + "\n" + fit(l3, t.w)
+	return fit(l1, t.w) + "\n" + fit(l2, t.w) + "\n" + fit(rolesLine(th, d), t.w) + "\n" + fit(l3, t.w)
+}
+
+// rolesLine names what the memory at the peak is, by role, largest first.
+func rolesLine(th theme, d *snapshot.DeviceStats) string {
+	where := "at the peak"
+	if !d.Peak.FromTrace {
+		where = "at the snapshot"
+	}
+	var parts []string
+	for _, r := range d.Peak.Roles {
+		parts = append(parts, th.category(r.Name).Render(r.Name)+" "+bytesStr(r.Bytes))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing live")
+	}
+	return th.bold.Render("roles "+where+":") + " " + strings.Join(parts, " · ")
 }
 
 func (t *snapTab) recView(a *App, d *snapshot.DeviceStats) string {

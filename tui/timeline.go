@@ -47,10 +47,10 @@ type timelineTab struct {
 	stateAt   int
 	stateList scroller
 	// lines draws active and reserved as lines; otherwise (the default)
-	// active memory is stacked in bands by category, or by call site
-	// (bySite), cached for the window in stack*.
+	// active memory is stacked in bands by category, role or call site
+	// (bandBy), cached for the window in stack*.
 	lines      bool
-	bySite     bool
+	bandBy     snapshot.BandBy
 	bands      *snapshot.Bands
 	bandsKey   [2]any
 	stackKey   [5]int
@@ -73,7 +73,7 @@ var (
 	mkZoomOu = key.NewBinding(key.WithKeys("-"))
 	mkReset  = key.NewBinding(key.WithKeys("0"), key.WithHelp("0", "whole trace"))
 	mkAxis   = key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "x axis: event index / time"))
-	mkGroup  = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "stack the chart by category / by call site"))
+	mkGroup  = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "stack the chart by category / role / call site"))
 	mkLines  = key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "chart: stacked bands / active and reserved lines"))
 	mkFlat   = key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "live set: by category → call site / flat list"))
 	mkState  = key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "allocator state at the cursor (segments and blocks) / live set"))
@@ -233,11 +233,14 @@ func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 			t.state = nil
 			return nil
 		case "g":
-			t.bySite = !t.bySite
+			t.bandBy = (t.bandBy + 1) % 3
 			t.stackCols = nil
-			if t.bySite {
+			switch t.bandBy {
+			case snapshot.BandSite:
 				a.setStatus("chart stacked by call site (the largest at the peak)")
-			} else {
+			case snapshot.BandRole:
+				a.setStatus("chart stacked by role (parameter, gradient, optimizer state, activation…)")
+			default:
 				a.setStatus("chart stacked by category")
 			}
 		case "v":
@@ -488,12 +491,12 @@ const maxBands = 8
 func (t *timelineTab) stacked(a *App, h int) string {
 	th := a.th
 	tl := t.tl
-	if k := [2]any{tl, t.bySite}; t.bands == nil || t.bandsKey != k {
-		t.bands, t.bandsKey = tl.Bands(t.bySite, maxBands), k
+	if k := [2]any{tl, t.bandBy}; t.bands == nil || t.bandsKey != k {
+		t.bands, t.bandsKey = tl.Bands(t.bandBy, maxBands), k
 		t.stackCols = nil
 	}
 	cols := max(1, t.w-11)
-	if k := [5]int{t.x0, t.x1, cols, map[bool]int{true: 1}[t.bySite]}; t.stackCols == nil || t.stackKey != k {
+	if k := [5]int{t.x0, t.x1, cols, int(t.bandBy)}; t.stackCols == nil || t.stackKey != k {
 		// One event per column: the one with the most active memory in the
 		// column's range, so no peak is lost.
 		span := t.x1 - t.x0
@@ -526,7 +529,7 @@ func (t *timelineTab) stacked(a *App, h int) string {
 		switch {
 		case th.noColor:
 			glyphs[i] = bandGlyphs[i%len(bandGlyphs)]
-		case t.bySite:
+		case t.bandBy == snapshot.BandSite:
 			styles[i] = th.fg(palette.Band(i))
 		default:
 			styles[i] = th.category(n)
@@ -540,7 +543,7 @@ func (t *timelineTab) stacked(a *App, h int) string {
 			continue
 		}
 		label := n
-		if t.bySite {
+		if t.bandBy == snapshot.BandSite {
 			label = fitTail(safe(n), 40)
 		}
 		legend = append(legend, styles[i].Render(glyphs[i])+" "+label+" "+bytesStr(atCursor[i]))

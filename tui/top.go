@@ -31,6 +31,13 @@ type topTab struct {
 	filterOn bool
 	query    string
 	est      bool
+	// atSnapshot shows the snapshot's active blocks; otherwise, when the
+	// snapshot has a trace, the table is the live set at the peak (the
+	// moment that decides an OOM). peak says the table is that live set.
+	atSnapshot bool
+	peak       bool
+	peakEvent  int
+	streams    bool // some allocation is on a side stream: show STREAM
 }
 
 type topCol struct {
@@ -45,15 +52,16 @@ type topCol struct {
 var (
 	pkSort    = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort by next column"))
 	pkReverse = key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse order"))
-	pkFilter  = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter (location, category, state…)"))
+	pkFilter  = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter (site, role, category, state…)"))
 	pkStack   = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "whole stack trace"))
 	pkDevice  = key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device"))
+	pkPeak    = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "live set at the peak / active blocks at the snapshot"))
 )
 
 func newTopTab() *topTab {
 	ti := textinput.New()
 	ti.Prompt = "/"
-	ti.Placeholder = "location, category, state, module…"
+	ti.Placeholder = "site, role, category, state, module…"
 	return &topTab{filter: ti, desc: true}
 }
 
@@ -62,7 +70,7 @@ func (t *topTab) name() string { return "Top" }
 func (t *topTab) capturing() bool { return t.filterOn }
 
 func (t *topTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, pkSort, pkReverse, pkFilter, pkStack, pkDevice, kBack, kExport}
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, pkSort, pkReverse, pkFilter, pkStack, pkPeak, pkDevice, kBack, kExport}
 }
 
 func (t *topTab) resize(w, h int) {
@@ -99,12 +107,27 @@ func (t *topTab) setSource(a *App, s *model.Source) {
 		return
 	}
 	t.gen = s.Generation
-	t.est = s.Estimate != nil
+	if est := s.Estimate != nil; est != t.est {
+		// Another kind of file has other columns: its own default sort.
+		t.est, t.sortCol, t.desc = est, 0, true
+	}
+	t.peak = false
 	switch {
 	case s.Analysis != nil && dev < len(s.Analysis.Devices):
-		t.allocs = s.Analysis.Devices[dev].Allocations
+		d := &s.Analysis.Devices[dev]
+		t.allocs = d.Allocations
+		if tl := s.Analysis.Timeline(d.Device); tl != nil && !t.atSnapshot {
+			t.allocs, t.peak, t.peakEvent = tl.Peak.Live, true, tl.Peak.EventIndex
+		}
 	case s.Estimate != nil && dev < len(s.Estimate.Devices):
 		t.allocs = s.Estimate.Devices[dev].Allocations
+	}
+	t.streams = false
+	for i := range t.allocs {
+		if t.allocs[i].Stream != 0 {
+			t.streams = true
+			break
+		}
 	}
 	t.locs = make([]string, len(t.allocs))
 	t.search = make([]string, len(t.allocs))
@@ -119,7 +142,8 @@ func (t *topTab) setSource(a *App, s *model.Source) {
 			}
 			t.locs[i] = l
 		}
-		t.search[i] = strings.ToLower(strings.Join([]string{t.locs[i], al.Category, al.State.String(), al.Module, al.Phase, al.Shape}, "\x00"))
+		t.search[i] = strings.ToLower(strings.Join([]string{t.locs[i], al.Category, al.State.String(), al.Module, al.Phase,
+			al.Shape, al.Role.String()}, "\x00"))
 	}
 	t.refilter()
 }
@@ -129,7 +153,7 @@ func (t *topTab) columns() []topCol {
 		func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Size, t.allocs[b].Size) }}
 	cat := topCol{"CATEGORY", 15, false, false, func(t *topTab, i int) string { return t.allocs[i].Category },
 		func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Category, t.allocs[b].Category) }}
-	loc := topCol{"LOCATION", 0, false, true, func(t *topTab, i int) string {
+	loc := topCol{"SITE", 0, false, true, func(t *topTab, i int) string {
 		if t.locs[i] == "" {
 			return snapshot.NoFrames
 		}
@@ -147,25 +171,32 @@ func (t *topTab) columns() []topCol {
 				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Module, t.allocs[b].Module) }},
 			cat, loc}
 	}
-	return []topCol{size,
-		{"REQUESTED", 10, true, false, func(t *topTab, i int) string { return bytesStr(t.allocs[i].RequestedSize) },
+	role := topCol{"ROLE", 15, false, false, func(t *topTab, i int) string { return t.allocs[i].Role.String() },
+		func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Role, t.allocs[b].Role) }}
+	cols := []topCol{size}
+	if !t.peak {
+		// At the peak sizes are requested sizes already (memory_viz's).
+		cols = append(cols, topCol{"REQUESTED", 10, true, false, func(t *topTab, i int) string { return bytesStr(t.allocs[i].RequestedSize) },
 			func(t *topTab, a, b int) int {
 				return cmp.Compare(t.allocs[a].RequestedSize, t.allocs[b].RequestedSize)
 			}},
-		{"STATE", 9, false, false, func(t *topTab, i int) string {
-			if t.allocs[i].State == snapshot.StateActivePendingFree {
-				return "pending"
-			}
-			return "allocated"
-		}, func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].State, t.allocs[b].State) }},
-		cat,
-		{"STREAM", 8, true, false, func(t *topTab, i int) string {
+			topCol{"STATE", 9, false, false, func(t *topTab, i int) string {
+				if t.allocs[i].State == snapshot.StateActivePendingFree {
+					return "pending"
+				}
+				return "allocated"
+			}, func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].State, t.allocs[b].State) }})
+	}
+	cols = append(cols, role, cat)
+	if t.streams {
+		cols = append(cols, topCol{"STREAM", 8, true, false, func(t *topTab, i int) string {
 			if s := t.allocs[i].Stream; s != 0 {
 				return fmt.Sprintf("%#x", s)
 			}
 			return "0"
-		}, func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Stream, t.allocs[b].Stream) }},
-		loc}
+		}, func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Stream, t.allocs[b].Stream) }})
+	}
+	return append(cols, loc)
 }
 
 func (t *topTab) refilter() {
@@ -252,6 +283,17 @@ func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
 			return t.filter.Focus()
 		case key.Matches(m, pkStack):
 			t.openStack(a)
+		case key.Matches(m, pkPeak) && t.hasTrace():
+			t.atSnapshot = !t.atSnapshot
+			t.sortCol, t.desc = 0, true
+			src := t.src
+			t.src = nil // rebuild the rows
+			t.setSource(a, src)
+			if t.peak {
+				a.setStatus("Top: the live set at the peak")
+			} else {
+				a.setStatus("Top: the active blocks at the snapshot")
+			}
 		case key.Matches(m, pkDevice):
 			if n := a.snap.numDevices(); n > 1 {
 				a.sel.dev = (a.sel.dev + 1) % n
@@ -268,6 +310,15 @@ func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// hasTrace reports whether the shown device has a trace, so a live set at
+// its peak.
+func (t *topTab) hasTrace() bool {
+	if t.src == nil || t.src.Analysis == nil || t.dev >= len(t.src.Analysis.Devices) {
+		return false
+	}
+	return t.src.Analysis.Timeline(t.src.Analysis.Devices[t.dev].Device) != nil
 }
 
 func (t *topTab) clickHeader(x int) {
@@ -315,9 +366,15 @@ func (t *topTab) view(a *App) string {
 		total += t.allocs[i].Size
 	}
 	var b strings.Builder
-	what := "allocations (active blocks)"
-	if t.est {
+	what := "allocations (active blocks at the snapshot)"
+	switch {
+	case t.est:
 		what = "tensors of the estimate"
+	case t.peak:
+		what = fmt.Sprintf("live at the peak (%s, after event %d)", bytesStr(total), t.peakEvent)
+		if t.query != "" {
+			what = fmt.Sprintf("live at the peak (after event %d)", t.peakEvent)
+		}
 	}
 	head := fmt.Sprintf("%s · %s %s · %s shown", th.bold.Render(t.src.Name()), a.snap.deviceName(), what, plural(len(t.view_), "row"))
 	if t.query != "" {
@@ -359,7 +416,7 @@ func (t *topTab) view(a *App) string {
 				w = max(8, t.w-used-1)
 			}
 			cell := safe(c.cell(t, i)) // module, phase, shape and location come from the file
-			if c.title == "CATEGORY" && r != t.list.cursor {
+			if (c.title == "CATEGORY" || c.title == "ROLE") && r != t.list.cursor {
 				cell = th.category(cell).Render(fit(cell, w))
 			} else if c.right {
 				cell = fitLeft(cell, w)
@@ -384,6 +441,12 @@ func (t *topTab) view(a *App) string {
 		b.WriteString(t.filter.View())
 	} else {
 		hint := "enter stack · s sort · S reverse · / filter · esc clear"
+		switch {
+		case t.peak:
+			hint = "p: at the snapshot · " + hint
+		case t.hasTrace():
+			hint = "p: at the peak · " + hint
+		}
 		if h := t.list.hint(); h != "" {
 			hint = h + " · " + hint
 		}

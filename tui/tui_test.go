@@ -20,6 +20,7 @@ import (
 
 	"memscope/model"
 	"memscope/nvml"
+	"memscope/snapshot"
 	"memscope/trace"
 )
 
@@ -273,8 +274,12 @@ func TestSnapshotTreeExpands(t *testing.T) {
 		t.Errorf("← should collapse it again: rows %d, want %d", got, rows)
 	}
 	press(a, "g")
+	if s := screen(a); !strings.Contains(s, "role → call site → allocation") {
+		t.Errorf("g switches to the role tree:\n%s", s)
+	}
+	press(a, "g")
 	if s := screen(a); !strings.Contains(s, "call stack (outermost first)") {
-		t.Errorf("g switches to the call-stack tree:\n%s", s)
+		t.Errorf("g again switches to the call-stack tree:\n%s", s)
 	}
 	press(a, "m")
 	if s := screen(a); !strings.Contains(s, "cached free") || !strings.Contains(s, "0x") {
@@ -293,7 +298,9 @@ func TestTopSortFilterStack(t *testing.T) {
 	if !a.top.capturing() {
 		t.Fatal("/ should open the filter")
 	}
-	for _, r := range "qwen2" {
+	// The filter matches roles too (the peak's live set: parameters made
+	// by .to() beside temporaries).
+	for _, r := range "parameter" {
 		press(a, string(r))
 	}
 	press(a, "enter")
@@ -302,12 +309,12 @@ func TestTopSortFilterStack(t *testing.T) {
 		t.Errorf("filter should narrow %d rows, got %d", all, n)
 	}
 	for _, i := range a.top.view_ {
-		if !strings.Contains(a.top.search[i], "qwen2") {
+		if !strings.Contains(a.top.search[i], "parameter") || a.top.allocs[i].Role != snapshot.RoleParameter {
 			t.Fatalf("row %d does not match the filter", i)
 		}
 	}
 	press(a, "q") // the filter is closed: q quits... so check it was not typed
-	if a.top.query != "qwen2" {
+	if a.top.query != "parameter" {
 		t.Errorf("query changed after closing the filter: %q", a.top.query)
 	}
 	a = newTestApp(t, 140, 40, "../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle")
@@ -393,10 +400,11 @@ func TestPickerDiff(t *testing.T) {
 		!strings.Contains(s, "peak_active") {
 		t.Errorf("diff view:\n%s", s)
 	}
-	// The peak tables hold the einsum difference that the final states hide
-	// (bf16 peaks 222 MiB higher, mostly in einsum).
+	// The peak tables hold the difference that the final states hide (bf16
+	// peaks 222 MiB higher, mostly in the einsum of the user's
+	// linear.py:15, the site shown rather than torch's einsum).
 	o := a.overlay.(*diffOverlay)
-	if len(o.d.PeakSites) == 0 || !strings.Contains(o.d.PeakSites[0].Name, "einsum") || o.d.PeakSites[0].Delta() == 0 {
+	if len(o.d.PeakSites) == 0 || !strings.Contains(o.d.PeakSites[0].Name, "linear.py:15 forward") || o.d.PeakSites[0].Delta() == 0 {
 		t.Errorf("largest peak change: %+v", o.d.PeakSites[:min(1, len(o.d.PeakSites))])
 	}
 	if a.internalErr != "" {
@@ -618,8 +626,12 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 		t.Error("f makes the live set a flat list, and enter opens the selected allocation's stack")
 	}
 	press(a, "esc", "f", "g")
-	if !a.timeline.bySite || !strings.Contains(screen(a), "─ reserved") {
-		t.Error("g stacks the chart by call site")
+	if a.timeline.bandBy != snapshot.BandRole || !strings.Contains(screen(a), "─ reserved") {
+		t.Error("g stacks the chart by role")
+	}
+	press(a, "g")
+	if a.timeline.bandBy != snapshot.BandSite || !strings.Contains(screen(a), ".py:") {
+		t.Errorf("g again stacks the chart by call site:\n%s", screen(a))
 	}
 	press(a, "g", "v")
 	if !a.timeline.lines {
@@ -659,8 +671,9 @@ func TestExport(t *testing.T) {
 }
 
 // TestStackOpensAtFirstUserFrame: the stack of MercuryB1's largest block
-// starts with allocator, dispatcher and CPython frames; the overlay opens
-// with the first Python frame in view and marked, and names the frame and
+// at the peak starts with allocator, dispatcher and CPython frames and
+// passes through transformers; the overlay opens with the user's own frame
+// (entrance.py, the site) in view and marked, and names the frame and
 // keyword that decided the category.
 func TestStackOpensAtFirstUserFrame(t *testing.T) {
 	a := newTestApp(t, 80, 24, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
@@ -670,7 +683,7 @@ func TestStackOpensAtFirstUserFrame(t *testing.T) {
 		t.Fatalf("enter on Top opens no stack:\n%s", screen(a))
 	}
 	s := screen(a)
-	if !strings.Contains(s, "▶ ") || !strings.Contains(s, "modeling_qwen2.py:274") {
+	if !strings.Contains(s, "▶ ") || !strings.Contains(s, "entrance.py:89") {
 		t.Errorf("first user frame not in view:\n%s", s)
 	}
 	if !strings.Contains(s, `category Activation: keyword "forward"`) || !strings.Contains(s, "◆ Activation") {
@@ -1002,13 +1015,17 @@ func TestSnapshotTreeSearch(t *testing.T) {
 	if !a.snap.capturing() {
 		t.Fatal("/ starts a search that takes the keys")
 	}
-	press(a, "q", "w", "e", "n")
+	// The call site is the user's own line (entrance.py), not the
+	// transformers frame under it.
+	for _, r := range "entrance" {
+		press(a, string(r))
+	}
 	tv := a.snap.currentTree(a)
-	if r := tv.cur(); r == nil || !strings.Contains(r.node.Label, "qwen2") {
-		t.Fatalf("the cursor is on the call site in modeling_qwen2.py: %+v\n%s", r, screen(a))
+	if r := tv.cur(); r == nil || !strings.Contains(r.node.Label, "entrance.py") {
+		t.Fatalf("the cursor is on the call site in entrance.py: %+v\n%s", r, screen(a))
 	}
 	press(a, "enter")
-	if a.snap.capturing() || !strings.Contains(screen(a), `search "qwen"`) {
+	if a.snap.capturing() || !strings.Contains(screen(a), `search "entrance"`) {
 		t.Error("enter keeps the search and gives the keys back")
 	}
 	// Allocation leaves sit in closed nodes: the search opens them.
@@ -1071,7 +1088,7 @@ func TestHelpListsEveryKey(t *testing.T) {
 				t.Errorf("%s help lacks %q:\n%s", tb.name(), b.Help().Key, s)
 			}
 		}
-		if i == 1 && !strings.Contains(s, "group by category / call stack") {
+		if i == 1 && !strings.Contains(s, "group by category / role / call stack") {
 			t.Errorf("Snapshot help lacks g's description:\n%s", s)
 		}
 		press(a, "esc")
@@ -1243,6 +1260,71 @@ func TestAllInactiveSnapshotPointsToThePeak(t *testing.T) {
 		press(a, "5", "p")
 		if want := max(0, a.timeline.tl.Peak.EventIndex); a.timeline.cursor != want && a.timeline.cursor != a.timeline.tl.Peak.EventIndex {
 			t.Errorf("p on the Timeline: cursor %d, peak %d", a.timeline.cursor, a.timeline.tl.Peak.EventIndex)
+		}
+	}
+}
+
+// TestRolesPeakTopAndIcicle: on a real PyTorch 2.11 snapshot (C++ and
+// Python stacks), the Top tab opens on the live set at the peak with roles
+// and user sites, p switches to the snapshot, the Snapshot tab names the
+// roles at the peak, and i draws the flame graph of the peak's memory.
+func TestRolesPeakTopAndIcicle(t *testing.T) {
+	const file = "../testdata/snapshots/h100/gpt_adamw.pickle.gz"
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		a := newTestApp(t, size[0], size[1], file)
+		d := a.snap.dev()
+		peak := a.snap.src.Analysis.PeakLive(d)
+		press(a, "3")
+		s := screen(a)
+		checkScreen(t, s, size[0], size[1])
+		golden(t, fmt.Sprintf("top_peak_%dx%d", size[0], size[1]), s)
+		if !a.top.peak || len(a.top.allocs) != len(peak) || !strings.Contains(s, "ROLE") || !strings.Contains(s, "SITE") {
+			t.Fatalf("Top opens on the %d allocations live at the peak:\n%s", len(peak), s)
+		}
+		// The largest live allocation at the peak is the logits' gradient
+		// (a backward temporary); its site is the autograd node, not a
+		// dispatcher frame.
+		if top := a.top.allocs[a.top.view_[0]]; top.Role != snapshot.RoleTemporary ||
+			!strings.Contains(a.top.locs[a.top.view_[0]], "Backward0::apply") {
+			t.Errorf("largest at the peak: %s at %q", top.Role, a.top.locs[a.top.view_[0]])
+		}
+		press(a, "p")
+		if a.top.peak || len(a.top.allocs) != len(d.Allocations) {
+			t.Errorf("p shows the snapshot's %d active blocks, not %d rows", len(d.Allocations), len(a.top.allocs))
+		}
+		press(a, "2")
+		s = screen(a)
+		if !strings.Contains(s, "roles at the peak: Activation") {
+			t.Errorf("the Snapshot tab names the roles at the peak:\n%s", s)
+		}
+		press(a, "i")
+		s = screen(a)
+		checkScreen(t, s, size[0], size[1])
+		golden(t, fmt.Sprintf("icicle_%dx%d", size[0], size[1]), s)
+		if !strings.Contains(s, "all · "+bytesStr(d.Peak.Active)+" (100.0%)") {
+			t.Errorf("the icicle's root is the peak's %s:\n%s", bytesStr(d.Peak.Active), s)
+		}
+		ic := a.snap.currentIcicle()
+		press(a, "down")
+		first := ic.cur()
+		if first == ic.root || first != ic.root.Children[0] {
+			t.Error("↓ goes to the largest callee")
+		}
+		press(a, "right")
+		if ic.cur() == first || len(ic.chain) != 2 {
+			t.Error("→ goes to the next sibling")
+		}
+		press(a, "left", "enter")
+		if ic.zoom != 1 || !strings.Contains(screen(a), "esc zoom out") {
+			t.Error("enter zooms into the frame")
+		}
+		press(a, "esc")
+		if ic.zoom != 0 || a.snap.mode != smIcicle {
+			t.Error("esc zooms out first")
+		}
+		press(a, "esc")
+		if a.snap.mode != smCategory {
+			t.Error("esc at the top leaves the flame graph")
 		}
 	}
 }
