@@ -189,25 +189,49 @@ func SnapshotFigures(d *snapshot.DeviceStats, tl *snapshot.Timeline) map[string]
 	cat.Series = []Series{{Y: cv, Colors: categoryColors(cat.Labels)}}
 	figs["category_breakdown"] = cat
 
-	// Top consumers.
+	// Roles: what the memory is, at the peak when there is a trace.
+	roles, when := d.Roles, "at the snapshot"
+	if tl != nil {
+		roles, when = d.Peak.Roles, "at the peak"
+	}
+	var roleMax int64
+	for _, c := range roles {
+		roleMax = max(roleMax, c.Bytes)
+	}
+	runit, rdiv := ByteUnit(float64(roleMax))
+	rf := &Figure{Kind: HBars, Title: "Memory by role " + when + ", " + dev, XLabel: runit, YUnit: runit}
+	var rv []float64
+	for i := len(roles) - 1; i >= 0; i-- {
+		rf.Labels = append(rf.Labels, roles[i].Name)
+		rv = append(rv, float64(roles[i].Bytes)/rdiv)
+	}
+	rf.Series = []Series{{Y: rv, Colors: categoryColors(rf.Labels)}}
+	figs["role_breakdown"] = rf
+
+	// Top consumers: the live set at the peak (the moment that decides an
+	// OOM) when there is a trace, else the snapshot's active blocks.
+	live := d.Allocations
+	if tl != nil {
+		live = tl.Peak.Live
+	}
 	var topMax int64
-	for _, a := range d.Allocations {
+	for _, a := range live {
 		topMax = max(topMax, a.Size)
 	}
 	tunit, tdiv := ByteUnit(float64(topMax))
-	top := &Figure{Kind: HBars, Title: "Top allocations, " + dev, XLabel: tunit, YUnit: tunit}
+	top := &Figure{Kind: HBars, Title: "Top allocations " + when + ", " + dev + " (role · site)", XLabel: tunit, YUnit: tunit}
 	var tv []float64
 	var tc []string
-	n := min(30, len(d.Allocations))
+	n := min(30, len(live))
 	for i := n - 1; i >= 0; i-- {
-		a := &d.Allocations[i]
+		a := &live[i]
 		loc := a.Location()
 		if loc == "" {
 			loc = snapshot.NoFrames
 		}
-		top.Labels = append(top.Labels, shorten(loc, 64))
+		top.Labels = append(top.Labels, shorten(a.Role.String()+" · "+loc, 72))
 		tv = append(tv, float64(a.Size)/tdiv)
-		tc = append(tc, palette.Category(a.Category))
+		tc = append(tc, palette.Category(a.Role.String()))
 	}
 	top.Series = []Series{{Y: tv, Colors: tc}}
 	figs["top_consumers"] = top
@@ -235,11 +259,21 @@ func SnapshotFigures(d *snapshot.DeviceStats, tl *snapshot.Timeline) map[string]
 	sd.Series = []Series{act, ina}
 	figs["size_distribution"] = sd
 
-	// Efficiency.
+	// Efficiency, judged at the peak when there is a trace (as the report
+	// and the explorer judge it): memory cached after the peak is kept from
+	// the peak, not wasted.
 	ef := &Figure{Kind: Bars, Title: fmt.Sprintf("Memory efficiency, %s: %.1f%% (%s)", dev, d.EfficiencyPct, d.Rating), YLabel: unit, YUnit: unit,
 		Labels: []string{"reserved", "allocated", "wasted (reserved − allocated)"}}
 	ef.Series = []Series{{Y: []float64{b(d.ReservedBytes), b(d.AllocatedBytes), b(d.ReservedBytes - d.AllocatedBytes)},
 		Colors: []string{palette.Reserved, palette.Allocated, palette.Rounding}}}
+	if pk := &d.Peak; pk.FromTrace {
+		ef.Title = fmt.Sprintf("Memory efficiency at the peak, %s: %.1f%% (%s)", dev, pk.EfficiencyPct, pk.Rating)
+		ef.Labels = []string{"reserved at the peak", "active at the peak", "free at the peak"}
+		ef.Series = []Series{{Y: []float64{b(pk.Reserved), b(pk.Active), b(max(0, pk.Reserved-pk.Active))},
+			Colors: []string{palette.Reserved, palette.Allocated, palette.Rounding}}}
+		ef.Note = fmt.Sprintf("at the snapshot %.1f%% (%s): %s cached, kept from the peak", d.EfficiencyPct, d.Rating,
+			units.Bytes(d.ReservedBytes-d.AllocatedBytes))
+	}
 	figs["memory_efficiency"] = ef
 
 	if tl != nil {
@@ -376,6 +410,19 @@ func ReportDir(dir, ext string, a *snapshot.Analysis, e *estimate.Analysis) ([]s
 	if a != nil {
 		for i := range a.Devices {
 			d := &a.Devices[i]
+			flame := filepath.Join(dir, "flame.svg")
+			if len(a.Devices) > 1 {
+				flame = filepath.Join(dir, fmt.Sprintf("flame_cuda%d.svg", d.Device))
+			}
+			when := "at the peak"
+			if a.Timeline(d.Device) == nil {
+				when = "at the snapshot"
+			}
+			title := fmt.Sprintf("Memory live %s, cuda:%d: %s by call stack", when, d.Device, units.Bytes(d.Peak.Active))
+			if err := FlameFile(flame, snapshot.FlameTree(a.PeakLive(d)), title); err != nil {
+				return out, err
+			}
+			out = append(out, flame)
 			prefix := filepath.Join(dir, "")
 			if len(a.Devices) > 1 {
 				figs := SnapshotFigures(d, a.Timeline(d.Device))

@@ -110,10 +110,26 @@ func TestSnapshotFigures(t *testing.T) {
 			t.Errorf("missing %s", name)
 		}
 	}
+	// With a trace, efficiency is judged at the peak, as the report does.
 	_, div := ByteUnit(float64(d.ReservedBytes))
 	ef := figs["memory_efficiency"].Series[0].Y
-	if int64(math.Round(ef[0]*div)) != d.ReservedBytes || int64(math.Round(ef[1]*div)) != d.AllocatedBytes {
-		t.Errorf("efficiency bars %v vs reserved %d allocated %d", ef, d.ReservedBytes, d.AllocatedBytes)
+	if int64(math.Round(ef[0]*div)) != d.Peak.Reserved || int64(math.Round(ef[1]*div)) != d.Peak.Active ||
+		!strings.Contains(figs["memory_efficiency"].Title, fmt.Sprintf("%.1f%%", d.Peak.EfficiencyPct)) {
+		t.Errorf("efficiency bars %v vs reserved %d active %d at the peak", ef, d.Peak.Reserved, d.Peak.Active)
+	}
+	// Top consumers are the live set at the peak, labelled role · site.
+	top := figs["top_consumers"]
+	peakTop := a.Timeline(0).Peak.Live[0]
+	if n := len(top.Labels); n == 0 || !strings.HasPrefix(top.Labels[n-1], peakTop.Role.String()+" · ") ||
+		int64(math.Round(top.Series[0].Y[n-1]*unitDiv(top.YUnit))) != peakTop.Size {
+		t.Errorf("top consumers' largest bar %q, want the peak's largest (%d bytes, %s)", top.Labels[len(top.Labels)-1], peakTop.Size, peakTop.Role)
+	}
+	var rsum float64
+	for _, v := range figs["role_breakdown"].Series[0].Y {
+		rsum += v
+	}
+	if math.Abs(rsum*unitDiv(figs["role_breakdown"].YUnit)-float64(d.Peak.Active)) > 4 {
+		t.Errorf("roles at the peak sum to %v, peak %d", rsum*unitDiv(figs["role_breakdown"].YUnit), d.Peak.Active)
 	}
 	var sum float64
 	for _, v := range figs["category_breakdown"].Series[0].Y {
@@ -221,4 +237,16 @@ func TestRankFigureLinesPerSide(t *testing.T) {
 	if err != nil || len(pics) != 2 || filepath.Base(pics[0]) != "memory_comparison_rank_4.png" {
 		t.Errorf("a one-sided rank gets its picture: %v %v", pics, err)
 	}
+}
+
+func unitDiv(unit string) float64 {
+	switch unit {
+	case "GiB":
+		return units.GiB
+	case "MiB":
+		return units.MiB
+	case "KiB":
+		return units.KiB
+	}
+	return 1
 }
