@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -213,5 +214,24 @@ func TestRoleTotalsOrder(t *testing.T) {
 	if len(got) != 3 || got[0].Name != "Parameter" || got[1].Name != "Gradient" || got[1].Bytes != 15 || got[1].Blocks != 2 ||
 		got[2].Name != "Unknown" {
 		t.Errorf("RoleTotals = %+v", got)
+	}
+}
+
+// TestWithin: a window holds [first, last); between, before and after the
+// windows nothing does.
+func TestWithin(t *testing.T) {
+	ws := []window{{10, 20}, {20, 25}, {40, 50}}
+	for i, want := range map[int]int{9: -1, 10: 0, 19: 0, 20: 1, 24: 1, 25: -1, 39: -1, 40: 2, 49: 2, 50: -1, -1: -1} {
+		w, ok := within(ws, i)
+		got := -1
+		if ok {
+			got = slices.Index(ws, w)
+		}
+		if got != want {
+			t.Errorf("within(%d) = window %d, want %d", i, got, want)
+		}
+	}
+	if _, ok := within(nil, 0); ok {
+		t.Error("no window holds anything")
 	}
 }
