@@ -31,7 +31,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
 	top := fs.Int("top", 10, "allocations to list per device")
 	allocs := fs.Bool("allocations", false, "with --json: list every active block (addr, size, role, category, site, op)")
-	catFile := fs.String("categories", "", "category rules file (\"Name: keyword, keyword\" per line)")
+	catFile := fs.String("categories", "", "category and role rules file (\"Name: keyword, keyword\" or \"role Parameter: keyword\" per line)")
 	plotDir := fs.String("plot", "", "write pictures (overview, top consumers, categories, sizes, efficiency, timeline) into DIR")
 	outDir := fs.String("out", "", "save text, JSON, pictures and a findings README into DIR/YYYYMMDD_HHMMSS_NAME/ (and a latest link)")
 	name := fs.String("name", "", "name of the --out folder (default: from the input path)")

@@ -362,7 +362,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 		return cmp.Compare(x.Address, y.Address)
 	})
 	st.Categories = CategoryTotals(st.Allocations, cat)
-	assignRoles(st.Allocations, tl)
+	assignRoles(st.Allocations, tl, cat)
 	st.Roles = RoleTotals(st.Allocations)
 
 	st.TraceEntries = len(trace)
@@ -501,7 +501,7 @@ func (c *Categorizer) Categorized(a Allocation) Allocation {
 // timeline gave the allocation still open at each block's address, or,
 // without a trace (or for a block the trace never saw), the role its stack
 // gives an allocation alive at the dump.
-func assignRoles(allocs []Allocation, tl *Timeline) {
+func assignRoles(allocs []Allocation, tl *Timeline, cat *Categorizer) {
 	var open map[uint64]Role
 	if tl != nil {
 		open = make(map[uint64]Role, len(allocs))
@@ -512,7 +512,7 @@ func assignRoles(allocs []Allocation, tl *Timeline) {
 			}
 		}
 	}
-	c := newRoleClassifier()
+	c := newRoleClassifier(cat)
 	for i := range allocs {
 		a := &allocs[i]
 		if r, ok := open[a.Address]; ok {

@@ -23,20 +23,24 @@ const Unknown = "Unknown"
 type Rule struct {
 	Name     string
 	Keywords []string
+	// Role marks a role rule (rules file: "role Parameter: kw, …"): Name is
+	// a role, and an allocation whose stack has a matching frame takes it
+	// before the built-in role rules (see Role).
+	Role bool
 }
 
 // DefaultRules are tried in order; the first rule with a matching frame wins.
 // The order puts specific causes (MoE, attention, optimizer, collectives)
 // before generic ones ("forward" marks almost every activation).
 var defaultRules = []Rule{
-	{"Expert/MoE", []string{"moe", "expert", "experts", "router", "token_dispatcher", "grouped_gemm", "deepep", "deep_ep"}},
-	{"Attention", []string{"attention", "attn", "flash", "sdpa", "scaled_dot_product", "rotary", "kv_cache"}},
-	{"Linear/MatMul", []string{"linear", "matmul", "addmm", "gemm", "bmm", "einsum", "baddbmm"}},
-	{"Optimizer State", []string{"optim", "optimizer", "adam", "adamw", "sgd", "lamb", "lion", "zero_grad", "multi_tensor", "fused_adam", "fused_adamw", "distrib_optimizer"}},
-	{"Communication", []string{"nccl", "all_gather", "reduce_scatter", "all_to_all", "all_reduce", "distributed_c10d", "c10d", "broadcast", "deepep", "functional_collectives"}},
-	{"FSDP", []string{"fsdp", "flat_param", "fully_shard"}},
-	{"Gradient", []string{"backward", "autograd", "grad_acc", "accumulate_grad", "grad", "grad_buffer"}},
-	{"Activation", []string{"forward", "activation", "activations", "gelu", "relu", "silu", "swiglu", "dropout", "layer_norm", "rms_norm", "softmax", "checkpoint", "embedding", "embeddings"}},
+	{Name: "Expert/MoE", Keywords: []string{"moe", "expert", "experts", "router", "token_dispatcher", "grouped_gemm", "deepep", "deep_ep"}},
+	{Name: "Attention", Keywords: []string{"attention", "attn", "flash", "sdpa", "scaled_dot_product", "rotary", "kv_cache"}},
+	{Name: "Linear/MatMul", Keywords: []string{"linear", "matmul", "addmm", "gemm", "bmm", "einsum", "baddbmm"}},
+	{Name: "Optimizer State", Keywords: []string{"optim", "optimizer", "adam", "adamw", "sgd", "lamb", "lion", "zero_grad", "multi_tensor", "fused_adam", "fused_adamw", "distrib_optimizer"}},
+	{Name: "Communication", Keywords: []string{"nccl", "all_gather", "reduce_scatter", "all_to_all", "all_reduce", "distributed_c10d", "c10d", "broadcast", "deepep", "functional_collectives"}},
+	{Name: "FSDP", Keywords: []string{"fsdp", "flat_param", "fully_shard"}},
+	{Name: "Gradient", Keywords: []string{"backward", "autograd", "grad_acc", "accumulate_grad", "grad", "grad_buffer"}},
+	{Name: "Activation", Keywords: []string{"forward", "activation", "activations", "gelu", "relu", "silu", "swiglu", "dropout", "layer_norm", "rms_norm", "softmax", "checkpoint", "embedding", "embeddings"}},
 }
 
 // DefaultRules returns a copy of the built-in category rules.
@@ -55,8 +59,12 @@ type Categorizer struct {
 	rules []Rule
 	// keys are the rules' keywords as part runs with separators removed,
 	// in rule order: keys[i][j] belongs to rules[i].Keywords[j].
-	keys  [][]string
-	cache map[*Frame]Decision
+	keys [][]string
+	// roleRules are the user's role rules, roleKeys their keywords as part
+	// runs.
+	roleRules []Rule
+	roleKeys  [][]string
+	cache     map[*Frame]Decision
 	// frames caches what the rules make of each (file, function) pair: a
 	// long run has hundreds of thousands of distinct stacks but only a few
 	// thousand distinct frames, and splitting names into parts is most of
@@ -88,23 +96,52 @@ func NewCategorizer(rules []Rule) *Categorizer {
 	if rules == nil {
 		rules = defaultRules
 	}
-	lower := make([]Rule, len(rules))
-	for i, r := range rules {
+	var lower, roles []Rule
+	for _, r := range rules {
 		kw := make([]string, 0, len(r.Keywords))
 		for _, k := range r.Keywords {
 			if k = strings.ToLower(strings.TrimSpace(k)); k != "" {
 				kw = append(kw, k)
 			}
 		}
-		lower[i] = Rule{Name: r.Name, Keywords: kw}
+		if r.Role {
+			roles = append(roles, Rule{Name: r.Name, Keywords: kw, Role: true})
+		} else {
+			lower = append(lower, Rule{Name: r.Name, Keywords: kw})
+		}
 	}
-	keys := make([][]string, len(lower))
-	for i, r := range lower {
+	return &Categorizer{rules: lower, keys: ruleKeys(lower), roleRules: roles, roleKeys: ruleKeys(roles),
+		cache: map[*Frame]Decision{}, frames: map[[2]string]frameClass{}}
+}
+
+// ruleKeys are the rules' keywords as part runs with separators removed.
+func ruleKeys(rules []Rule) [][]string {
+	keys := make([][]string, len(rules))
+	for i, r := range rules {
 		for _, k := range r.Keywords {
 			keys[i] = append(keys[i], strings.Join(identParts(k, nil), ""))
 		}
 	}
-	return &Categorizer{rules: lower, keys: keys, cache: map[*Frame]Decision{}, frames: map[[2]string]frameClass{}}
+	return keys
+}
+
+// userRole is the role the user's role rules give a frame (its base file
+// name or function name, matched as category keywords are), or
+// RoleUnknown.
+func (c *Categorizer) userRole(f Frame) Role {
+	if c == nil || len(c.roleRules) == 0 || IsNoise(f) || IsProfilerFrame(f) {
+		return RoleUnknown
+	}
+	file, name := identParts(baseName(f.Filename), nil), identParts(f.Name, nil)
+	for i, r := range c.roleRules {
+		for _, key := range c.roleKeys[i] {
+			if matchParts(file, key) || matchParts(name, key) {
+				role, _ := ParseRole(r.Name)
+				return role
+			}
+		}
+	}
+	return RoleUnknown
 }
 
 // Names lists the categories in rule order, then Unknown.
@@ -247,8 +284,10 @@ func matchParts(parts []string, key string) bool {
 	return false
 }
 
-// LoadRules reads a user rules file: one rule a line, "Name: kw1, kw2, ...",
-// '#' starts a comment. The file's rules come first, in file order; a
+// LoadRules reads a user rules file: one rule a line, "Name: kw1, kw2, ..."
+// for a category or "role Role: kw1, ..." for a role (Parameter, Gradient,
+// Optimizer State, Activation, Input, Temporary, Workspace); '#' starts a
+// comment. The file's rules come first, in file order; a
 // default rule with the same name is replaced, the other defaults follow.
 func LoadRules(path string) ([]Rule, error) {
 	f, err := os.Open(path)
@@ -282,7 +321,16 @@ func ParseRules(r io.Reader) ([]Rule, error) {
 		name, kws, ok := strings.Cut(line, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return nil, fmt.Errorf("line %d: expected \"Category: keyword, keyword\"", n)
+			return nil, fmt.Errorf("line %d: expected \"Category: keyword, keyword\" or \"role Role: keyword, keyword\"", n)
+		}
+		isRole := false
+		if len(name) > 5 && strings.EqualFold(name[:5], "role ") {
+			role, ok := ParseRole(strings.TrimSpace(name[5:]))
+			if !ok || role == RoleUnknown {
+				return nil, fmt.Errorf("line %d: %q is not a role (%s)", n, strings.TrimSpace(name[5:]),
+					strings.Join(RoleNames()[:len(RoleNames())-1], ", "))
+			}
+			name, isRole = role.String(), true
 		}
 		var kw []string
 		for _, k := range strings.Split(kws, ",") {
@@ -293,10 +341,10 @@ func ParseRules(r io.Reader) ([]Rule, error) {
 		if len(kw) == 0 {
 			return nil, fmt.Errorf("line %d: category %q has no keywords", n, name)
 		}
-		if strings.EqualFold(name, Unknown) {
+		if strings.EqualFold(name, Unknown) && !isRole {
 			return nil, fmt.Errorf("line %d: %q is the fallback category and takes no keywords", n, Unknown)
 		}
-		user = append(user, Rule{Name: name, Keywords: kw})
+		user = append(user, Rule{Name: name, Keywords: kw, Role: isRole})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -305,7 +353,7 @@ func ParseRules(r io.Reader) ([]Rule, error) {
 	for _, d := range defaultRules {
 		replaced := false
 		for _, u := range user {
-			if strings.EqualFold(u.Name, d.Name) {
+			if !u.Role && strings.EqualFold(u.Name, d.Name) {
 				replaced = true
 			}
 		}
@@ -420,9 +468,10 @@ func EstimateLocation(st Stack) string {
 // LocationIndex is the index of the frame Location formats, or -1.
 func LocationIndex(st Stack) int { return SiteIndex(st) }
 
-// Rules returns the categorizer's rules, in order.
+// Rules returns the categorizer's rules, in order: the category rules,
+// then the role rules.
 func (c *Categorizer) Rules() []Rule {
-	out := make([]Rule, len(c.rules))
-	copy(out, c.rules)
-	return out
+	out := make([]Rule, 0, len(c.rules)+len(c.roleRules))
+	out = append(out, c.rules...)
+	return append(out, c.roleRules...)
 }

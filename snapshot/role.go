@@ -35,6 +35,16 @@ func (r Role) String() string {
 	return "Unknown"
 }
 
+// ParseRole maps a role's name (any case) to the Role.
+func ParseRole(name string) (Role, bool) {
+	for i, n := range roleNames {
+		if strings.EqualFold(n, name) {
+			return Role(i), true
+		}
+	}
+	return RoleUnknown, false
+}
+
 // RoleNames lists the roles in display order, Unknown last.
 func RoleNames() []string {
 	return append(append([]string(nil), roleNames[1:]...), roleNames[0])
@@ -63,13 +73,23 @@ type stackTraits struct {
 	// in torch, or an aten operator that is not a factory or copy).
 	torchOp bool
 	site    string // the site frame as text ("" when none)
+	// user is the role the user's role rules give the innermost matching
+	// frame (RoleUnknown: none).
+	user Role
 }
 
 // roleClassifier decides roles, caching traits per stack and per frame.
 type roleClassifier struct {
+	cat    *Categorizer // the user's role rules (nil: none)
 	stacks map[*Frame]*stackTraits
-	frames map[frameName]frameTraits
+	frames map[frameName]frameInfo
 	empty  stackTraits
+}
+
+// frameInfo is what one frame says to the role rules.
+type frameInfo struct {
+	traits frameTraits
+	user   Role
 }
 
 // frameTraits is what one frame says.
@@ -90,8 +110,8 @@ const (
 	ftFiltered
 )
 
-func newRoleClassifier() *roleClassifier {
-	return &roleClassifier{stacks: map[*Frame]*stackTraits{}, frames: map[frameName]frameTraits{},
+func newRoleClassifier(cat *Categorizer) *roleClassifier {
+	return &roleClassifier{cat: cat, stacks: map[*Frame]*stackTraits{}, frames: map[frameName]frameInfo{},
 		empty: stackTraits{empty: true}}
 }
 
@@ -105,7 +125,11 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	t := &stackTraits{}
 	var all frameTraits
 	for i := range st {
-		all |= c.frame(st[i])
+		fi := c.frame(st[i])
+		all |= fi.traits
+		if t.user == RoleUnknown {
+			t.user = fi.user
+		}
 	}
 	t.python = all&ftPython != 0
 	t.backward = all&ftBackward != 0
@@ -125,14 +149,14 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	return t
 }
 
-func (c *roleClassifier) frame(f Frame) frameTraits {
+func (c *roleClassifier) frame(f Frame) frameInfo {
 	k := frameName{f.Filename, f.Name}
-	if t, ok := c.frames[k]; ok {
-		return t
+	if fi, ok := c.frames[k]; ok {
+		return fi
 	}
-	t := frameTraitsOf(f)
-	c.frames[k] = t
-	return t
+	fi := frameInfo{traits: frameTraitsOf(f), user: c.cat.userRole(f)}
+	c.frames[k] = fi
+	return fi
 }
 
 // frameTraitsOf reads one frame. C++ names are matched by their qualified
@@ -275,7 +299,9 @@ type lifetime struct {
 }
 
 // decide is the role of an allocation made at stack alloc with lifetime lt.
-// The rules in order (each from a real stack shape; see docs):
+// The user's role rules come first (the innermost matching frame decides);
+// then the built-in rules in order (each from a real stack shape; see
+// docs/roles.md):
 //  1. library scratch (cuBLAS/cuDNN workspace, NCCL) is Workspace;
 //  2. made by AccumulateGrad, or freed by zero_grad/.grad = None, it is a
 //     Gradient;
@@ -297,6 +323,8 @@ func (c *roleClassifier) decide(alloc *stackTraits, lt lifetime) Role {
 	freedInBackward := free != nil && (free.backward || lt.framelessFree)
 	sameSite := free != nil && alloc.site != "" && free.site == alloc.site
 	switch {
+	case alloc.user != RoleUnknown:
+		return alloc.user
 	case alloc.workspace:
 		return RoleWorkspace
 	case alloc.accumulate, free != nil && free.setGrad, lt.zeroGradFree:
@@ -367,7 +395,7 @@ func within(ws []window, i int) (window, bool) {
 // classifyRoles decides the role of every interval of the timeline from
 // its alloc stack, its free stack and the optimizer's annotated ranges.
 func (t *Timeline) classifyRoles(anns []Annotation) {
-	c := newRoleClassifier()
+	c := newRoleClassifier(t.cat)
 	ranges := t.stageRanges(anns)
 	steps := windowsNamed(ranges, "Optimizer.step#")
 	zeroGrads := windowsNamed(ranges, "Optimizer.zero_grad#")
@@ -419,7 +447,7 @@ func (t *Timeline) Role(j int) Role {
 // RoleOfStack is the role of an allocation known only from the snapshot
 // (no trace): alive at the dump, made at stack st.
 func RoleOfStack(st Stack) Role {
-	c := newRoleClassifier()
+	c := newRoleClassifier(nil)
 	return c.decide(c.traits(st), lifetime{alive: true})
 }
 

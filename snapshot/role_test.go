@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -116,7 +117,7 @@ func cat(parts ...[]string) []string {
 // TestRoleRules runs each rule on the stack shapes PyTorch writes, with and
 // without C++ frames, from the trace's lifetime and from a lone snapshot.
 func TestRoleRules(t *testing.T) {
-	c := newRoleClassifier()
+	c := newRoleClassifier(nil)
 	tr := func(spec ...string) *stackTraits { return c.traits(frames(spec...)) }
 	backwardFree := tr(engineCpp...)
 	userFree := tr("??|THPVariable_dealloc(_object*)", "/home/u/train.py|main")
@@ -233,5 +234,40 @@ func TestWithin(t *testing.T) {
 	}
 	if _, ok := within(nil, 0); ok {
 		t.Error("no window holds anything")
+	}
+}
+
+// TestUserRoleRules: "role Name: keywords" lines of a rules file set roles
+// before the built-in rules, matched on a frame's base file name or
+// function as category keywords are; a bad role name is an error.
+func TestUserRoleRules(t *testing.T) {
+	rules, err := ParseRules(strings.NewReader("# LoRA adapters are parameters\nrole Parameter: lora_init\nrole optimizer state: my_shard\nAttention: my_attn\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCategorizer(rules)
+	if slices.Contains(c.Names(), "Parameter") || !slices.Contains(c.Names(), "my_attn") && !slices.Contains(c.Names(), "Attention") {
+		t.Errorf("role rules are no categories: %v", c.Names())
+	}
+	if got := NewCategorizer(c.Rules()).Rules(); len(got) != len(c.Rules()) || !got[len(got)-1].Role {
+		t.Errorf("Rules() keeps the role rules for a copy: %+v", got[len(got)-2:])
+	}
+	rc := newRoleClassifier(c)
+	lora := frames(cat(allocCpp, []string{"/home/u/lora_init.py|make", "/home/u/model.py|forward",
+		sp + "torch/nn/modules/module.py|_call_impl"})...)
+	if got := rc.decide(rc.traits(lora), lifetime{known: true, alive: true}); got != RoleParameter {
+		t.Errorf("a lora_init.py frame: %s, want Parameter (before the forward rule)", got)
+	}
+	shard := frames("/home/u/zero.py|my_shard_state", "/home/u/train.py|main")
+	if got := rc.decide(rc.traits(shard), lifetime{alive: true}); got != RoleOptimizerState {
+		t.Errorf("my_shard_state: %s, want Optimizer State", got)
+	}
+	if got := rc.decide(rc.traits(frames(forwardPy...)), lifetime{alive: true}); got != RoleActivation {
+		t.Errorf("no rule matches: the built-in rules decide (%s)", got)
+	}
+	for _, bad := range []string{"role Weights: w", "role Unknown: x", "role Parameter:"} {
+		if _, err := ParseRules(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }
