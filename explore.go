@@ -29,7 +29,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	noLive := fs.Bool("no-live", false, "never initialise NVML")
 	interval := fs.Duration("interval", time.Second, "live sampling interval (min 50ms)")
 	history := fs.Duration("history", 30*time.Minute, "live history kept for the charts (1m to 24h)")
-	catFile := fs.String("categories", "", "category rules file")
+	catFile := fs.String("categories", "", "category and role rules file (\"Name: keyword, keyword\" or \"role Parameter: keyword\" per line)")
 	pf := addPromFlags(fs)
 	paths, err := parseFlags(fs, args)
 	if err != nil {
