@@ -32,6 +32,9 @@ type Diff struct {
 	// peak: two runs often end alike and differ on the way.
 	PeakCategories []DiffRow
 	PeakSites      []DiffRow
+	// Roles and PeakRoles compare the roles (what the memory is); empty
+	// unless both sides are allocator snapshots (estimates carry none).
+	Roles, PeakRoles []DiffRow
 }
 
 // Side is what a diff needs of one input.
@@ -42,11 +45,13 @@ type Side struct {
 	// PeakAllocs are the allocations live at the peak (for estimates, which
 	// describe the peak, the same as Allocs).
 	PeakAllocs []Allocation
+	// HasRoles is set for allocator snapshots, whose allocations have roles.
+	HasRoles bool
 }
 
 // SideOf summarises an analysed allocator snapshot (all devices).
 func SideOf(name string, a *Analysis) Side {
-	s := Side{Name: name}
+	s := Side{Name: name, HasRoles: true}
 	var t [8]int64
 	for i := range a.Devices {
 		d := &a.Devices[i]
@@ -97,6 +102,11 @@ func Compare(a, b Side) *Diff {
 	d.Sites = mergeRows(groupBy(a.Allocs, site), groupBy(b.Allocs, site), true)
 	d.PeakCategories = mergeRows(groupBy(a.PeakAllocs, category), groupBy(b.PeakAllocs, category), true)
 	d.PeakSites = mergeRows(groupBy(a.PeakAllocs, site), groupBy(b.PeakAllocs, site), true)
+	if a.HasRoles && b.HasRoles {
+		role := func(x *Allocation) string { return x.Role.String() }
+		d.Roles = mergeRows(groupBy(a.Allocs, role), groupBy(b.Allocs, role), true)
+		d.PeakRoles = mergeRows(groupBy(a.PeakAllocs, role), groupBy(b.PeakAllocs, role), true)
+	}
 	return d
 }
 
@@ -163,7 +173,8 @@ func (d *Diff) WriteJSON(w io.Writer) error {
 		Delta int64  `json:"delta_bytes"`
 	}
 	type site struct {
-		Location string `json:"location"`
+		Site     string `json:"site"`
+		Location string `json:"location"` // the same as site, for older scripts
 		A        int64  `json:"a_bytes"`
 		B        int64  `json:"b_bytes"`
 		Delta    int64  `json:"delta_bytes"`
@@ -176,7 +187,10 @@ func (d *Diff) WriteJSON(w io.Writer) error {
 		Sites      []site         `json:"sites"`
 		PeakCats   []cat          `json:"peak_categories"`
 		PeakSites  []site         `json:"peak_sites"`
-	}{A: d.A, B: d.B, Totals: map[string]tot{}, Categories: []cat{}, Sites: []site{}, PeakCats: []cat{}, PeakSites: []site{}}
+		Roles      []cat          `json:"roles"`
+		PeakRoles  []cat          `json:"peak_roles"`
+	}{A: d.A, B: d.B, Totals: map[string]tot{}, Categories: []cat{}, Sites: []site{}, PeakCats: []cat{}, PeakSites: []site{},
+		Roles: []cat{}, PeakRoles: []cat{}}
 	for _, r := range d.Totals {
 		out.Totals[r.Name] = tot{r.A, r.B, r.Delta()}
 	}
@@ -184,13 +198,19 @@ func (d *Diff) WriteJSON(w io.Writer) error {
 		out.Categories = append(out.Categories, cat{r.Name, r.A, r.B, r.Delta()})
 	}
 	for _, r := range d.Sites {
-		out.Sites = append(out.Sites, site{r.Name, r.A, r.B, r.Delta()})
+		out.Sites = append(out.Sites, site{r.Name, r.Name, r.A, r.B, r.Delta()})
+	}
+	for _, r := range d.Roles {
+		out.Roles = append(out.Roles, cat{r.Name, r.A, r.B, r.Delta()})
+	}
+	for _, r := range d.PeakRoles {
+		out.PeakRoles = append(out.PeakRoles, cat{r.Name, r.A, r.B, r.Delta()})
 	}
 	for _, r := range d.PeakCategories {
 		out.PeakCats = append(out.PeakCats, cat{r.Name, r.A, r.B, r.Delta()})
 	}
 	for _, r := range d.PeakSites {
-		out.PeakSites = append(out.PeakSites, site{r.Name, r.A, r.B, r.Delta()})
+		out.PeakSites = append(out.PeakSites, site{r.Name, r.Name, r.A, r.B, r.Delta()})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -209,7 +229,13 @@ func (d *Diff) WriteText(w io.Writer, top int) error {
 			fmt.Fprintf(&b, "%-22s %14d %14d %+14d\n", r.Name, r.A, r.B, r.Delta())
 		}
 	}
-	writeRows := func(title string, cats, sites []DiffRow) {
+	writeRows := func(title string, roles, cats, sites []DiffRow) {
+		if len(roles) > 0 {
+			fmt.Fprintf(&b, "\n%-22s %14s %14s %14s\n", "ROLE"+title, "A", "B", "B − A")
+			for _, r := range roles {
+				fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", r.Name, units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()))
+			}
+		}
 		fmt.Fprintf(&b, "\n%-22s %14s %14s %14s\n", "CATEGORY"+title, "A", "B", "B − A")
 		for _, r := range cats {
 			fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", r.Name, units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()))
@@ -223,8 +249,8 @@ func (d *Diff) WriteText(w io.Writer, top int) error {
 			fmt.Fprintf(&b, "%14s %14s %14s  %s\n", units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()), r.Name)
 		}
 	}
-	writeRows(" AT THE PEAK", d.PeakCategories, d.PeakSites)
-	writeRows(" AT THE END", d.Categories, d.Sites)
+	writeRows(" AT THE PEAK", d.PeakRoles, d.PeakCategories, d.PeakSites)
+	writeRows(" AT THE END", d.Roles, d.Categories, d.Sites)
 	_, err := io.WriteString(w, textsafe.Lines(b.String()))
 	return err
 }
