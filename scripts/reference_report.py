@@ -93,20 +93,39 @@ def is_library(f):
 
 
 def strip_args(name):
+    """A C++ signature's qualified name: no parameters, const, [clone …],
+    template arguments or return type."""
     s = name.strip()
+    s = re.sub(r"( \[clone [^\]]*\])+$", "", s)
     if s.endswith(" const"):
         s = s[:-len(" const")]
-    if not s.endswith(")"):
-        return name
-    depth = 0
-    for i in range(len(s) - 1, -1, -1):
-        if s[i] == ")":
+    if s.endswith(")"):
+        depth, cut = 0, -1
+        for i in range(len(s) - 1, -1, -1):
+            if s[i] == ")":
+                depth += 1
+            elif s[i] == "(":
+                depth -= 1
+                if depth == 0:
+                    cut = i
+                    break
+        if cut <= 0:
+            return name
+        s = s[:cut]
+    if "operator" in s:
+        return s
+    out, depth = [], 0
+    for i, c in enumerate(s):
+        if c == "<":
             depth += 1
-        elif s[i] == "(":
+        elif c == ">" and depth > 0:
             depth -= 1
-            if depth == 0:
-                return s[:i] if i > 0 else name
-    return name
+        elif depth == 0:
+            if c == " " and not s[:i].endswith("(anonymous"):
+                out = []
+                continue
+            out.append(c)
+    return "".join(out) if out and depth == 0 else s
 
 
 def fmt_site(f):

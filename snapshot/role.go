@@ -108,6 +108,8 @@ const (
 	ftFactory
 	ftTorchOp
 	ftFiltered
+	ftAllocator // the caching allocator's malloc
+	ftTensor    // a tensor or storage being made (at::detail::empty*, resize, Storage)
 )
 
 func newRoleClassifier(cat *Categorizer) *roleClassifier {
@@ -138,7 +140,9 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	t.optimizer = all&ftOptimizer != 0
 	t.paramInit = all&ftParamInit != 0
 	t.forward = all&ftForward != 0
-	t.workspace = all&ftWorkspace != 0
+	// A raw allocation (the caching allocator called without a tensor being
+	// made) is library scratch: cuBLAS/cuDNN workspaces, cub temp storage.
+	t.workspace = all&ftWorkspace != 0 || (all&ftAllocator != 0 && all&ftTensor == 0)
 	t.dataLoad = all&ftDataLoad != 0
 	t.factory = all&ftFactory != 0 && all&ftTorchOp == 0
 	t.torchOp = all&ftTorchOp != 0
@@ -215,6 +219,13 @@ func frameTraitsOf(f Frame) frameTraits {
 		return t
 	}
 	var t frameTraits
+	if strings.Contains(name, "CachingAllocator") {
+		t |= ftAllocator
+	}
+	if strings.Contains(name, "at::detail::empty") || strings.Contains(name, "at::empty") || strings.Contains(name, "at::native::empty") ||
+		strings.Contains(name, "resize") || strings.Contains(name, "Storage") || strings.Contains(name, "make_tensor") {
+		t |= ftTensor
+	}
 	switch {
 	case strings.Contains(name, "torch::autograd::Engine::") || strings.Contains(name, "torch::autograd::python::PythonEngine::"):
 		t |= ftBackward

@@ -189,30 +189,63 @@ func SiteText(f Frame) string {
 	return f.String()
 }
 
-// cppName strips the parameter list (and a trailing const) from a C++
-// function signature: "at::native::mm(at::Tensor const&) const" →
-// "at::native::mm". "(anonymous namespace)" inside the name is kept.
+// cppName shortens a C++ function signature to its qualified name: no
+// parameter list, no trailing const or "[clone .isra.0]", no template
+// arguments and no return type ("void at::native::f<float>(int) const" →
+// "at::native::f"). "(anonymous namespace)" inside the name is kept. A
+// name it cannot read is returned as it is.
 func cppName(sig string) string {
-	s := strings.TrimSuffix(strings.TrimSpace(sig), " const")
-	if !strings.HasSuffix(s, ")") {
-		return sig
+	s := strings.TrimSpace(sig)
+	for {
+		i := strings.LastIndex(s, " [clone ")
+		if i < 0 || !strings.HasSuffix(s, "]") {
+			break
+		}
+		s = strings.TrimSpace(s[:i])
 	}
-	depth := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		switch s[i] {
-		case ')':
-			depth++
-		case '(':
-			depth--
-			if depth == 0 {
-				if i == 0 {
-					return sig
+	s = strings.TrimSuffix(s, " const")
+	if strings.HasSuffix(s, ")") {
+		depth, cut := 0, -1
+		for i := len(s) - 1; i >= 0 && cut < 0; i-- {
+			switch s[i] {
+			case ')':
+				depth++
+			case '(':
+				if depth--; depth == 0 {
+					cut = i
 				}
-				return s[:i]
 			}
 		}
+		if cut <= 0 {
+			return sig
+		}
+		s = s[:cut]
 	}
-	return sig
+	if strings.Contains(s, "operator") {
+		return s // operator<, operator() : angle brackets are the name
+	}
+	var b strings.Builder
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '<':
+			depth++
+		case c == '>' && depth > 0:
+			depth--
+		case depth == 0:
+			if c == ' ' && !strings.HasSuffix(s[:i], "(anonymous") {
+				// A space outside templates ends a return type.
+				b.Reset()
+				start = i + 1
+				continue
+			}
+			b.WriteByte(c)
+		}
+	}
+	if out := b.String(); out != "" && depth == 0 && start < len(s) {
+		return out
+	}
+	return s
 }
 
 // OpIndex is the index of the innermost torch frame of a stack (its op), or
