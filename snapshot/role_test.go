@@ -148,6 +148,13 @@ func TestRoleRules(t *testing.T) {
 		{"forward intermediate freed in forward → Temporary", tr(cat(allocCpp, forwardPy)...), lifetime{known: true, free: userFree}, RoleTemporary},
 		{"forward, snapshot only → Activation", tr(forwardPy...), lifetime{alive: true}, RoleActivation},
 		{"cuBLAS workspace", tr(cat([]string{"??|at::cuda::getCurrentCUDABlasHandle()"}, forwardPy)...), lifetime{alive: true}, RoleWorkspace},
+		{"a raw allocator call (no tensor made): reduction scratch", tr(cat([]string{
+			"CUDACachingAllocator.cpp|c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)",
+			"??|void at::native::gpu_reduce_kernel<float, float>(at::TensorIterator&) [clone .isra.0]",
+			"??|at::_ops::sum_dim_IntList::call(at::Tensor const&)"}, forwardPy)...), lifetime{known: true, free: userFree}, RoleWorkspace},
+		{"a resize of a tensor's storage is no workspace", tr(cat([]string{
+			"CUDACachingAllocator.cpp|c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)",
+			"??|at::native::resize_bytes_cuda(c10::StorageImpl*, unsigned long)"}, forwardPy)...), lifetime{alive: true}, RoleActivation},
 		{"cuDNN workspace", tr("??|at::native::(anonymous namespace)::Workspace::Workspace(unsigned long)", "/home/u/train.py|main"), lifetime{alive: true}, RoleWorkspace},
 		{"the batch: torch.randint at the top level", tr("??|torch::autograd::THPVariable_randint(_object*, _object*, _object*)",
 			"??|at::_ops::randint_low::call(long, long)", "/home/u/train.py|<lambda>"), lifetime{alive: true}, RoleInput},
