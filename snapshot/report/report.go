@@ -411,28 +411,8 @@ func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 			d.Blocks, d.ActiveBlocks, d.InactiveBlocks)
 		tw.line("  trace %d entries, %d OOM events", d.TraceEntries, len(d.OOMs))
 
-		if len(d.Categories) > 0 {
-			tw.line("")
-			tw.line("  Categories (active blocks)")
-			for _, c := range d.Categories {
-				frac := 0.0
-				if d.ActiveBytes > 0 {
-					frac = float64(c.Bytes) / float64(d.ActiveBytes)
-				}
-				tw.line("    %-16s %10s %6s %s %5d blocks", c.Name, units.Bytes(c.Bytes), units.Pct(100*frac), bar(frac, 20), c.Blocks)
-			}
-		}
-		if len(d.Roles) > 0 {
-			tw.line("")
-			tw.line("  Roles (active blocks: what the memory is)")
-			for _, c := range d.Roles {
-				frac := 0.0
-				if d.ActiveBytes > 0 {
-					frac = float64(c.Bytes) / float64(d.ActiveBytes)
-				}
-				tw.line("    %-16s %10s %6s %s %5d blocks", c.Name, units.Bytes(c.Bytes), units.Pct(100*frac), bar(frac, 20), c.Blocks)
-			}
-		}
+		writeTotals(tw, "Categories (active blocks)", d.Categories, d.ActiveBytes)
+		writeTotals(tw, "Roles (active blocks: what the memory is)", d.Roles, d.ActiveBytes)
 		n := opt.TopN
 		if n > 0 && len(d.Allocations) > 0 {
 			tw.line("")
@@ -492,6 +472,23 @@ func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 				tw.line("    %-2s %s", mark, r.Text)
 			}
 		}
+	}
+}
+
+// writeTotals writes a table of totals (categories, roles) with each one's
+// share of all bytes; nothing when there are none.
+func writeTotals(tw *textWriter, title string, totals []snapshot.CategoryTotal, all int64) {
+	if len(totals) == 0 {
+		return
+	}
+	tw.line("")
+	tw.line("  %s", title)
+	for _, c := range totals {
+		frac := 0.0
+		if all > 0 {
+			frac = float64(c.Bytes) / float64(all)
+		}
+		tw.line("    %-16s %10s %6s %s %5d blocks", c.Name, units.Bytes(c.Bytes), units.Pct(100*frac), bar(frac, 20), c.Blocks)
 	}
 }
 
