@@ -30,6 +30,39 @@ def fmt(f, line, fn):
     return "%s:%s %s" % (f, line, fn) if int(line) > 0 else "%s %s" % (f, fn)
 
 
+TORCH_PATH = re.compile(r"(^|/)torch/(_[^/]*|nn|optim|autograd|utils|cuda|distributed|amp|fx|jit|profiler|backends|"
+                        r"ao|export|func|nested|sparse|testing|onnx|multiprocessing|quantization|library\.py|"
+                        r"functional\.py|serialization\.py|overrides\.py|random\.py|storage\.py|hub\.py|"
+                        r"__init__\.py)(/|$)")
+
+
+def parse(stack):
+    frames = []
+    for s in stack:
+        if isinstance(s, str):
+            frames += FRAME.findall(s)
+    return [(f, line, fn.strip()) for f, line, fn in frames]
+
+
+def op(stack):
+    """The innermost torch frame (estimates carry Python frames only), the
+    path cut to start at torch/; the profiler's own frames never count."""
+    for f, line, fn in reversed(parse(stack)):
+        p = f.replace("\\", "/")
+        if profiler_frame(f, fn) or not (p.endswith(".py") or (p.startswith("<") and p.endswith(">"))):
+            continue
+        if TORCH_PATH.search(p):
+            for root in ("/site-packages/", "/dist-packages/"):
+                i = p.rfind(root + "torch/")
+                if i >= 0:
+                    p = p[i + len(root):]
+                    break
+            else:
+                p = f
+            return fmt(p, line, fn)
+    return ""
+
+
 def location(stack):
     frames = []
     for s in stack:
@@ -98,8 +131,13 @@ def device(key, d, top):
                         for p, v in sorted(mods.items(), key=lambda kv: (-kv[1][0], kv[0]))],
             "top": [{"size": tensors[i]["size_bytes"], "shape": tensors[i].get("shape", ""),
                      "module": tensors[i].get("module") or "Unknown", "phase": tensors[i].get("phase") or "unknown",
-                     "location": location(tensors[i].get("create_stack_trace") or tensors[i].get("stack_trace") or [])}
+                     "site": location(stack_of(tensors[i])), "op": op(stack_of(tensors[i])),
+                     "location": location(stack_of(tensors[i]))}
                     for i in order[:top]]}
+
+
+def stack_of(t):
+    return t.get("create_stack_trace") or t.get("stack_trace") or []
 
 
 def main():

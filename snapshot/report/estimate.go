@@ -39,7 +39,9 @@ type jsonEstTensor struct {
 	Shape    string `json:"shape"`
 	Module   string `json:"module"`
 	Phase    string `json:"phase"`
-	Location string `json:"location"`
+	Site     string `json:"site"`
+	Op       string `json:"op"`
+	Location string `json:"location"` // the same as site, for older scripts
 }
 
 func estimateJSON(e *estimate.Analysis, topN int) []jsonEstDevice {
@@ -59,7 +61,8 @@ func estimateJSON(e *estimate.Analysis, topN int) []jsonEstDevice {
 				break
 			}
 			a := &d.Allocations[k]
-			j.Top = append(j.Top, jsonEstTensor{a.Size, a.Shape, a.Module, a.Phase, a.Location()})
+			loc := a.Location()
+			j.Top = append(j.Top, jsonEstTensor{a.Size, a.Shape, a.Module, a.Phase, loc, snapshot.Op(a.Frames), loc})
 		}
 		out = append(out, j)
 	}
