@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOpenAroundMapMin: files under mapMin are read, larger ones mapped;
@@ -69,5 +71,76 @@ func TestMappedFileTruncatedWhileDecoding(t *testing.T) {
 	s, err := decodeMapped(context.Background(), mapped, unmap, nil)
 	if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
 		t.Fatalf("got %v, %v; want an error saying the file changed", s, err)
+	}
+}
+
+// TestFileChangedMidDecode rewrites or truncates a mapped pickle large
+// enough for two decoding machines (≥ parallelMin, written by
+// pickle.dump) while Open decodes it, at several moments: the decode ends
+// with a snapshot or an error, never a crash (a fault on either machine's
+// goroutine would kill the process). Run under -race in CI.
+func TestFileChangedMidDecode(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found: the file is written by pickle.dump")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.pickle")
+	if out, err := exec.Command("python3", "../scripts/gen_snapshot.py", "--entries", "40000", "--frames", "unshared",
+		"--depth", "20", src).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 12<<20 {
+		t.Fatalf("%d bytes: under the size that maps the file and splits the decode", len(data))
+	}
+	mutations := map[string]func(path string) error{
+		"truncate to nothing": func(p string) error { return os.Truncate(p, 0) },
+		"truncate to half":    func(p string) error { return os.Truncate(p, int64(len(data)/2)) },
+		// What _dump_snapshot does: open(path, "wb") then write.
+		"rewrite in place": func(p string) error {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				return err
+			}
+			for off := 0; off < len(data); off += 1 << 20 {
+				if _, err := f.Write(data[off:min(len(data), off+1<<20)]); err != nil {
+					f.Close()
+					return err
+				}
+			}
+			return f.Close()
+		},
+	}
+	for name, mutate := range mutations {
+		for _, delay := range []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
+			path := filepath.Join(dir, "s.pickle")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				s   *Snapshot
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				s, err := Open(context.Background(), path)
+				done <- result{s, err}
+			}()
+			time.Sleep(delay)
+			if err := mutate(path); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-done:
+				if r.err == nil && len(r.s.Trace(0)) == 0 {
+					t.Errorf("%s after %v: no error and no trace", name, delay)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("%s after %v: the decode never ended", name, delay)
+			}
+		}
 	}
 }

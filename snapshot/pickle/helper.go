@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"runtime/debug"
 )
 
 // Running a large pickle on two cores. The pickle machine is inherently
@@ -148,7 +149,22 @@ func (d *decoder) startHelper(split func(n int) (prefix, target int, ok bool)) b
 	h := &helper{done: make(chan *decoder, 1), cancel: cancel}
 	d.help, d.joinAt, d.end = h, p.at, p.at
 	data := d.data // decodeWith clears d.data while the helper may run
-	go func() { h.done <- runHelper(ctx, data, p) }()
+	go func() {
+		// The input may be a mapped file that another program truncates
+		// or rewrites meanwhile: a read past its new end faults (SIGBUS),
+		// which must not kill the process from this goroutine. A helper
+		// that faults, or fails in any way, just does not join: the main
+		// machine decodes the region itself and reports the error.
+		var out *decoder
+		defer func() {
+			if r := recover(); r != nil {
+				out = nil
+			}
+			h.done <- out
+		}()
+		debug.SetPanicOnFault(true)
+		out = runHelper(ctx, data, p)
+	}()
 	return true
 }
 
