@@ -18,11 +18,13 @@ import (
 func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
 	fs := newFlagSet("diff", "memscope diff [--json] [--top N] A B", stderr)
 	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
+	maxInflate := maxInflateFlag(fs)
 	top := fs.Int("top", 25, "call sites to list")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return false, err
 	}
+	ctx = snapshot.WithInflateMax(ctx, int64(*maxInflate))
 	if len(paths) != 2 {
 		fmt.Fprintln(stderr, "memscope diff: give two snapshots, A and B")
 		fs.Usage()

@@ -29,12 +29,14 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	noLive := fs.Bool("no-live", false, "never initialise NVML")
 	interval := fs.Duration("interval", time.Second, "live sampling interval (min 50ms)")
 	history := fs.Duration("history", 30*time.Minute, "live history kept for the charts (1m to 24h)")
+	maxInflate := maxInflateFlag(fs)
 	catFile := fs.String("categories", "", "category and role rules file (\"Name: keyword, keyword\" or \"role Parameter: keyword\" per line)")
 	pf := addPromFlags(fs)
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return false, err
 	}
+	ctx = snapshot.WithInflateMax(ctx, int64(*maxInflate))
 	if *interval < 50*time.Millisecond {
 		fmt.Fprintln(stderr, "memscope: --interval must be at least 50ms")
 		return false, errUsage

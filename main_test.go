@@ -679,3 +679,38 @@ func TestDemoShowsEstimateErrors(t *testing.T) {
 		t.Errorf("rank 0 should be underestimated and rank 2 over: %v", synth)
 	}
 }
+
+func TestByteSizeFlag(t *testing.T) {
+	for in, want := range map[string]int64{"512MiB": 512 << 20, "4GiB": 4 << 30, "2G": 2 << 30, "1.5K": 1536, "100": 100, " 3 MB ": 3 << 20} {
+		var b byteSize
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("%q: %d, %v; want %d", in, b, err, want)
+		}
+	}
+	for _, bad := range []string{"", "GiB", "-1MiB", "0", "lots", "1e30G"} {
+		var b byteSize
+		if err := b.Set(bad); err == nil {
+			t.Errorf("%q accepted as %d", bad, b)
+		}
+	}
+}
+
+// TestMaxInflateFlag: report refuses a .gz that expands past --max-inflate,
+// naming the file and the flag, and reads it under a higher ceiling.
+func TestMaxInflateFlag(t *testing.T) {
+	const f = "testdata/snapshots/h100/gpt_adamw.pickle.gz"
+	_, stderr, code := runCLI(t, "report", "--max-inflate", "64KiB", f)
+	if code != 1 {
+		t.Errorf("exit %d", code)
+	}
+	out, _, _ := runCLI(t, "report", "--max-inflate", "64KiB", f)
+	if !strings.Contains(out+stderr, f) || !strings.Contains(out+stderr, "--max-inflate") {
+		t.Errorf("the error names neither the file nor the flag:\n%s\n%s", out, stderr)
+	}
+	if _, stderr, code := runCLI(t, "report", "--max-inflate", "64MiB", f); code != 0 {
+		t.Errorf("64 MiB: exit %d: %s", code, stderr)
+	}
+	if _, _, code := runCLI(t, "report", "--max-inflate", "lots", f); code != 2 {
+		t.Errorf("a bad size: exit %d, want 2", code)
+	}
+}

@@ -30,6 +30,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	fs := newFlagSet("report", "memscope report [--json [--allocations]] [--top N] [--categories FILE] [--plot DIR] [--out DIR [--name NAME]] [--format png|svg] PATH...", stderr)
 	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
 	top := fs.Int("top", 10, "allocations to list per device")
+	maxInflate := maxInflateFlag(fs)
 	allocs := fs.Bool("allocations", false, "with --json: list every active block (addr, size, role, category, site, op)")
 	catFile := fs.String("categories", "", "category and role rules file (\"Name: keyword, keyword\" or \"role Parameter: keyword\" per line)")
 	plotDir := fs.String("plot", "", "write pictures (overview, top consumers, categories, sizes, efficiency, timeline) into DIR")
@@ -40,6 +41,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	if err != nil {
 		return false, err
 	}
+	ctx = snapshot.WithInflateMax(ctx, int64(*maxInflate))
 	if len(paths) == 0 {
 		fmt.Fprintln(stderr, "memscope report: no PATH given")
 		fs.Usage()
@@ -180,6 +182,10 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 		// the default here would start a collection of the whole heap
 		// while the report is written, just before the command exits.
 		debug.SetGCPercent(pct)
+		// A soft limit brings the default pace back before the garbage
+		// that 5x growth leaves could matter: a hostile file that the
+		// decoder refuses at its budget peaked at 1.3 GB without it.
+		debug.SetMemoryLimit(reportMemoryLimit(total))
 	}
 	bar := newLoadProgress(progress, isTerminal(progress), total, progressDelay, time.Now)
 	defer bar.finish()
@@ -214,6 +220,11 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 // reportGCMax is the most input for which a report collects garbage less
 // often (reportGCPercent).
 const reportGCMax = 256 << 20
+
+// reportMemoryLimit is the soft memory limit of a report that collects
+// garbage less often: well above what real snapshots of total bytes need
+// (bigtrain, 181 MiB: 0.63 GB), so it only acts on runaway input.
+func reportMemoryLimit(total int64) int64 { return 3*total + 512<<20 }
 
 // reportGCPercent is the GOGC a report loading total bytes runs with, or 0
 // to keep the default. A report keeps what it loads until it exits, so its

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -16,4 +18,23 @@ func mapFile(f *os.File, size int) ([]byte, func(), error) {
 		return nil, nil, fmt.Errorf("mmap: %w", err)
 	}
 	return data, func() { _ = syscall.Munmap(data) }, nil
+}
+
+// memAvailable is the memory the kernel can give without swapping
+// (MemAvailable in /proc/meminfo), or 0 when it cannot be read.
+func memAvailable() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }

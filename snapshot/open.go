@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,35 @@ import (
 // maxGzipRatio bounds how much a gzip member may expand, so a small
 // "zip bomb" cannot exhaust memory. Snapshot pickles compress 5-20x.
 const maxGzipRatio = 200
+
+// DefaultInflateMax is the most a gzip input may expand to by default,
+// whatever its size (a 10 MB member could otherwise cost 2 GB at 200x);
+// less when the machine has less memory available.
+const DefaultInflateMax = 4 << 30
+
+type inflateKey struct{}
+
+// WithInflateMax returns a context under which a gzip input may expand to
+// at most n bytes (the --max-inflate flag); n <= 0 keeps the default.
+func WithInflateMax(ctx context.Context, n int64) context.Context {
+	if n <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, inflateKey{}, n)
+}
+
+// InflateMax is the most a gzip input may expand to under ctx: the value
+// given to WithInflateMax, else DefaultInflateMax or the memory available
+// (MemAvailable on Linux), whichever is less.
+func InflateMax(ctx context.Context) int64 {
+	if n, ok := ctx.Value(inflateKey{}).(int64); ok {
+		return n
+	}
+	if avail := memAvailable(); avail > 0 && avail < DefaultInflateMax {
+		return avail
+	}
+	return DefaultInflateMax
+}
 
 // Open reads an allocator snapshot from a file: a pickle (protocols 2-5), a
 // gzip-compressed pickle, the JSON form, or the HTML page written by
@@ -115,7 +145,7 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 	*in = nil
 	format := ""
 	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
-		raw, err := gunzip(data)
+		raw, err := gunzip(ctx, data)
 		if err != nil {
 			return nil, err
 		}
@@ -160,21 +190,49 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 	return nil, fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON or HTML): %w", data[0], ErrNotSnapshot)
 }
 
-func gunzip(data []byte) ([]byte, error) {
+func gunzip(ctx context.Context, data []byte) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
 	limit := int64(len(data))*maxGzipRatio + 1<<20
-	var out bytes.Buffer
-	n, err := io.Copy(&out, io.LimitReader(zr, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("gzip: %w (file truncated?)", err)
+	why := fmt.Sprintf("expands more than %dx", maxGzipRatio)
+	if abs := InflateMax(ctx); abs < limit {
+		limit = abs
+		why = fmt.Sprintf("expands past %d MiB (--max-inflate)", abs>>20)
 	}
-	if n > limit {
-		return nil, fmt.Errorf("gzip: expands more than %dx; refusing (a decompression bomb?)", maxGzipRatio)
+	var out bytes.Buffer
+	// The trailer's size (mod 4 GiB) is only a hint for the first
+	// allocation, never trusted: the limit is checked on what comes out.
+	if n := len(data); n >= 4 {
+		if hint := int64(binary.LittleEndian.Uint32(data[n-4:])); hint > 0 && hint <= limit {
+			out.Grow(int(hint) + 1)
+		}
+	}
+	n, err := io.Copy(&out, ctxReader{ctx, io.LimitReader(zr, limit+1)})
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, fmt.Errorf("gzip: %w (file truncated?)", err)
+	case n > limit:
+		return nil, fmt.Errorf("gzip: %s; refusing (a decompression bomb?)", why)
 	}
 	return out.Bytes(), nil
+}
+
+// ctxReader stops reading once ctx is done: Ctrl-C while a large member
+// inflates (gzip reads 32 KiB at a time, so within microseconds).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // htmlPayload extracts the base64 pickle from a _memory_viz HTML page:

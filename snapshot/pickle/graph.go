@@ -96,10 +96,12 @@ type graph struct {
 	conts  chunked[container]
 	items  chunked[val]
 	spills [][]val
-	frames frameTable
-	traces chunked[rawTrace]
-	stacks stackTable
-	proto  int
+	// spilled counts the vals put in spills (the decoder's budget).
+	spilled int64
+	frames  frameTable
+	traces  chunked[rawTrace]
+	stacks  stackTable
+	proto   int
 }
 
 func (g *graph) cont(id uint32) *container { return g.conts.at(id) }

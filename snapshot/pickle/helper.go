@@ -225,6 +225,7 @@ func (d *decoder) enterRegion(at int) bool {
 	d.pendPos, d.pendMemo = -1, -1
 	g := d.g
 	g.conts, g.items, g.spills, g.traces, g.stacks = chunked[container]{}, chunked[val]{}, nil, chunked[rawTrace]{}, stackTable{}
+	g.spilled = 0
 	d.region, d.refFrom, d.floor = true, int64(m0), 1
 	d.stack = append(d.stack[:0], val{k: kTop})
 	d.marks = append(d.marks[:0], 1)

@@ -156,6 +156,45 @@ func (d *decoder) report(pos int) error {
 	return nil
 }
 
+// The decoder's memory budget, whatever the file claims: the value stack,
+// the MARK stack, the memo and the containers together may hold at most
+// budgetPerByte bytes per input byte plus budgetBase (bigtrain, a real
+// 181 MiB trace, needs 0.9 bytes per input byte; 100 MB of NONE or MARK
+// opcodes would take 7 GiB and 4 GiB). The value stack holds at most
+// maxStack values (pickle.dump pushes 1000 between a MARK and its
+// APPENDS), so its doubling never costs more than 128 MiB; MARKs nest at
+// most maxMarks deep (a snapshot nests about six).
+const (
+	budgetPerByte = 2
+	budgetBase    = 128 << 20
+	maxStack      = 1 << 22
+	maxMarks      = 1 << 16
+)
+
+// cost estimates the memory the machine holds, in bytes.
+func (d *decoder) cost(stack int) int64 {
+	g := d.g
+	return 16*int64(stack) + 8*int64(len(d.marks)) + 16*int64(g.items.len()) + 24*int64(g.conts.len()) +
+		16*int64(d.memoVals.len()) + 4*int64(d.memo.len()) + 56*int64(g.traces.len()) +
+		32*g.spilled // a spill slice grows by doubling
+}
+
+// checkBudget refuses input past the budget; called every cancelEvery
+// opcodes, so it overshoots by at most that many values.
+func (d *decoder) checkBudget(at, stack int) error {
+	if stack > maxStack {
+		return d.errf(at, "more than %d values on the pickle stack (memscope's limit; pickle.dump pushes 1000 at a time)", maxStack)
+	}
+	if len(d.marks) > maxMarks {
+		return d.errf(at, "MARKs nest more than %d deep (memscope's limit; a snapshot nests a few)", maxMarks)
+	}
+	if c, limit := d.cost(stack), budgetPerByte*int64(len(d.data))+budgetBase; c > limit {
+		return d.errf(at, "decoding needs more than %d MiB for a %d MiB input (memscope's limit: %d bytes per input byte + %d MiB); a hostile or corrupt pickle?",
+			limit>>20, len(d.data)>>20, budgetPerByte, budgetBase>>20)
+	}
+	return nil
+}
+
 func (d *decoder) errf(off int, format string, args ...any) error {
 	return &DecodeError{Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
@@ -240,8 +279,10 @@ func (d *decoder) extend(cid uint32, vs []val) {
 		c.start = uint32(len(g.spills))
 		c.spilled = true
 		g.spills = append(g.spills, sp)
+		g.spilled += int64(c.n)
 	}
 	g.spills[c.start] = append(g.spills[c.start], vs...)
+	g.spilled += int64(len(vs))
 	c.n += uint32(len(vs))
 }
 
@@ -413,6 +454,9 @@ func (d *decoder) run() (val, error) {
 		if left--; left == 0 {
 			left = cancelEvery
 			if err := d.report(pos); err != nil {
+				return val{}, err
+			}
+			if err := d.checkBudget(pos, len(stack)); err != nil {
 				return val{}, err
 			}
 		}

@@ -1,0 +1,67 @@
+package pickle
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// pickle of: MARK, n NONEs, TUPLE (a tuple of n Nones).
+func noneTuple(n int) []byte {
+	b := []byte{opProto, 4, opMark}
+	b = append(b, bytes.Repeat([]byte{opNone}, n)...)
+	return append(b, opTuple, opStop)
+}
+
+// pickle of: n MARKs then n TUPLEs (empty tuples nested n deep).
+func nestedMarks(n int) []byte {
+	b := []byte{opProto, 4}
+	b = append(b, bytes.Repeat([]byte{opMark}, n)...)
+	b = append(b, bytes.Repeat([]byte{opTuple}, n)...)
+	return append(b, opStop)
+}
+
+// pickle of: a list grown by n batches of MARK, 1000 NONEs, APPENDS.
+func noneList(n int) []byte {
+	batch := append(append([]byte{opMark}, bytes.Repeat([]byte{opNone}, 1000)...), opAppends)
+	b := []byte{opProto, 4, opEmptyList}
+	b = append(b, bytes.Repeat(batch, n)...)
+	return append(b, opStop)
+}
+
+// TestDecoderBudget: each limit of the decoder's memory budget, on both
+// sides (checks run every cancelEvery opcodes, so "below" leaves that
+// much room), and the hostile 100 MB shapes that cost gigabytes before.
+func TestDecoderBudget(t *testing.T) {
+	cases := []struct {
+		name string
+		data []byte
+		want string // "" decodes
+	}{
+		{"a stack just under the limit", noneTuple(maxStack - 2*cancelEvery), ""},
+		{"a stack over the limit", noneTuple(maxStack + 2*cancelEvery), "values on the pickle stack"},
+		{"MARKs nested just under the limit", nestedMarks(maxMarks - 2*cancelEvery), ""},
+		{"MARKs nested over the limit", nestedMarks(maxMarks + 2*cancelEvery), "MARKs nest more than"},
+		{"100 MB of NONE", append([]byte{opProto, 4}, bytes.Repeat([]byte{opNone}, 100<<20)...), "values on the pickle stack"},
+		{"100 MB of MARK", append([]byte{opProto, 4}, bytes.Repeat([]byte{opMark}, 100<<20)...), "MARKs nest more than"},
+		{"a list of a million Nones", noneList(1000), ""},
+	}
+	if !testing.Short() {
+		// 25 MB of one-byte items in one list cost 800 MB (a spilled list
+		// grows by doubling) against a budget of 2 × 25 MB + 128 MiB.
+		cases = append(cases, struct {
+			name string
+			data []byte
+			want string
+		}{"25 million one-byte list items", noneList(25000), "decoding needs more than"})
+	}
+	for _, c := range cases {
+		_, _, err := decodePickle(c.data)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
