@@ -29,6 +29,13 @@ func noneList(n int) []byte {
 	return append(b, opStop)
 }
 
+// pickle of: n times NONE, MEMOIZE, POP (a memo of n Nones).
+func memoNones(n int) []byte {
+	b := []byte{opProto, 4}
+	b = append(b, bytes.Repeat([]byte{opNone, opMemoize, opPop}, n)...)
+	return append(b, opNone, opStop)
+}
+
 // TestDecoderBudget: each limit of the decoder's memory budget, on both
 // sides (checks run every cancelEvery opcodes, so "below" leaves that
 // much room), and the hostile 100 MB shapes that cost gigabytes before.
@@ -45,6 +52,7 @@ func TestDecoderBudget(t *testing.T) {
 		{"100 MB of NONE", append([]byte{opProto, 4}, bytes.Repeat([]byte{opNone}, 100<<20)...), "values on the pickle stack"},
 		{"100 MB of MARK", append([]byte{opProto, 4}, bytes.Repeat([]byte{opMark}, 100<<20)...), "MARKs nest more than"},
 		{"a list of a million Nones", noneList(1000), ""},
+		{"a memo of a million entries", memoNones(1 << 20), ""},
 	}
 	if !testing.Short() {
 		// 25 MB of one-byte items in one list cost 800 MB (a spilled list
@@ -53,7 +61,11 @@ func TestDecoderBudget(t *testing.T) {
 			name string
 			data []byte
 			want string
-		}{"25 million one-byte list items", noneList(25000), "decoding needs more than"})
+		}{"25 million one-byte list items", noneList(25000), "decoding needs more than"}, struct {
+			name string
+			data []byte
+			want string
+		}{"12 million memo entries of 3 bytes each", memoNones(12 << 20), "decoding needs more than"})
 	}
 	for _, c := range cases {
 		_, _, err := decodePickle(c.data)
