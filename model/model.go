@@ -91,6 +91,10 @@ type Source struct {
 	ChangedAt time.Time
 	// Demo marks bundled sample data.
 	Demo bool
+	// Pinned marks a file the user named: it stays when its file goes
+	// away (with the error), where a file met in a watched folder is
+	// dropped, so a folder whose snapshots rotate keeps memory bounded.
+	Pinned bool
 }
 
 // Name is a short display name.

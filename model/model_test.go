@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -369,4 +370,65 @@ func TestOpenQuiet(t *testing.T) {
 	if s := ws.Sources(); len(s) != 1 || s[0].State != Loaded {
 		t.Fatalf("quiet open of a folder with a snapshot: %+v", s)
 	}
+}
+
+// TestWatchRotatingSnapshots: training that keeps only its latest snapshot
+// (write a new name, delete the old) leaves one source per file that
+// exists, not one per file ever seen; a file the user named stays, with
+// the error, when it goes away.
+func TestWatchRotatingSnapshots(t *testing.T) {
+	sample, err := os.ReadFile("../testdata/snapshots/h200/train.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pinned := filepath.Join(t.TempDir(), "named.pickle")
+	for _, p := range []string{filepath.Join(dir, "snap_0.pickle"), pinned} {
+		if err := os.WriteFile(p, sample, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ws := New(ctx, nil)
+	ws.Open(dir, pinned)
+	ws.Wait()
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+	snapshots := func() (names []string) {
+		for _, s := range ws.Sources() {
+			if s.Kind == KindSnapshot && !s.Pinned {
+				names = append(names, filepath.Base(s.Paths[0]))
+			}
+		}
+		return names
+	}
+	for i := 1; i <= 4; i++ {
+		next := filepath.Join(dir, fmt.Sprintf("snap_%d.pickle", i))
+		if err := os.WriteFile(next, sample, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(dir, fmt.Sprintf("snap_%d.pickle", i-1))); err != nil {
+			t.Fatal(err)
+		}
+		want := filepath.Base(next)
+		waitFor(t, "only "+want, func() bool {
+			names := snapshots()
+			return len(names) == 1 && names[0] == want
+		})
+	}
+	if err := os.Remove(pinned); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the named file's error", func() bool {
+		for _, s := range ws.Sources() {
+			if s.Pinned && s.Err != nil && s.Analysis != nil {
+				return true
+			}
+		}
+		return false
+	})
 }

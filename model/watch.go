@@ -148,6 +148,17 @@ func (w *Watcher) list(d string, news func(path string)) {
 	if err != nil {
 		return
 	}
+	seen := make(map[string]bool, len(es))
+	defer func() {
+		// Entries gone since the last listing are news too (a rotated
+		// snapshot whose Remove event was lost).
+		for p := range w.stamps {
+			if filepath.Dir(p) == d && !seen[p] {
+				delete(w.stamps, p)
+				news(p)
+			}
+		}
+	}()
 	for _, e := range es {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -157,6 +168,7 @@ func (w *Watcher) list(d string, news func(path string)) {
 			continue
 		}
 		p := filepath.Join(d, e.Name())
+		seen[p] = true
 		st := stamp{info.Size(), info.ModTime()}
 		if e.IsDir() {
 			st = stamp{} // a folder's news is what appears inside it
@@ -266,10 +278,22 @@ func (w *Watcher) settle(now time.Time) {
 			continue
 		}
 		delete(w.due, path)
-		if info, err := os.Stat(path); err == nil && !info.IsDir() {
+		info, statErr := os.Stat(path)
+		if statErr == nil && !info.IsDir() {
 			w.stamps[path] = stamp{info.Size(), info.ModTime()} // seen: not news to the next rescan
 		}
 		if s := w.sourceOf(path); s != nil {
+			if os.IsNotExist(statErr) && !s.Pinned && (s.Kind == KindSnapshot || s.Kind == KindEstimate) {
+				// A snapshot rotated away (training keeps only the
+				// latest): drop it and its data. If the name comes back
+				// it is a new source.
+				delete(w.known, path)
+				delete(w.stamps, path)
+				delete(w.retries, s.ID)
+				delete(reload, s.ID)
+				w.ws.Remove(s.ID)
+				continue
+			}
 			reload[s.ID] = true
 			continue
 		}

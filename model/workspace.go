@@ -167,6 +167,15 @@ func (w *Workspace) Regroup(dir, real, sim string) bool {
 	return true
 }
 
+// Remove drops a source and its data (a watched file that went away). A
+// load in flight for it publishes nothing.
+func (w *Workspace) Remove(id int) {
+	w.mu.Lock()
+	w.sources = slices.DeleteFunc(w.sources, func(s *Source) bool { return s.ID == id })
+	w.mu.Unlock()
+	w.poke()
+}
+
 // AddFailed registers a source that could not even be recognised.
 func (w *Workspace) AddFailed(path string, err error) int {
 	id := w.Add(KindUnknown, path)
@@ -403,7 +412,10 @@ func (w *Workspace) openFile(p string, explicit bool) int {
 		}
 		return 0
 	case d.Kind == KindSnapshot || d.Kind == KindEstimate || d.Kind == KindTraceRun:
-		w.Add(d.Kind, p)
+		id := w.Add(d.Kind, p)
+		if explicit {
+			w.update(id, func(s *Source) { s.Pinned = true })
+		}
 		return 1
 	case explicit:
 		w.AddFailed(p, fmt.Errorf("%s: %s: not a snapshot, estimate or memory trace", p, d.What))
