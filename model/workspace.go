@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -264,6 +265,13 @@ func (w *Workspace) load(id int) {
 		res, err = w.loadData(src, progress)
 		return err
 	}()
+	if !first {
+		// A reload leaves the previous data, or a failed attempt's
+		// half-built graph, as garbage the size of the file: give it back
+		// now, so a snapshot that training rewrites every second keeps the
+		// explorer near one file's footprint instead of three.
+		defer debug.FreeOSMemory()
+	}
 	w.update(id, func(s *Source) {
 		s.Progress = 1
 		if err != nil {
