@@ -17,12 +17,16 @@ import (
 // cmdServe implements `memscope serve`: this node's GPUs under
 // dcgm-exporter's metric names, for a Prometheus to scrape.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	fs := newFlagSet("serve", "memscope serve [--listen 127.0.0.1:9400] [--source nvml|fake] [--hostname H] [--gpus N]", stderr)
+	fs := newFlagSet("serve", "memscope serve [--listen 127.0.0.1:9400] [--source nvml|fake] [--hostname H] [--gpus N] [--max-conns N] [--idle-timeout D] [--cache D]", stderr)
 	listen := fs.String("listen", "127.0.0.1:9400", "address to serve /metrics on (loopback unless told otherwise, e.g. :9400)")
 	source := fs.String("source", "nvml", "nvml, or fake (simulated GPUs)")
 	host, _ := os.Hostname()
 	hostname := fs.String("hostname", host, "value of the Hostname label")
-	gpus := fs.Int("gpus", 8, "number of fake GPUs (--source fake)")
+	gpus := fs.Int("gpus", 8, "number of fake GPUs (--source fake), 1 to 4096")
+	def := fleet.DefaultServerOptions
+	maxConns := fs.Int("max-conns", def.MaxConns, "most open connections; at the cap a new one evicts the longest-idle keep-alive connection, or is refused")
+	idle := fs.Duration("idle-timeout", def.IdleTimeout, "close a keep-alive connection idle this long")
+	cacheFor := fs.Duration("cache", fleet.DefaultExportMaxAge, "scrapes within this of a GPU reading share it (0: read the GPUs on every scrape)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return false, err
@@ -35,6 +39,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (boo
 		fmt.Fprintln(stderr, "memscope serve: --gpus must be 1 to 4096")
 		return false, errUsage
 	}
+	if *maxConns < 1 || *idle <= 0 || *cacheFor < 0 {
+		fmt.Fprintln(stderr, "memscope serve: --max-conns must be at least 1, --idle-timeout above 0, --cache 0 or more")
+		return false, errUsage
+	}
 	fake := nvml.NewFake(*gpus, nil)
 	fake.Host = *hostname
 	src, err := openGPUSource("serve", *source, fake, stderr)
@@ -42,7 +50,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (boo
 		return false, err
 	}
 	defer src.Close()
-	h, err := fleet.NewExporter(src, *hostname).Handler()
+	exp := fleet.NewExporter(src, *hostname)
+	exp.MaxAge = *cacheFor
+	h, err := exp.Handler()
 	if err != nil {
 		return false, err
 	}
@@ -59,11 +69,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (boo
 	if err != nil {
 		return false, fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	opt := def
+	opt.MaxConns, opt.IdleTimeout = *maxConns, *idle
+	srv, wrap := fleet.NewServer(mux, opt)
 	fmt.Fprintf(stdout, "memscope serve: %d GPUs (%s) as Hostname=%q on http://%s/metrics\n",
 		len(src.Devices()), src.Name(), *hostname, ln.Addr())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(wrap(ln)) }()
 	select {
 	case err := <-done:
 		return false, err
