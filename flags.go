@@ -43,6 +43,13 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
+// byteSizeVar adds a byteSize flag with a default.
+func byteSizeVar(fs *flag.FlagSet, name string, def int64, usage string) *byteSize {
+	b := byteSize(def)
+	fs.Var(&b, name, usage)
+	return &b
+}
+
 // maxInflateFlag adds --max-inflate, the ceiling on what a gzip input may
 // expand to (snapshot.InflateMax).
 func maxInflateFlag(fs *flag.FlagSet) *byteSize {

@@ -31,6 +31,7 @@ const (
 type promFlags struct {
 	url, selector, tokenFile, user, passwordFile, ca *string
 	rng, scrape, timeout                             *time.Duration
+	maxResponse                                      *byteSize
 }
 
 func addPromFlags(fs *flag.FlagSet) promFlags {
@@ -41,8 +42,9 @@ func addPromFlags(fs *flag.FlagSet) promFlags {
 		user:         fs.String("prometheus-user", "", "basic auth user (password in "+envPromPassword+" or --prometheus-password-file)"),
 		passwordFile: fs.String("prometheus-password-file", "", "file holding the basic auth password"),
 		ca:           fs.String("prometheus-ca", "", "PEM file of extra certificate authorities for https"),
-		rng:          fs.Duration("range", time.Hour, "history window: maximum used and sparklines"),
-		scrape:       fs.Duration("scrape", fleet.DefaultScrape, "dcgm-exporter's scrape interval (finest history step, refresh period)"),
+		rng:          promDurationVar(fs, "range", time.Hour, "history window: maximum used and sparklines (Prometheus durations: 30m, 7d, 2w)"),
+		scrape:       promDurationVar(fs, "scrape", fleet.DefaultScrape, "dcgm-exporter's scrape interval (finest history step, refresh period; a GPU silent for two is stale)"),
+		maxResponse:  byteSizeVar(fs, "max-response", fleet.DefaultMaxResponse, "most bytes read of one Prometheus response"),
 		timeout:      fs.Duration("timeout", 30*time.Second, "limit for each Prometheus query"),
 	}
 }
@@ -70,7 +72,8 @@ func (p promFlags) client() (*fleet.Client, error) {
 		}
 	}
 	return fleet.New(fleet.Options{URL: *p.url, Selector: *p.selector, Range: *p.rng, Scrape: *p.scrape,
-		Timeout: *p.timeout, BearerToken: token, BasicUser: *p.user, BasicPassword: pass, CAFile: *p.ca})
+		Timeout: *p.timeout, BearerToken: token, BasicUser: *p.user, BasicPassword: pass, CAFile: *p.ca,
+		MaxResponse: int64(*p.maxResponse)})
 }
 
 // cmdFleet implements `memscope fleet`.
@@ -78,7 +81,7 @@ func cmdFleet(ctx context.Context, args []string, stdout, stderr io.Writer) (boo
 	fs := newFlagSet("fleet", "memscope fleet --prometheus URL [--selector S] [--range 1h] [--json]", stderr)
 	pf := addPromFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	atFlag := fs.String("at", "", "read the fleet as it was at this time (RFC 3339 or Unix seconds; default now)")
+	atFlag := fs.String("at", "", "read the fleet as it was at this time (RFC 3339, Unix seconds, or a duration ago: 2d; default now)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return false, err
@@ -102,7 +105,9 @@ func cmdFleet(ctx context.Context, args []string, stdout, stderr io.Writer) (boo
 		return false, err
 	}
 	for _, w := range f.Warnings {
-		fmt.Fprintf(stderr, "memscope fleet: %s\n", textsafe.Safe(w))
+		for _, line := range strings.Split(w, "\n") {
+			fmt.Fprintf(stderr, "memscope fleet: %s\n", textsafe.Safe(line))
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -113,10 +118,14 @@ func cmdFleet(ctx context.Context, args []string, stdout, stderr io.Writer) (boo
 	return false, nil
 }
 
-// parseAt reads RFC 3339 or Unix seconds; "" is the zero time (now).
+// parseAt reads RFC 3339, Unix seconds, or a Prometheus duration (that
+// long ago: 2d, 90m); "" is the zero time (now).
 func parseAt(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
+	}
+	if d, err := model.ParseDuration(s); err == nil && d > 0 {
+		return time.Now().Add(-time.Duration(d)), nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
@@ -125,7 +134,38 @@ func parseAt(s string) (time.Time, error) {
 		sec, frac := math.Modf(f)
 		return time.Unix(int64(sec), int64(frac*1e9)), nil
 	}
-	return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2026-01-02T15:04:05Z) nor Unix seconds", s)
+	return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2026-01-02T15:04:05Z), Unix seconds, nor a duration ago (2d)", s)
+}
+
+// promDurationFlag is a duration flag that takes Prometheus's forms (7d,
+// 2w, 1h30m) as well as Go's (1.5h, 90s).
+type promDurationFlag struct{ d *time.Duration }
+
+func (p promDurationFlag) String() string {
+	if p.d == nil {
+		return ""
+	}
+	return promDuration(*p.d)
+}
+
+func (p promDurationFlag) Set(s string) error {
+	if d, err := model.ParseDuration(s); err == nil {
+		*p.d = time.Duration(d)
+	} else if d, err := time.ParseDuration(s); err == nil {
+		*p.d = d
+	} else {
+		return fmt.Errorf("%q is not a duration (say 30m, 7d, 2w)", s)
+	}
+	if *p.d <= 0 {
+		return fmt.Errorf("%q: want a duration above 0", s)
+	}
+	return nil
+}
+
+func promDurationVar(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
+	d := def
+	fs.Var(promDurationFlag{&d}, name, usage)
+	return &d
 }
 
 type fleetGPUJSON struct {
@@ -138,6 +178,11 @@ type fleetGPUJSON struct {
 	FreeBytes    *int64 `json:"free_bytes"`
 	TotalBytes   *int64 `json:"total_bytes"`
 	MaxUsedBytes *int64 `json:"max_used_bytes"`
+	// Stale marks a GPU whose newest sample is older than two scrape
+	// intervals (its exporter stopped answering); LastSeen is that
+	// sample's time (null when none in the range).
+	Stale    bool    `json:"stale"`
+	LastSeen *string `json:"last_seen"`
 }
 
 type fleetOut struct {
@@ -165,8 +210,14 @@ func gpuLabel(s string) any {
 func fleetJSON(f *fleet.Fleet) fleetOut {
 	out := fleetOut{Hosts: len(f.Hosts()), GPUs: make([]fleetGPUJSON, 0, len(f.GPUs))}
 	for _, g := range f.GPUs {
+		var seen *string
+		if !g.LastSeen.IsZero() {
+			t := g.LastSeen.UTC().Format(time.RFC3339)
+			seen = &t
+		}
 		out.GPUs = append(out.GPUs, fleetGPUJSON{Host: g.Host, GPU: gpuLabel(g.Index), UUID: g.UUID, Model: g.Model, Pod: g.Pod,
-			UsedBytes: optBytes(g.Used), FreeBytes: optBytes(g.Free), TotalBytes: optBytes(g.Total), MaxUsedBytes: optBytes(g.MaxUsed)})
+			UsedBytes: optBytes(g.Used), FreeBytes: optBytes(g.Free), TotalBytes: optBytes(g.Total), MaxUsedBytes: optBytes(g.MaxUsed),
+			Stale: g.Stale, LastSeen: seen})
 	}
 	return out
 }
@@ -197,7 +248,7 @@ func writeFleetText(w io.Writer, url string, f *fleet.Fleet) {
 		}
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "GPU\tUSED\tFREE\tTOTAL\tUSED%\tMAX USED\tMODEL\tPOD")
+		fmt.Fprintln(tw, "GPU\tUSED\tFREE\tTOTAL\tUSED%\tMAX USED\tMODEL\tPOD\tSEEN")
 		for _, g := range gs {
 			pct := "-"
 			if fr := g.UsedFraction(); fr == fr {
@@ -207,11 +258,23 @@ func writeFleetText(w io.Writer, url string, f *fleet.Fleet) {
 			if g.Namespace != "" && pod != "" {
 				pod = g.Namespace + "/" + pod
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Safe(g.Index), bytesOrDash(g.Used), bytesOrDash(g.Free),
-				bytesOrDash(g.Total), pct, bytesOrDash(g.MaxUsed), textsafe.Safe(g.Model), textsafe.Safe(pod))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Safe(g.Index), bytesOrDash(g.Used), bytesOrDash(g.Free),
+				bytesOrDash(g.Total), pct, bytesOrDash(g.MaxUsed), textsafe.Safe(g.Model), textsafe.Safe(pod), seenText(&g, f.At))
 		}
 		tw.Flush()
 	}
+}
+
+// seenText says when a GPU was last seen: "now" for a fresh one, "STALE,
+// 3m ago" for one whose exporter stopped answering.
+func seenText(g *fleet.GPU, at time.Time) string {
+	switch {
+	case g.LastSeen.IsZero():
+		return "STALE"
+	case !g.Stale:
+		return "now"
+	}
+	return "STALE, " + promDuration(at.Sub(g.LastSeen).Round(time.Second)) + " ago"
 }
 
 // promDuration prints a duration as Prometheus does ("1h", "5m", "90s").

@@ -124,15 +124,17 @@ func startPrometheus(t *testing.T, config, dataDir string) string {
 
 // fleetRow mirrors `fleet --json`'s rows with exactly the documented names.
 type fleetRow struct {
-	Host         string `json:"host"`
-	GPU          int    `json:"gpu"`
-	UUID         string `json:"uuid"`
-	Model        string `json:"model"`
-	Pod          string `json:"pod"`
-	UsedBytes    *int64 `json:"used_bytes"`
-	FreeBytes    *int64 `json:"free_bytes"`
-	TotalBytes   *int64 `json:"total_bytes"`
-	MaxUsedBytes *int64 `json:"max_used_bytes"`
+	Host         string  `json:"host"`
+	GPU          int     `json:"gpu"`
+	UUID         string  `json:"uuid"`
+	Model        string  `json:"model"`
+	Pod          string  `json:"pod"`
+	UsedBytes    *int64  `json:"used_bytes"`
+	FreeBytes    *int64  `json:"free_bytes"`
+	TotalBytes   *int64  `json:"total_bytes"`
+	MaxUsedBytes *int64  `json:"max_used_bytes"`
+	Stale        bool    `json:"stale"`
+	LastSeen     *string `json:"last_seen"`
 }
 
 type fleetDoc struct {
@@ -212,14 +214,17 @@ func TestFleetScrapesServe(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	hosts := []string{"gpu-node-a", "gpu-node-b", "gpu-node-c"}
 	var targets []string
+	var stops []context.CancelFunc
 	for _, h := range hosts {
 		addr := freeAddr(t)
 		targets = append(targets, fmt.Sprintf("%q", addr))
+		sctx, stop := context.WithCancel(ctx)
+		stops = append(stops, stop)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var errb lockedBuffer
-			if code := run(ctx, []string{"serve", "--source", "fake", "--hostname", h, "--listen", addr}, io.Discard, &errb); code != 0 {
+			if code := run(sctx, []string{"serve", "--source", "fake", "--hostname", h, "--listen", addr}, io.Discard, &errb); code != 0 {
 				t.Errorf("serve %s: exit %d: %s", h, code, errb.String())
 			}
 		}()
@@ -316,6 +321,49 @@ scrape_configs:
 	// A malformed one shows Prometheus's own message.
 	if _, msg = runFleetJSON(t, "--prometheus", promURL, "--selector", `{Hostname=~"("}`); !strings.Contains(msg, "refused") || !strings.Contains(msg, "parse") {
 		t.Errorf("bad selector: %q", msg)
+	}
+
+	// Every GPU is fresh; then node c's exporter dies: after two scrape
+	// intervals its GPUs are stale, with their last figures and the time
+	// they were last seen, and the others are not.
+	for _, g := range doc.GPUs {
+		if g.Stale || g.LastSeen == nil {
+			t.Errorf("%s/%d: stale %v, last_seen %v while its exporter runs", g.Host, g.GPU, g.Stale, g.LastSeen)
+		}
+	}
+	stops[2]()
+	killed := time.Now()
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		doc, msg = runFleetJSON(t, "--prometheus", promURL, "--range", "5m", "--scrape", "1s")
+		stale := 0
+		for _, g := range doc.GPUs {
+			if g.Stale {
+				stale++
+			}
+		}
+		if msg == "" && stale == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead exporter's GPUs never went stale: %d stale, %s", stale, msg)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	for _, g := range doc.GPUs {
+		dead := g.Host == "gpu-node-c"
+		if g.Stale != dead || g.UsedBytes == nil || g.LastSeen == nil {
+			t.Errorf("%s/%d: stale %v (want %v), used %v, last_seen %v", g.Host, g.GPU, g.Stale, dead, g.UsedBytes, g.LastSeen)
+			continue
+		}
+		if seen, err := time.Parse(time.RFC3339, *g.LastSeen); err != nil || (dead && seen.After(killed.Add(time.Second))) {
+			t.Errorf("%s/%d: last_seen %s, exporter killed at %s", g.Host, g.GPU, *g.LastSeen, killed.Format(time.RFC3339))
+		}
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"fleet", "--prometheus", promURL, "--range", "5m", "--scrape", "1s"}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "STALE, ") {
+		t.Errorf("the text marks stale GPUs: exit %d\n%s", code, out.String())
 	}
 }
 

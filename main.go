@@ -125,7 +125,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case err != nil:
-		fmt.Fprintf(stderr, "memscope: %s\n", textsafe.Safe(err.Error())) // errors quote paths and file strings
+		// Errors quote paths and file strings: made safe line by line, so
+		// joined errors and hints keep their own lines.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "memscope: %s\n", textsafe.Safe(line))
+		}
 		return 1
 	case failed:
 		return 1

@@ -129,7 +129,8 @@ func TestLatestRules(t *testing.T) {
 	fp := &fakeProm{instant: func(q string) (int, string) {
 		switch {
 		case strings.HasPrefix(q, "last_over_time(DCGM_FI_DEV_FB_USED"):
-			return 200, vec(sample("b", "10", "100"), sample("b", "9", "9223372036854775794"), sample("a", "0", "300"))
+			return 200, vec(sample("b", "10", "100"), sample("b", "9", "9223372036854775794"), sample("a", "0", "300"),
+				sample("e", "1", "1"), sample("e", "2", "1"))
 		case strings.HasPrefix(q, "last_over_time(DCGM_FI_DEV_FB_FREE"):
 			return 200, vec(sample("b", "10", "900"), sample("b", "9", "1000"), sample("a", "0", "700"))
 		case strings.HasPrefix(q, "last_over_time(DCGM_FI_DEV_FB_RESERVED"):
@@ -141,7 +142,14 @@ func TestLatestRules(t *testing.T) {
 			return 200, vec(sample("c", "0", "50"), sample("a", "0", "97"))
 		case strings.HasPrefix(q, "max_over_time"):
 			return 200, vec(sample("b", "10", "150"), sample("b", "9", "9223372036854775794"), sample("a", "0", "310"))
-		case strings.HasPrefix(q, "DCGM_FI_DEV_FB_USED"): // fresh ones; b/10 is stale
+		case strings.HasPrefix(q, "timestamp(DCGM_FI_DEV_FB_USED"):
+			// Sample times: a/0 10 s before the query (fresh at the
+			// default 15 s scrape), b/9 now; b/10 has none (stale).
+			// e/1 is exactly two scrapes (30 s) old: fresh; e/2 one
+			// second more: stale.
+			return 200, vec(sample("b", "9", "1700000000"), sample("a", "0", "1699999990"),
+				sample("e", "1", "1699999970"), sample("e", "2", "1699999969"))
+		case strings.HasPrefix(q, "DCGM_FI_DEV_FB_USED"):
 			if strings.HasSuffix(q, "(range)") {
 				return 200, vec(series("b", "9", "400", "9223372036854775794", "500", "9223372036854775794"), series("b", "10", "150", "100"),
 					series("d", "1", "5"))
@@ -160,8 +168,12 @@ func TestLatestRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(f.Hosts()); got != "[a b]" || len(f.GPUs) != 3 {
+	if got := fmt.Sprint(f.Hosts()); got != "[a b e]" || len(f.GPUs) != 5 {
 		t.Fatalf("hosts %s, %d GPUs", got, len(f.GPUs))
+	}
+	if e1, e2 := f.GPUs[3], f.GPUs[4]; e1.Stale || !e2.Stale || e1.LastSeen.Unix() != 1699999970 {
+		t.Errorf("two scrapes old: stale %v (want false); one second more: stale %v (want true); last seen %v",
+			e1.Stale, e2.Stale, e1.LastSeen)
 	}
 	a, b9, b10 := f.GPUs[0], f.GPUs[1], f.GPUs[2] // gpu 9 before 10: numeric order
 	if b9.Index != "9" || b10.Index != "10" {
@@ -191,8 +203,9 @@ func TestLatestRules(t *testing.T) {
 		t.Errorf("b9 history keeps %d points, want the 2 that are not blank", len(b9.History))
 	}
 	check("a max untouched by history", f.GPUs[0].MaxUsed, 310<<20)
-	if len(f.GPUs) != 4 || f.GPUs[3].Host != "d" || f.GPUs[3].Used != -1 || f.GPUs[3].MaxUsed != 5<<20 {
-		t.Errorf("a GPU seen only in the history: %+v", f.GPUs[len(f.GPUs)-1])
+	if len(f.GPUs) != 6 || f.GPUs[3].Host != "d" || f.GPUs[3].Used != -1 || f.GPUs[3].MaxUsed != 5<<20 ||
+		f.GPUs[3].LastSeen.Unix() != 1700000000 {
+		t.Errorf("a GPU seen only in the history (last seen at its last point): %+v", f.GPUs[3])
 	}
 	for _, q := range fp.queries {
 		if strings.Contains(q, "DCGM") && !strings.Contains(q, `{job="dcgm"}`) {
@@ -219,7 +232,7 @@ func TestErrorsArePlain(t *testing.T) {
 		{"bad query", 400, `{"status":"error","errorType":"bad_data","error":"1:20: parse error: unexpected \"(\""}`, "",
 			[]string{"refused", `parse error: unexpected "("`}},
 		{"unauthorised", 401, "Unauthorized\n", "", []string{"refused", "401", "Unauthorized", "--prometheus-token-file"}},
-		{"not Prometheus", 404, "404 page not found\n", "", []string{"404", "without /api/v1"}},
+		{"not Prometheus", 404, "404 page not found\n", "", []string{"404", "not an exporter"}},
 		{"server error", 503, `{"status":"error","errorType":"unavailable","error":"TSDB not ready"}`, "", []string{"TSDB not ready"}},
 		{"no series", 200, "[]", "", []string{"no series DCGM_FI_DEV_FB_USED", "selector"}},
 	}
@@ -352,4 +365,38 @@ func TestExporter(t *testing.T) {
 
 func pemOf(srv *httptest.Server) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// TestPartialResults: a failed utilisation query or history is a warning
+// beside the figures already read; a failed used-memory query fails the
+// fetch, its cause said once.
+func TestPartialResults(t *testing.T) {
+	broken := ""
+	fp := &fakeProm{instant: func(q string) (int, string) {
+		switch {
+		case broken != "" && strings.Contains(q, broken):
+			return 500, `{"status":"error","errorType":"internal","error":"disk on fire"}`
+		case strings.HasPrefix(q, "last_over_time(DCGM_FI_DEV_FB_USED"), strings.HasPrefix(q, "last_over_time(DCGM_FI_DEV_FB_FREE"):
+			return 200, vec(sample("a", "0", "300"))
+		}
+		return 200, "[]"
+	}}
+	srv := httptest.NewServer(fp)
+	defer srv.Close()
+	c, err := New(Options{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"GPU_UTIL", "(range)"} {
+		broken = part
+		f, err := c.Fetch(context.Background(), time.Time{})
+		if err != nil || len(f.GPUs) != 1 || f.GPUs[0].Used != 300<<20 || len(f.Warnings) != 1 || !strings.Contains(f.Warnings[0], "disk on fire") {
+			t.Errorf("%s failing: %v, %+v", part, err, f)
+		}
+	}
+	broken = "DCGM_FI_DEV_FB_USED"
+	_, err = c.Fetch(context.Background(), time.Time{})
+	if err == nil || strings.Count(err.Error(), "disk on fire") != 1 {
+		t.Errorf("used memory failing: %v, want one error naming the cause once", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -49,6 +50,24 @@ type Options struct {
 	BasicUser, BasicPassword string
 	// CAFile is a PEM bundle of extra certificate authorities.
 	CAFile string
+	// MaxResponse bounds the history query's response body (default
+	// DefaultMaxResponse); each of the instant queries, which run eight
+	// at once, gets a sixteenth of it (client_golang buffers a whole
+	// response, up to twice its size). Past it the read stops with an
+	// error.
+	MaxResponse int64
+}
+
+// DefaultMaxResponse bounds the history's response: an hour of 10,000
+// GPUs' history at 15 s takes about 100 MB, their latest figures about
+// 5 MB a query.
+const DefaultMaxResponse = 256 << 20
+
+type limitKey struct{}
+
+// withLimit sets the response limit of the requests made under ctx.
+func withLimit(ctx context.Context, n int64) context.Context {
+	return context.WithValue(ctx, limitKey{}, n)
 }
 
 // Client reads dcgm-exporter metrics from one Prometheus.
@@ -77,6 +96,9 @@ func New(opt Options) (*Client, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 30 * time.Second
 	}
+	if opt.MaxResponse <= 0 {
+		opt.MaxResponse = DefaultMaxResponse
+	}
 	matchers, err := normalizeSelector(opt.Selector)
 	if err != nil {
 		return nil, err
@@ -97,9 +119,9 @@ func New(opt Options) (*Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	var rt http.RoundTripper = tr
+	var rt http.RoundTripper = limitTransport{next: tr, max: opt.MaxResponse}
 	if opt.BearerToken != "" || opt.BasicUser != "" {
-		rt = authTransport{next: tr, token: opt.BearerToken, user: opt.BasicUser, pass: opt.BasicPassword}
+		rt = authTransport{next: rt, token: opt.BearerToken, user: opt.BasicUser, pass: opt.BasicPassword}
 	}
 	c, err := api.NewClient(api.Config{Address: opt.URL, RoundTripper: rt})
 	if err != nil {
@@ -128,6 +150,53 @@ func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // normalizeSelector strips the braces of a label selector and checks they
 // balance; Prometheus checks the rest and its message is shown as is.
+// ErrResponseTooLarge is returned when a response passes MaxResponse.
+var ErrResponseTooLarge = errors.New("response too large")
+
+// limitTransport cuts every response body at max bytes: a server (or
+// something posing as one) streaming a gigabyte must not take it all.
+type limitTransport struct {
+	next http.RoundTripper
+	max  int64
+}
+
+func (l limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	limit := l.max
+	if n, ok := r.Context().Value(limitKey{}).(int64); ok && n > 0 {
+		limit = n
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: limit}
+	return resp, nil
+}
+
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly max from a longer one.
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n > 0 {
+			return 0, ErrResponseTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
 func normalizeSelector(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "{") {
@@ -213,9 +282,13 @@ type GPU struct {
 	// History is FB_USED over the range (blanks left out).
 	History []Point
 
-	// Stale is set when FB_USED has no sample in Prometheus's five-minute
-	// lookback (or was marked stale): the figures are the last ones seen
-	// in the range.
+	// LastSeen is the time of the newest FB_USED sample: exact for a fresh
+	// GPU, the last history point (within a step) for a stale one, zero
+	// when unknown.
+	LastSeen time.Time
+	// Stale is set when that sample is older than two scrape intervals
+	// (its exporter stopped answering): the figures are the last ones
+	// seen in the range, not current.
 	Stale bool
 
 	maxBlank bool // the range held a blank: MaxUsed needs the history
@@ -292,7 +365,17 @@ func (c *Client) instantQueries() []instantQuery {
 		{last(MetricReserved), false, func(g *GPU, v float64) { g.Reserved = mibBytes(v) }},
 		{last(MetricUtil), false, func(g *GPU, v float64) { g.Util = rate(v) }},
 		{last(MetricPower), false, func(g *GPU, v float64) { g.Power = rate(v) }},
-		{c.series(MetricUsed), false, func(g *GPU, v float64) { g.Stale = false }},
+		// A plain selector's timestamp is the sample's own (a function's
+		// would be the evaluation time); a GPU whose exporter stopped has
+		// a staleness marker and drops out of it, and History then says
+		// when it was last seen.
+		{fmt.Sprintf("timestamp(%s)", c.series(MetricUsed)), false,
+			func(g *GPU, v float64) {
+				if !math.IsNaN(v) && v > 0 {
+					sec, frac := math.Modf(v)
+					g.LastSeen = time.Unix(int64(sec), int64(frac*1e9))
+				}
+			}},
 	}
 }
 
@@ -313,12 +396,21 @@ func (c *Client) Latest(ctx context.Context, at time.Time) (*Fleet, error) {
 	results := make([]model.Vector, len(qs))
 	warns := make([][]string, len(qs))
 	errs := make([]error, len(qs))
+	// A query that fails for good (too large, refused) stops the others:
+	// they would fail alike, each buffering its share meanwhile.
+	bctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
 	var wg sync.WaitGroup
 	for i, q := range qs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			qctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
+			defer func() {
+				if errs[i] != nil && q.makes && ctx.Err() == nil {
+					stopAll()
+				}
+			}()
+			qctx, cancel := context.WithTimeout(withLimit(bctx, c.instantLimit()), c.opt.Timeout)
 			defer cancel()
 			v, w, _, err := c.api.Query(qctx, q.query, at, v1.WithTimeout(c.opt.Timeout))
 			if err != nil {
@@ -335,22 +427,28 @@ func (c *Client) Latest(ctx context.Context, at time.Time) (*Fleet, error) {
 		}()
 	}
 	wg.Wait()
-	// The queries fail together when the server does: say each cause once.
-	var uniq []error
-	seen := map[string]bool{}
-	for _, err := range errs {
-		if err != nil && !seen[err.Error()] {
-			seen[err.Error()] = true
-			uniq = append(uniq, err)
+	// The figures every GPU needs (used, free, maximum) must be read; the
+	// others only add columns, so their failure is a warning.
+	var needed []error
+	f := &Fleet{At: at, Range: c.opt.Range, Step: Step(c.opt.Range, c.opt.Scrape)}
+	var optional []error
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled) && ctx.Err() == nil:
+			// Stopped because a sibling failed: that one says why.
+		case qs[i].makes:
+			needed = append(needed, err)
+		default:
+			optional = append(optional, err)
 		}
 	}
-	if len(uniq) == 1 {
-		return nil, uniq[0]
-	}
-	if err := errors.Join(uniq...); err != nil {
+	if err := distinct(needed); err != nil {
 		return nil, err
 	}
-	f := &Fleet{At: at, Range: c.opt.Range, Step: Step(c.opt.Range, c.opt.Scrape)}
+	if err := distinct(optional); err != nil {
+		f.Warnings = append(f.Warnings, "some figures are missing: "+err.Error())
+	}
 	byKey := map[string]int{}
 	for i, vec := range results {
 		for _, s := range vec {
@@ -380,9 +478,30 @@ func (c *Client) Latest(ctx context.Context, at time.Time) (*Fleet, error) {
 		if g.maxBlank {
 			g.MaxUsed = -1 // known once the history is read
 		}
+		g.Stale = g.LastSeen.IsZero() || at.Sub(g.LastSeen) > 2*c.opt.Scrape
 	}
 	sortGPUs(f.GPUs)
 	return f, nil
+}
+
+// instantLimit is the response limit of one instant query.
+func (c *Client) instantLimit() int64 { return max(1<<20, c.opt.MaxResponse/16) }
+
+// distinct joins errors, each distinct message once (the queries fail
+// together when the server does), in the order they came.
+func distinct(errs []error) error {
+	var uniq []error
+	seen := map[string]bool{}
+	for _, err := range errs {
+		if !seen[err.Error()] {
+			seen[err.Error()] = true
+			uniq = append(uniq, err)
+		}
+	}
+	if len(uniq) == 1 {
+		return uniq[0]
+	}
+	return errors.Join(uniq...)
 }
 
 func totalOf(g *GPU) int64 {
@@ -462,6 +581,9 @@ func (c *Client) History(ctx context.Context, f *Fleet) error {
 		if g.maxBlank {
 			g.MaxUsed = max(peak, g.Used)
 		}
+		if n := len(s.Values); g.LastSeen.IsZero() && n > 0 {
+			g.LastSeen = s.Values[n-1].Timestamp.Time()
+		}
 	}
 	if added {
 		sortGPUs(f.GPUs)
@@ -470,14 +592,18 @@ func (c *Client) History(ctx context.Context, f *Fleet) error {
 	return nil
 }
 
-// Fetch reads the latest figures and the history.
+// Fetch reads the latest figures and the history. A history that cannot
+// be read is a warning: the latest figures already read still count.
 func (c *Client) Fetch(ctx context.Context, at time.Time) (*Fleet, error) {
 	f, err := c.Latest(ctx, at)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.History(ctx, f); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		f.Warnings = append(f.Warnings, "no history: "+err.Error())
 	}
 	return f, nil
 }
@@ -491,20 +617,29 @@ func (c *Client) explain(err error, query string) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("Prometheus at %s did not answer %s within %s", c.opt.URL, query, c.opt.Timeout)
+		return fmt.Errorf("Prometheus at %s did not answer within %s (--timeout)", c.opt.URL, c.opt.Timeout)
+	case errors.Is(err, ErrResponseTooLarge):
+		return fmt.Errorf("Prometheus at %s answered a query with more than its share of --max-response (%d MiB for the history, a sixteenth for each latest figure); stopped reading",
+			c.opt.URL, c.opt.MaxResponse>>20)
 	case errors.As(err, &apiErr):
 		msg := apiErr.Msg
 		if d := firstLine(apiErr.Detail); d != "" && !strings.Contains(msg, d) {
 			msg += ": " + d
 		}
+		// The query is left out: every query fails alike when the URL or
+		// the credentials are wrong, and the cause is said once. A hint
+		// is a line of its own.
 		hint := ""
 		switch {
 		case strings.Contains(msg, "401"), strings.Contains(msg, "403"):
-			hint = " (check --prometheus-token-file or --prometheus-user)"
+			hint = "\nhint: check --prometheus-token-file or --prometheus-user"
 		case strings.Contains(msg, "404"):
-			hint = " (is the URL the Prometheus server itself, without /api/v1?)"
+			hint = "\nhint: the URL must be the Prometheus server itself (http://host:9090), not an exporter or /api/v1"
 		}
-		return fmt.Errorf("Prometheus at %s refused %s: %s%s", c.opt.URL, query, msg, hint)
+		if apiErr.Type == v1.ErrBadData || apiErr.Type == v1.ErrExec {
+			return fmt.Errorf("Prometheus at %s refused %s: %s%s", c.opt.URL, query, msg, hint)
+		}
+		return fmt.Errorf("Prometheus at %s refused the queries: %s%s", c.opt.URL, msg, hint)
 	case errors.As(err, &netErr), errors.As(err, &urlErr):
 		return fmt.Errorf("cannot reach Prometheus at %s: %v", c.opt.URL, unwrapURL(err))
 	}

@@ -3,10 +3,14 @@ package fleet
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,5 +180,49 @@ func TestServeConcurrentScrapesShareAReading(t *testing.T) {
 	scrape(t, addr)
 	if exp.rounds.Load() != before+1 {
 		t.Errorf("a scrape after MaxAge ran %d rounds, want 1", exp.rounds.Load()-before)
+	}
+}
+
+// TestFleetStopsReadingAHugeResponse: a stand-in for Prometheus that
+// streams without end is cut at the response limit, well within the
+// timeout, with an error that says so.
+func TestFleetStopsReadingAHugeResponse(t *testing.T) {
+	item := []byte(`{"metric":{"__name__":"DCGM_FI_DEV_FB_USED","Hostname":"h","gpu":"0"},"value":[1,"1"]},`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[`)
+		for sent := 0; sent < 1<<30; sent += len(item) { // 1 GiB
+			if _, err := w.Write(item); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Options{URL: srv.URL, MaxResponse: 16 << 20, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = c.Fetch(context.Background(), time.Time{})
+	if err == nil || !errors.Is(err, ErrResponseTooLarge) && !strings.Contains(err.Error(), "stopped reading") {
+		t.Fatalf("got %v, want the response limit", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// TestLimitedBody: a body of exactly the limit is read whole; one byte
+// more is an error.
+func TestLimitedBody(t *testing.T) {
+	for _, tc := range []struct {
+		size    int
+		wantErr bool
+	}{{1000, false}, {1001, true}, {0, false}} {
+		b := &limitedBody{rc: io.NopCloser(bytes.NewReader(make([]byte, tc.size))), left: 1000}
+		got, err := io.ReadAll(b)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && len(got) != tc.size) {
+			t.Errorf("%d bytes under a 1000-byte limit: %d read, %v", tc.size, len(got), err)
+		}
 	}
 }
