@@ -66,36 +66,8 @@ func WriteMegatron(path string, its []Iteration) error {
 			w.WriteString(",")
 		}
 		fmt.Fprintf(w, "\n  %q: {\"samples\": [", it.Key)
-		for j := range it.T {
-			if j > 0 {
-				w.WriteString(",")
-			}
-			w.WriteString("\n    {\"timestamp_s\": ")
-			w.WriteString(pyNum(it.T[j]))
-			w.WriteString(", \"reserved_memory_MB\": ")
-			w.WriteString(pyNum(it.Reserved[j]))
-			w.WriteString(", \"allocated_memory_MB\": ")
-			w.WriteString(pyNum(it.Allocated[j]))
-			w.WriteString("}")
-		}
-		w.WriteString("],\n    \"peak_allocated_MB\": " + pyNum(it.PeakAllocated))
-		w.WriteString(", \"static_memory_MB\": " + pyNum(it.Static))
-		w.WriteString(", \"theoretical_memory_MB\": " + pyNum(it.Theoretical))
-		if it.Source != "" {
-			fmt.Fprintf(w, ", \"source\": %q", it.Source)
-		}
-		if it.TotalMemory > 0 {
-			w.WriteString(", \"total_memory_MB\": " + pyNum(it.TotalMemory))
-		}
-		if it.IntervalS > 0 {
-			w.WriteString(", \"interval_s\": " + pyNum(it.IntervalS))
-		}
-		if it.DeviceName != "" {
-			b, _ := json.Marshal(it.DeviceName)
-			w.WriteString(", \"device_name\": ")
-			w.Write(b)
-		}
-		w.WriteString("}")
+		writeSamples(w, it, false)
+		writeTrailer(w, it)
 	}
 	w.WriteString("\n}\n")
 	if err := w.Flush(); err != nil {
@@ -112,6 +84,45 @@ func WriteMegatron(path string, its []Iteration) error {
 	}
 	ok = true
 	return syncDir(filepath.Dir(path))
+}
+
+// writeSamples writes it's samples, separated by commas; lead puts one
+// before the first too (samples already precede them in the file).
+func writeSamples(w *bufio.Writer, it *Iteration, lead bool) {
+	for j := range it.T {
+		if j > 0 || lead {
+			w.WriteString(",")
+		}
+		w.WriteString("\n    {\"timestamp_s\": ")
+		w.WriteString(pyNum(it.T[j]))
+		w.WriteString(", \"reserved_memory_MB\": ")
+		w.WriteString(pyNum(it.Reserved[j]))
+		w.WriteString(", \"allocated_memory_MB\": ")
+		w.WriteString(pyNum(it.Allocated[j]))
+		w.WriteString("}")
+	}
+}
+
+// writeTrailer closes an iteration's samples and writes its other fields.
+func writeTrailer(w *bufio.Writer, it *Iteration) {
+	w.WriteString("],\n    \"peak_allocated_MB\": " + pyNum(it.PeakAllocated))
+	w.WriteString(", \"static_memory_MB\": " + pyNum(it.Static))
+	w.WriteString(", \"theoretical_memory_MB\": " + pyNum(it.Theoretical))
+	if it.Source != "" {
+		fmt.Fprintf(w, ", \"source\": %q", it.Source)
+	}
+	if it.TotalMemory > 0 {
+		w.WriteString(", \"total_memory_MB\": " + pyNum(it.TotalMemory))
+	}
+	if it.IntervalS > 0 {
+		w.WriteString(", \"interval_s\": " + pyNum(it.IntervalS))
+	}
+	if it.DeviceName != "" {
+		b, _ := json.Marshal(it.DeviceName)
+		w.WriteString(", \"device_name\": ")
+		w.Write(b)
+	}
+	w.WriteString("}")
 }
 
 // pyNum formats a value as Python's json.dump would (NaN and Infinity
