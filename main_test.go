@@ -714,3 +714,34 @@ func TestMaxInflateFlag(t *testing.T) {
 		t.Errorf("a bad size: exit %d, want 2", code)
 	}
 }
+
+// TestDiffEstimateAgainstSnapshot: an estimate's peak sits on the row of
+// the measured peak; totals only one kind has read n/a, not 0 B.
+func TestDiffEstimateAgainstSnapshot(t *testing.T) {
+	est := "testdata/estimates/WRITER_tiny_gpt_cpu_peak_snapshot.json"
+	snap := "testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle"
+	out, stderr, code := runCLI(t, "diff", "--json", est, snap)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Totals map[string]struct{ A, B, Delta *int64 } `json:"totals"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	pk := got.Totals["peak_active_bytes"]
+	if pk.A == nil || pk.B == nil || pk.Delta == nil || *pk.A == 0 || *pk.B == 0 || *pk.Delta != *pk.B-*pk.A {
+		t.Errorf("peak_active_bytes: %+v, want both sides", pk)
+	}
+	for name, onlyB := range map[string]bool{"reserved_bytes": true, "listed_bytes": false} {
+		r := got.Totals[name]
+		if r.Delta != nil || (r.A == nil) != onlyB || (r.B == nil) == onlyB {
+			t.Errorf("%s: a %v b %v delta %v; want the missing side and the delta null", name, r.A, r.B, r.Delta)
+		}
+	}
+	text, _, _ := runCLI(t, "diff", est, snap)
+	if !strings.Contains(text, "n/a") || strings.Contains(text, "peak                ") {
+		t.Errorf("text diff:\n%s", text)
+	}
+}

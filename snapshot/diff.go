@@ -12,11 +12,17 @@ import (
 	"memscope/internal/units"
 )
 
-// DiffRow is one line of a diff: bytes (or counts) in A, in B.
+// DiffRow is one line of a diff: bytes (or counts) in A, in B. OnlyA and
+// OnlyB mark a total that one side does not have (an estimate has no
+// reserved memory): not zero, nothing to compare.
 type DiffRow struct {
-	Name string
-	A, B int64
+	Name         string
+	A, B         int64
+	OnlyA, OnlyB bool
 }
+
+// Both reports whether both sides have the row.
+func (r DiffRow) Both() bool { return !r.OnlyA && !r.OnlyB }
 
 // Delta is B - A.
 func (r DiffRow) Delta() int64 { return r.B - r.A }
@@ -83,6 +89,18 @@ func SideOf(name string, a *Analysis) Side {
 func Compare(a, b Side) *Diff {
 	d := &Diff{A: a.Name, B: b.Name}
 	d.Totals = mergeRows(a.Totals, b.Totals, false)
+	// A total only one kind of input has is not zero on the other.
+	inA, inB := map[string]bool{}, map[string]bool{}
+	for _, r := range a.Totals {
+		inA[r.Name] = true
+	}
+	for _, r := range b.Totals {
+		inB[r.Name] = true
+	}
+	for i := range d.Totals {
+		r := &d.Totals[i]
+		r.OnlyA, r.OnlyB = !inB[r.Name], !inA[r.Name]
+	}
 	category := func(x *Allocation) string { return x.Category }
 	d.Categories = mergeRows(groupBy(a.Allocs, category), groupBy(b.Allocs, category), true)
 	locs := map[*Frame]string{} // one Location per distinct stack
@@ -161,10 +179,17 @@ func mergeRows(a, b []DiffRow, byDelta bool) []DiffRow {
 
 // WriteJSON writes the diff as documented in the README.
 func (d *Diff) WriteJSON(w io.Writer) error {
+	// A total one side lacks is null there, and so is its delta.
 	type tot struct {
-		A     int64 `json:"a"`
-		B     int64 `json:"b"`
-		Delta int64 `json:"delta"`
+		A     *int64 `json:"a"`
+		B     *int64 `json:"b"`
+		Delta *int64 `json:"delta"`
+	}
+	ptr := func(v int64, ok bool) *int64 {
+		if !ok {
+			return nil
+		}
+		return &v
 	}
 	type cat struct {
 		Name  string `json:"name"`
@@ -192,7 +217,7 @@ func (d *Diff) WriteJSON(w io.Writer) error {
 	}{A: d.A, B: d.B, Totals: map[string]tot{}, Categories: []cat{}, Sites: []site{}, PeakCats: []cat{}, PeakSites: []site{},
 		Roles: []cat{}, PeakRoles: []cat{}}
 	for _, r := range d.Totals {
-		out.Totals[r.Name] = tot{r.A, r.B, r.Delta()}
+		out.Totals[r.Name] = tot{ptr(r.A, !r.OnlyB), ptr(r.B, !r.OnlyA), ptr(r.Delta(), r.Both())}
 	}
 	for _, r := range d.Categories {
 		out.Categories = append(out.Categories, cat{r.Name, r.A, r.B, r.Delta()})
@@ -223,11 +248,23 @@ func (d *Diff) WriteText(w io.Writer, top int) error {
 	fmt.Fprintf(&b, "A: %s\nB: %s\n\n", d.A, d.B)
 	fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", "TOTAL", "A", "B", "B − A")
 	for _, r := range d.Totals {
-		if strings.HasSuffix(r.Name, "_bytes") {
-			fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", strings.TrimSuffix(r.Name, "_bytes"), units.Bytes(r.A), units.Bytes(r.B), units.Signed(r.Delta()))
-		} else {
-			fmt.Fprintf(&b, "%-22s %14d %14d %+14d\n", r.Name, r.A, r.B, r.Delta())
+		cell := func(v int64, ok bool) string {
+			switch {
+			case !ok:
+				return "n/a"
+			case strings.HasSuffix(r.Name, "_bytes"):
+				return units.Bytes(v)
+			}
+			return fmt.Sprint(v)
 		}
+		delta := "n/a"
+		if r.Both() {
+			delta = fmt.Sprintf("%+d", r.Delta())
+			if strings.HasSuffix(r.Name, "_bytes") {
+				delta = units.Signed(r.Delta())
+			}
+		}
+		fmt.Fprintf(&b, "%-22s %14s %14s %14s\n", strings.TrimSuffix(r.Name, "_bytes"), cell(r.A, !r.OnlyB), cell(r.B, !r.OnlyA), delta)
 	}
 	writeRows := func(title string, roles, cats, sites []DiffRow) {
 		if len(roles) > 0 {

@@ -38,33 +38,50 @@ func (o *diffOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
 func (o *diffOverlay) lines(a *App, w int) []string {
 	th := a.th
 	d := o.d
-	row := func(name string, x, y int64, bytes bool) string {
-		delta := y - x
+	// Names (call sites: paths from the file) are cut from the left, so
+	// "file:line function" stays whole.
+	nameRoom := max(8, w-3*15-2)
+	row := func(name string, r snapshot.DiffRow, bytes bool) string {
+		delta := r.Delta()
 		st := th.dim
 		switch {
+		case !r.Both():
 		case delta > 0:
 			st = th.errS
 		case delta < 0:
 			st = th.ok
 		}
-		if !bytes {
-			return fmt.Sprintf("%14d %14d %s  %s", x, y, st.Render(fmt.Sprintf("%+14d", delta)), name)
+		cell := func(v int64, ok bool) string {
+			switch {
+			case !ok:
+				return "n/a"
+			case bytes:
+				return bytesStr(v)
+			}
+			return fmt.Sprint(v)
 		}
-		return fmt.Sprintf("%14s %14s %s  %s", bytesStr(x), bytesStr(y), st.Render(fmt.Sprintf("%14s", signed(delta))), name)
+		d := "n/a"
+		if r.Both() {
+			d = fmt.Sprintf("%+d", delta)
+			if bytes {
+				d = signed(delta)
+			}
+		}
+		return fmt.Sprintf("%14s %14s %s  %s", cell(r.A, !r.OnlyB), cell(r.B, !r.OnlyA), st.Render(fmt.Sprintf("%14s", d)), name)
 	}
 	var out []string
 	out = append(out, th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "TOTAL"), w)))
 	for _, r := range d.Totals {
-		out = append(out, row(strings.TrimSuffix(r.Name, "_bytes"), r.A, r.B, strings.HasSuffix(r.Name, "_bytes")))
+		out = append(out, row(strings.TrimSuffix(r.Name, "_bytes"), r, strings.HasSuffix(r.Name, "_bytes")))
 	}
 	tables := func(when string, cats, sites []snapshot.DiffRow) {
 		out = append(out, "", th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "CATEGORY "+when), w)))
 		for _, r := range cats {
-			out = append(out, row(th.category(r.Name).Render(safe(r.Name)), r.A, r.B, true))
+			out = append(out, row(th.category(r.Name).Render(safe(r.Name)), r, true))
 		}
 		out = append(out, "", th.header.Render(fit(fmt.Sprintf("%14s %14s %14s  %s", "A", "B", "B − A", "CALL SITE "+when+" (largest changes first)"), w)))
 		for _, r := range sites {
-			out = append(out, row(safe(r.Name), r.A, r.B, true))
+			out = append(out, row(strings.TrimRight(fitTail(safe(r.Name), nameRoom), " "), r, true))
 		}
 	}
 	// The peak first: two runs often end alike and differ on the way.

@@ -1328,3 +1328,28 @@ func TestRolesPeakTopAndIcicle(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffSitesKeepTheirEnd: at 80 columns the diff's call sites are cut
+// from the left, so "file:line function" stays whole.
+func TestDiffSitesKeepTheirEnd(t *testing.T) {
+	a := newTestApp(t, 80, 24, "../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle",
+		"../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle")
+	press(a, "o", "space", "down", "space", "d")
+	o, ok := a.overlay.(*diffOverlay)
+	if !ok {
+		t.Fatalf("no diff:\n%s", screen(a))
+	}
+	found := false
+	for _, l := range o.lines(a, 80) {
+		l = strings.TrimRight(ansi.Strip(l), " ")
+		if strings.Contains(l, "linear.py:15") {
+			found = true
+			if !strings.HasSuffix(l, "linear.py:15 forward") || ansi.StringWidth(l) > 80 {
+				t.Errorf("a call site cut on the right or too wide: %q", l)
+			}
+		}
+	}
+	if !found {
+		t.Error("no row for linear.py:15")
+	}
+}

@@ -16,6 +16,8 @@ func SideOf(name string, e *Analysis) snapshot.Side {
 		s.Allocs = append(s.Allocs, d.Allocations...)
 	}
 	s.PeakAllocs = s.Allocs
-	s.Totals = []snapshot.DiffRow{{Name: "peak_bytes", A: peak}, {Name: "listed_bytes", A: listed}, {Name: "unlisted_bytes", A: unlisted}, {Name: "tensors", A: tensors}}
+	// The estimate's peak is what it predicts active memory peaks at: the
+	// row a measured snapshot's peak_active_bytes sits on.
+	s.Totals = []snapshot.DiffRow{{Name: "peak_active_bytes", A: peak}, {Name: "listed_bytes", A: listed}, {Name: "unlisted_bytes", A: unlisted}, {Name: "tensors", A: tensors}}
 	return s
 }
