@@ -313,6 +313,16 @@ func (t *Timeline) findPeak() {
 	t.Peak.Live = t.LiveAt(at, 0)
 }
 
+// PeakWhen says when a peak reached after event i was: "at trace entry
+// i", or "before the first trace entry" for the level the trace started at
+// (i = -1).
+func PeakWhen(i int) string {
+	if i < 0 {
+		return "before the first trace entry"
+	}
+	return fmt.Sprintf("at trace entry %d", i)
+}
+
 // ActiveAt is the active memory after event i (-1: before the first event).
 func (t *Timeline) ActiveAt(i int) int64 {
 	if i < 0 || len(t.Active) == 0 {

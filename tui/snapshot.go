@@ -600,9 +600,9 @@ func (t *snapTab) headerView(a *App, d *snapshot.DeviceStats) string {
 	default:
 		ratingSt = th.ok
 	}
-	l2 := fmt.Sprintf("efficiency %s %s %s %s · %s, %s (%d active) · trace %d entries",
+	l2 := fmt.Sprintf("efficiency %s %s %s %s · %s, %s (%d active) · trace %s",
 		hbar(eff/100, gw, ratingSt), fmt.Sprintf("%.1f%%", eff), ratingSt.Render(rating), when,
-		plural(d.Segments, "segment"), plural(d.Blocks, "block"), d.ActiveBlocks, d.TraceEntries)
+		plural(d.Segments, "segment"), plural(d.Blocks, "block"), d.ActiveBlocks, plural(d.TraceEntries, "entry"))
 	if n := len(d.OOMs); n > 0 {
 		l2 += " · " + th.errS.Render(fmt.Sprintf("%s", plural(n, "OOM event")))
 	}

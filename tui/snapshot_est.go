@@ -246,7 +246,7 @@ func (t *snapTab) versusView(a *App, e *estimate.DeviceStats, h int) string {
 	b.WriteString(fit(fmt.Sprintf("estimate  %s %s · estimated peak %s", textsafe.Safe(t.src.Path), e.Device, bytesStr(e.PeakBytes)), t.w) + "\n")
 	at := "at the snapshot (no trace)"
 	if meas.Peak.FromTrace {
-		at = fmt.Sprintf("at trace entry %d", meas.Peak.EventIndex)
+		at = snapshot.PeakWhen(meas.Peak.EventIndex)
 	}
 	b.WriteString(fit(fmt.Sprintf("measured  %s cuda:%d · peak active %s %s", textsafe.Safe(src.Path), meas.Device, bytesStr(meas.Peak.Active), at), t.w) + "\n")
 	b.WriteString(th.dim.Render(fit("paired by "+how+" · p pick another · both sides are peaks (the measured one is what was live at it)", t.w)) + "\n")

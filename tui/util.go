@@ -22,5 +22,5 @@ func plural(n int, w string) string {
 	if n == 1 {
 		return "1 " + w
 	}
-	return itoa(n) + " " + w + "s"
+	return itoa(n) + " " + units.Plural(w)
 }

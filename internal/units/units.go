@@ -98,3 +98,12 @@ func ParseBytes(s string) (int64, error) {
 	}
 	return int64(f * mult), nil
 }
+
+// Plural is an English noun's plural for the words memscope counts
+// ("entry" → "entries", "block" → "blocks").
+func Plural(word string) string {
+	if n := len(word); n > 1 && word[n-1] == 'y' && !strings.ContainsRune("aeiou", rune(word[n-2])) {
+		return word[:n-1] + "ies"
+	}
+	return word + "s"
+}

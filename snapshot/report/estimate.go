@@ -148,12 +148,12 @@ func writeEstimateText(tw *textWriter, e *estimate.Analysis, opt Options) {
 	}
 }
 
-// count is "1 tensor", "3 tensors".
+// count is "1 tensor", "3 tensors", "2 entries".
 func count(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return fmt.Sprintf("%d %s", n, units.Plural(word))
 }
 
 // cell keeps a table cell on one line and within 60 columns, cut in the

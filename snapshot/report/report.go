@@ -396,8 +396,8 @@ func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 		tw.line("cuda:%d  reserved %s  allocated %s  efficiency %s (%s) at the snapshot", d.Device,
 			units.Bytes(d.ReservedBytes), units.Bytes(d.AllocatedBytes), units.Pct(d.EfficiencyPct), d.Rating)
 		if pk := &d.Peak; pk.FromTrace {
-			tw.line("  peak    reserved %s  active %s  efficiency %s (%s) at trace entry %d; largest free range %s of %s free",
-				units.Bytes(pk.Reserved), units.Bytes(pk.Active), units.Pct(pk.EfficiencyPct), pk.Rating, pk.EventIndex,
+			tw.line("  peak    reserved %s  active %s  efficiency %s (%s) %s; largest free range %s of %s free",
+				units.Bytes(pk.Reserved), units.Bytes(pk.Active), units.Pct(pk.EfficiencyPct), pk.Rating, snapshot.PeakWhen(pk.EventIndex),
 				units.Bytes(pk.LargestFree), units.Bytes(pk.Free))
 		}
 		tw.line("  active %s (pending free %s)  requested %s  rounding waste %s  inactive (cached free) %s",
@@ -409,7 +409,7 @@ func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 		}
 		tw.line("  segments %d (%s)  blocks %d (%d active, %d inactive)", d.Segments, strings.Join(pools, ", "),
 			d.Blocks, d.ActiveBlocks, d.InactiveBlocks)
-		tw.line("  trace %d entries, %d OOM events", d.TraceEntries, len(d.OOMs))
+		tw.line("  trace %s, %s", count(d.TraceEntries, "entry"), count(len(d.OOMs), "OOM event"))
 
 		writeTotals(tw, "Categories (active blocks)", d.Categories, d.ActiveBytes)
 		writeTotals(tw, "Roles (active blocks: what the memory is)", d.Roles, d.ActiveBytes)
@@ -528,10 +528,7 @@ func bytesAt(h snapshot.Histogram, lo int64) string {
 func writePeakText(tw *textWriter, tl *snapshot.Timeline, roles []snapshot.CategoryTotal, n int) {
 	p := &tl.Peak
 	tw.line("")
-	when := fmt.Sprintf("after trace entry %d", p.EventIndex)
-	if p.EventIndex < 0 {
-		when = "before the first trace entry"
-	}
+	when := snapshot.PeakWhen(p.EventIndex)
 	tw.line("  Peak: %s active of %s reserved (%.1f%%) %s (%s)", units.Bytes(p.Active), units.Bytes(p.Reserved), p.EfficiencyPct, when, tl.Note)
 	tw.line("    by role:")
 	for _, c := range roles {

@@ -48,3 +48,14 @@ func TestEstimateTextCountsAndColumns(t *testing.T) {
 		}
 	}
 }
+
+func TestCountWords(t *testing.T) {
+	for _, c := range []struct {
+		n          int
+		word, want string
+	}{{1, "entry", "1 entry"}, {2, "entry", "2 entries"}, {0, "OOM event", "0 OOM events"}, {3, "day", "3 days"}, {1, "tensor", "1 tensor"}} {
+		if got := count(c.n, c.word); got != c.want {
+			t.Errorf("count(%d, %q) = %q, want %q", c.n, c.word, got, c.want)
+		}
+	}
+}
