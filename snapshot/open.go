@@ -92,12 +92,15 @@ func openMapped(ctx context.Context, path string, progress func(float64)) (s *Sn
 	if err != nil || !st.Mode().IsRegular() || st.Size() < mapMin || int64(int(st.Size())) != st.Size() {
 		return nil, nil, false
 	}
-	data, unmap, err := mapFile(f, int(st.Size()))
-	if err != nil {
+	// The form is judged from bytes read, not mapped: the mapping is only
+	// read under decodeMapped's fault guard (the file may be cut short
+	// between the Stat and here).
+	head := make([]byte, 16)
+	if n, _ := f.ReadAt(head, 0); !pickle.IsPickle(head[:n]) {
 		return nil, nil, false
 	}
-	if !pickle.IsPickle(data) {
-		unmap()
+	data, unmap, err := mapFile(f, int(st.Size()))
+	if err != nil {
 		return nil, nil, false
 	}
 	s, err = decodeMapped(ctx, data, unmap, progress)
