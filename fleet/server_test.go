@@ -41,7 +41,11 @@ func startServer(t *testing.T, n int, opt ServerOptions) (addr string, lim *conn
 // (a failure is reported with Errorf: scrapes run on many goroutines).
 func scrape(t *testing.T, addr string) time.Duration {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	timeout := 5 * time.Second
+	if raceEnabled {
+		timeout = time.Minute
+	}
+	c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	start := time.Now()
 	resp, err := c.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -166,7 +170,7 @@ func TestServeConcurrentScrapesShareAReading(t *testing.T) {
 	slices.Sort(times)
 	bound := time.Second
 	if raceEnabled {
-		bound = 15 * time.Second
+		bound = time.Minute // the race detector, on a loaded machine: correctness only
 	}
 	if p99 := times[len(times)*99/100]; p99 > bound {
 		t.Errorf("p99 %v over 200 scrapes of 1024 GPUs (bound %v)", p99, bound)
