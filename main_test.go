@@ -745,3 +745,12 @@ func TestDiffEstimateAgainstSnapshot(t *testing.T) {
 		t.Errorf("text diff:\n%s", text)
 	}
 }
+
+// TestReportErrorsOnStderr: a failed input is said on stderr too, so a
+// redirected report does not hide it.
+func TestReportErrorsOnStderr(t *testing.T) {
+	out, stderr, code := runCLI(t, "report", "no/such.pickle")
+	if code != 1 || !strings.Contains(stderr, "no/such.pickle") || !strings.Contains(out, "no/such.pickle") {
+		t.Errorf("exit %d, stderr %q, stdout %q", code, stderr, out)
+	}
+}

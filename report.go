@@ -67,6 +67,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	for _, r := range reports {
 		if r.Err != nil {
 			failed = true
+			// On stderr too: `report missing.pickle > out.txt` must not
+			// hide the error in the file.
+			fmt.Fprintf(stderr, "memscope: %s\n", textsafe.Safe(r.Err.Error()))
 		}
 	}
 	opt := report.Options{TopN: *top, Ranks: rankSets(paths, reports), Allocations: *allocs}

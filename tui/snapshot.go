@@ -552,7 +552,7 @@ func noSnapshotView(a *App) string {
 	b.WriteString("or memory_viz HTML) or a PyTorch-Memory-Profiler peak snapshot: memscope FILE|DIR.\n")
 	for _, s := range a.sources {
 		if (s.Kind.IsSnapshot() || s.Kind == model.KindUnknown) && s.State == model.Failed {
-			b.WriteString("\n" + a.th.errS.Render("✗ "+s.Name()+": ") + s.Err.Error())
+			b.WriteString("\n" + a.th.errS.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
 		}
 	}
 	return b.String()

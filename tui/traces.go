@@ -410,9 +410,11 @@ func (t *tracesTab) emptyView(a *App) string {
 	b.WriteString("Open per-rank memory traces: memscope DIR (memory_trace_rank*.json, torchtitan\n")
 	b.WriteString("memory exports or training logs), or a parent holding memory_traces/ and\n")
 	b.WriteString("memory_traces_scaling/ to compare a real run with its simulation.\n")
+	// Paths that could not be opened at all (missing, unreadable, nothing
+	// known inside) are said here, where the user looks first.
 	for _, s := range a.sources {
-		if s.Kind.IsTrace() && s.State == model.Failed {
-			b.WriteString("\n" + a.th.errS.Render("✗ "+s.Name()+": ") + s.Err.Error())
+		if (s.Kind.IsTrace() || s.Kind == model.KindUnknown) && s.State == model.Failed {
+			b.WriteString("\n" + a.th.errS.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
 		}
 	}
 	return b.String()

@@ -1353,3 +1353,18 @@ func TestDiffSitesKeepTheirEnd(t *testing.T) {
 		t.Error("no row for linear.py:15")
 	}
 }
+
+// TestMissingPathIsShown: a path that does not exist is said on the tab
+// the explorer opens on, not only behind the sources picker.
+func TestMissingPathIsShown(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	ctx := context.Background()
+	ws := model.New(ctx, nil)
+	ws.Open("/nonexistent/path") // what `memscope /nonexistent/path` opens: no live GPUs
+	ws.Wait()
+	a := New(ctx, ws, Options{Interval: time.Second})
+	a.Update(tea.WindowSizeMsg{Width: 100, Height: 24})
+	if s := screen(a); !strings.Contains(s, "✗") || !strings.Contains(s, "no such file or directory") {
+		t.Errorf("the error is not on the first screen:\n%s", s)
+	}
+}
