@@ -754,3 +754,20 @@ func TestReportErrorsOnStderr(t *testing.T) {
 		t.Errorf("exit %d, stderr %q, stdout %q", code, stderr, out)
 	}
 }
+
+// TestOutFoldersNeverCollide: two saved reports of the same name in the
+// same second get two folders.
+func TestOutFoldersNeverCollide(t *testing.T) {
+	root := t.TempDir()
+	seen := map[string]bool{}
+	for range 3 {
+		dir, err := newRunFolder(root, "same", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[dir] {
+			t.Fatalf("%s handed out twice", dir)
+		}
+		seen[dir] = true
+	}
+}

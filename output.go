@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,9 +43,22 @@ func newRunFolder(root, name string, paths []string) (string, error) {
 		}
 	}
 	name = strings.Trim(reUnsafe.ReplaceAllString(name, "_"), "_")
-	dir := filepath.Join(root, time.Now().Format("20060102_150405")+"_"+name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", err
+	}
+	// Two runs of the same name in one second get folders of their own
+	// (_2, _3, …): one never overwrites the other.
+	base := filepath.Join(root, time.Now().Format("20060102_150405")+"_"+name)
+	dir := base
+	for i := 2; ; i++ {
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || i > 1000 {
+			return "", err
+		}
+		dir = fmt.Sprintf("%s_%d", base, i)
 	}
 	latest := filepath.Join(root, "latest")
 	if fi, err := os.Lstat(latest); err == nil && fi.Mode()&os.ModeSymlink == 0 {

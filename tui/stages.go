@@ -120,7 +120,8 @@ func (o *stagesOverlay) view(a *App, w, h int) string {
 		siteW -= numW + 1
 		head += fmt.Sprintf(" %*s", numW, "ALLOCATED")
 	}
-	head += fmt.Sprintf(" %4s  %s", "#", "TOP CALL SITE AT ITS PEAK")
+	// The stage's run among those of its name (1st, 2nd…), not a count.
+	head += fmt.Sprintf(" %4s  %s", "RUN", "TOP CALL SITE AT ITS PEAK")
 	b.WriteString(a.th.header.Render(fit(head, w)) + "\n")
 	used++
 	o.list.setHeight(h - used - 1)
@@ -146,7 +147,7 @@ func (o *stagesOverlay) view(a *App, w, h int) string {
 		if wide {
 			line += " " + fitLeft(bytesStr(s.Allocated), numW)
 		}
-		line += " " + fitLeft(fmt.Sprint(s.Occurrence), 4) + "  " + top
+		line += " " + fitLeft(ordinal(s.Occurrence+1), 4) + "  " + top
 		if i == o.list.cursor {
 			line = a.th.sel.Render(fit(line, w))
 		}
@@ -170,4 +171,20 @@ func shortSite(site string, w int) string {
 		return file
 	}
 	return file + " " + fn
+}
+
+// ordinal writes n as "1st", "2nd", "3rd", "11th"…
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return fmt.Sprint(n) + suffix
 }
