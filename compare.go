@@ -21,7 +21,7 @@ import (
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
 	fs := newFlagSet("compare", "memscope compare [--json] [--iteration N] [--pair R:S,...] [--sort rank|error] [--plot DIR [--show-theoretical]] [--out DIR [--name NAME]] [--format png|svg] REAL SIM | DIR", stderr)
 	asJSON := fs.Bool("json", false, "write JSON (schema in the README)")
-	iteration := fs.Int("iteration", -1, "iteration to compare (default: each side's last)")
+	iteration := fs.Int("iteration", -1, "iteration to compare; -1 is each side's last")
 	sortBy := fs.String("sort", "rank", "row order: rank, or error (largest |peak error| first)")
 	pairFlag := fs.String("pair", "", "compare real rank R with simulated rank S (R:S, comma-separated); ranks otherwise pair only by equal numbers")
 	plotDir := fs.String("plot", "", "write memory_comparison_rank_{R} pictures and an overview into DIR")

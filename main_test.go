@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -769,5 +770,40 @@ func TestOutFoldersNeverCollide(t *testing.T) {
 			t.Fatalf("%s handed out twice", dir)
 		}
 		seen[dir] = true
+	}
+}
+
+// TestReadmeFiguresMatch: the README's claim about the bundled Megatron
+// run is what compare computes, and help texts say their defaults once.
+func TestReadmeFiguresMatch(t *testing.T) {
+	out, _, code := runCLI(t, "compare", "--json", "testdata/traces/megatron_trace_memory")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var c struct {
+		Ranks []struct {
+			Rank         int      `json:"rank"`
+			PeakErrorPct *float64 `json:"peak_error_pct"`
+		} `json:"ranks"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Ranks {
+		if r.PeakErrorPct == nil {
+			continue
+		}
+		claim := fmt.Sprintf("%+.2f%% on rank %d", *r.PeakErrorPct, r.Rank)
+		if !strings.Contains(string(readme), claim) {
+			t.Errorf("README lacks %q (what compare computes)", claim)
+		}
+	}
+	_, help, _ := runCLI(t, "compare", "--help")
+	if regexp.MustCompile(`\(default: [^)]*\) \(default`).MatchString(help) {
+		t.Errorf("a flag says its default twice:\n%s", help)
 	}
 }
