@@ -84,6 +84,9 @@ type App struct {
 
 	overlay  overlay
 	showHelp bool
+	// helpOff is the first line of the help shown (it scrolls when the
+	// window is shorter than the help).
+	helpOff int
 	keys     globalKeys
 
 	traceSel, snapSel int // selected source IDs
@@ -347,6 +350,25 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return cmd
 	}
 	if a.showHelp {
+		// Scroll keys scroll a help taller than the window; any other
+		// key closes it.
+		switch msg.String() {
+		case "up", "k":
+			a.helpOff = max(0, a.helpOff-1)
+			return nil
+		case "down", "j":
+			a.helpOff++
+			return nil
+		case "pgup":
+			a.helpOff = max(0, a.helpOff-a.bodyHeight()/2)
+			return nil
+		case "pgdown", "space":
+			a.helpOff += a.bodyHeight() / 2
+			return nil
+		case "home":
+			a.helpOff = 0
+			return nil
+		}
 		a.showHelp = false
 		if key.Matches(msg, a.keys.quit) && msg.String() == "q" {
 			return tea.Quit
@@ -376,7 +398,7 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, a.keys.quit):
 		return tea.Quit
 	case key.Matches(msg, a.keys.help):
-		a.showHelp = true
+		a.showHelp, a.helpOff = true, 0
 		return nil
 	case key.Matches(msg, a.keys.next):
 		a.active, a.tabChosen = (a.active+1)%len(a.tabs), true
@@ -412,6 +434,10 @@ func (a *App) tabRanges() [][2]int {
 
 func (a *App) onMouse(msg tea.Msg, m tea.Mouse) tea.Cmd {
 	if a.showHelp {
+		if w, ok := msg.(tea.MouseWheelMsg); ok {
+			a.helpOff = max(0, a.helpOff+wheel(w))
+			return nil
+		}
 		a.showHelp = false
 		return nil
 	}
@@ -656,8 +682,12 @@ func (a *App) helpView(h int) string {
 	foot := a.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help")
 	switch {
 	case len(lines) > h-1:
-		foot = a.th.warn.Render(fmt.Sprintf("(%d more lines: a taller window shows them) ", len(lines)-(h-1))) + foot
-		lines = lines[:h-1]
+		// Scrolled by ↑/↓ (the offset is clamped here, not stored: the
+		// help's length depends on the window).
+		off := min(a.helpOff, len(lines)-(h-1))
+		foot = a.th.warn.Render(fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn scroll · any other key closes",
+			off+1, off+h-1, len(lines)))
+		lines = lines[off : off+h-1]
 	case len(lines) < h-1:
 		lines = append(lines, "")
 	}

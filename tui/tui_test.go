@@ -1368,3 +1368,26 @@ func TestMissingPathIsShown(t *testing.T) {
 		t.Errorf("the error is not on the first screen:\n%s", s)
 	}
 }
+
+// TestHelpScrolls: at 80x24 the Snapshot tab's help is taller than the
+// window; ↓ scrolls it to its last line, and another key closes it.
+func TestHelpScrolls(t *testing.T) {
+	a := newTestApp(t, 80, 24, testInputs...)
+	press(a, "2", "?")
+	s := screen(a)
+	if !strings.Contains(s, "lines 1–") || !strings.Contains(s, "scroll") {
+		t.Fatalf("a help taller than the window says it scrolls:\n%s", s)
+	}
+	for range 40 {
+		press(a, "down")
+	}
+	s = screen(a)
+	checkScreen(t, s, 80, 24)
+	if !a.showHelp || !strings.Contains(s, "e ") || strings.Contains(s, "lines 1–") {
+		t.Errorf("↓ scrolls to the end, the help still open:\n%s", s)
+	}
+	press(a, "x")
+	if a.showHelp {
+		t.Error("another key closes the help")
+	}
+}
