@@ -87,7 +87,7 @@ type App struct {
 	// helpOff is the first line of the help shown (it scrolls when the
 	// window is shorter than the help).
 	helpOff int
-	keys     globalKeys
+	keys    globalKeys
 
 	traceSel, snapSel int // selected source IDs
 	// chosen marks selections the user made (kept); others follow the
