@@ -296,6 +296,11 @@ func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 		}
 	}()
 	switch msg := msg.(type) {
+	case editorDoneMsg:
+		if msg.err != nil {
+			a.setStatus("editor: %v", msg.err)
+		}
+		return a, nil
 	case tea.WindowSizeMsg:
 		a.w, a.h = msg.Width, msg.Height
 		a.resize()

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 
@@ -23,6 +25,7 @@ type stackOverlay struct {
 	title     string
 	lines     []string
 	noise     []bool
+	frames    []*snapshot.Frame // the frame of each line (nil: not a frame)
 	list      scroller
 	showNoise bool
 	// focus is the line of the allocation's location (the first user
@@ -33,7 +36,11 @@ type stackOverlay struct {
 	decision string
 }
 
-var okNoise = key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "show/hide interpreter and dispatcher frames"))
+var (
+	okNoise = key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "show/hide interpreter and dispatcher frames"))
+	okCopy  = key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy the selected frame's path:line (OSC 52: works over SSH)"))
+	okEdit  = key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "open the selected frame in $EDITOR (when the file is on this machine)"))
+)
 
 // newAllocStackOverlay shows an allocation's stacks with the frame that
 // decided its category and its location highlighted.
@@ -51,11 +58,14 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 	add := func(head string, st snapshot.Stack, mark bool) {
 		o.lines = append(o.lines, head)
 		o.noise = append(o.noise, false)
+		o.frames = append(o.frames, nil)
 		if len(st) == 0 {
 			o.lines = append(o.lines, "  (no frames recorded)")
 			o.noise = append(o.noise, false)
+			o.frames = append(o.frames, nil)
 		}
-		for i, f := range st {
+		for i := range st {
+			f := st[i]
 			prefix := "  "
 			if mark && i == loc {
 				prefix = "▶ "
@@ -71,20 +81,68 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 			}
 			o.lines = append(o.lines, line)
 			o.noise = append(o.noise, i != loc && (snapshot.IsNoise(f) || snapshot.IsPlumbing(f) || snapshot.IsProfilerFrame(f) || isInterpreter(f)))
+			o.frames = append(o.frames, &st[i])
 			if f.Source != "" {
 				o.lines = append(o.lines, "      "+safe(f.Source))
 				o.noise = append(o.noise, false)
+				o.frames = append(o.frames, &st[i])
 			}
 		}
 	}
-	add("allocated at (innermost call first; ▶ the first user frame):", create, true)
+	add("allocated at (innermost call first; ▶ the site: the user's own line):", create, true)
 	if len(release) > 0 {
 		o.lines = append(o.lines, "")
 		o.noise = append(o.noise, false)
+		o.frames = append(o.frames, nil)
 		add("released at:", release, false)
 	}
 	return o
 }
+
+// selected is the frame on the cursor's line (nil when it is none).
+func (o *stackOverlay) selected() *snapshot.Frame {
+	idx := o.shown()
+	if o.list.cursor < 0 || o.list.cursor >= len(idx) {
+		return nil
+	}
+	return o.frames[idx[o.list.cursor]]
+}
+
+// framePath is a frame's "path:line" as an editor or a grep takes it,
+// control characters removed.
+func framePath(f *snapshot.Frame) string {
+	p := safe(f.Filename)
+	if f.Line > 0 {
+		p += fmt.Sprintf(":%d", f.Line)
+	}
+	return p
+}
+
+// editFrame opens a frame's file at its line in $VISUAL or $EDITOR (vi
+// without either), when the file is on this machine.
+func editFrame(a *App, f *snapshot.Frame) tea.Cmd {
+	if _, err := os.Stat(f.Filename); err != nil || f.Filename == "" || f.Filename != safe(f.Filename) {
+		a.setStatus("%s is not a file on this machine", safe(f.Filename))
+		return nil
+	}
+	editor := os.Getenv("VISUAL")
+	if editor == "" {
+		editor = os.Getenv("EDITOR")
+	}
+	if editor == "" {
+		editor = "vi"
+	}
+	args := strings.Fields(editor)
+	if f.Line > 0 {
+		args = append(args, fmt.Sprintf("+%d", f.Line))
+	}
+	args = append(args, f.Filename)
+	c := exec.Command(args[0], args[1:]...)
+	return tea.ExecProcess(c, func(err error) tea.Msg { return editorDoneMsg{err} })
+}
+
+// editorDoneMsg reports the end of an editor opened with e.
+type editorDoneMsg struct{ err error }
 
 func (o *stackOverlay) shown() []int {
 	var idx []int
@@ -97,7 +155,7 @@ func (o *stackOverlay) shown() []int {
 }
 
 func (o *stackOverlay) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, okNoise, kBack}
+	return []key.Binding{kUp, kDown, kPgUp, kPgDn, okNoise, okCopy, okEdit, kBack}
 }
 
 func (o *stackOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
@@ -111,6 +169,18 @@ func (o *stackOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
 		switch {
 		case key.Matches(m, okNoise):
 			o.showNoise = !o.showNoise
+		case key.Matches(m, okCopy):
+			if f := o.selected(); f != nil {
+				p := framePath(f)
+				a.setStatus("copied %s", p)
+				return false, tea.SetClipboard(p)
+			}
+			a.setStatus("the selected line is not a frame")
+		case key.Matches(m, okEdit):
+			if f := o.selected(); f != nil {
+				return false, editFrame(a, f)
+			}
+			a.setStatus("the selected line is not a frame")
 		case key.Matches(m, kBack), m.String() == "q", m.String() == "enter":
 			return true, nil
 		}
@@ -126,7 +196,7 @@ func (o *stackOverlay) view(a *App, w, h int) string {
 	hidden := len(o.lines) - len(idx)
 	var b strings.Builder
 	b.WriteString(fit(th.bold.Render("Stack trace")+" · "+o.title, w) + "\n")
-	note := "esc close · ↑↓ scroll"
+	note := "esc close · ↑↓ select · y copy path:line · e edit"
 	if hidden > 0 {
 		note += fmt.Sprintf(" · %d interpreter/dispatcher frames hidden (n shows)", hidden)
 	} else {
@@ -154,6 +224,10 @@ func (o *stackOverlay) view(a *App, w, h int) string {
 	from, to := o.list.visible()
 	for i := from; i < to; i++ {
 		l := o.lines[idx[i]]
+		if i == o.list.cursor {
+			b.WriteString(th.sel.Render(fit(ansiStrip(l), w)) + "\n")
+			continue
+		}
 		if idx[i] == o.focus {
 			l = th.ok.Render(l)
 		} else if o.noise[idx[i]] {

@@ -1391,3 +1391,33 @@ func TestHelpScrolls(t *testing.T) {
 		t.Error("another key closes the help")
 	}
 }
+
+// TestStackCopyAndEdit: in a stack, y copies the selected frame's
+// path:line (the site when it opens) and e opens a local file in the
+// editor, or says the file is not here.
+func TestStackCopyAndEdit(t *testing.T) {
+	a := newTestApp(t, 120, 30, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	press(a, "3", "enter")
+	o, ok := a.overlay.(*stackOverlay)
+	if !ok {
+		t.Fatal("no stack")
+	}
+	screen(a) // places the cursor on the site
+	o.update(a, tea.KeyPressMsg{Code: 'y', Text: "y"})
+	if !strings.Contains(a.status, "copied ") || !strings.HasSuffix(a.status, "entrance.py:89") {
+		t.Errorf("y: status %q, want the site's path:line", a.status)
+	}
+	if _, c := o.update(a, tea.KeyPressMsg{Code: 'y', Text: "y"}); c == nil {
+		t.Error("y returns no clipboard command")
+	}
+	o.update(a, tea.KeyPressMsg{Code: 'e', Text: "e"})
+	if !strings.Contains(a.status, "is not a file on this machine") {
+		t.Errorf("e on a file from another machine: status %q", a.status)
+	}
+	local := filepath.Join(t.TempDir(), "model.py")
+	os.WriteFile(local, []byte("x = 1\n"), 0o644)
+	t.Setenv("EDITOR", "true")
+	if c := editFrame(a, &snapshot.Frame{Filename: local, Line: 1, Name: "f"}); c == nil {
+		t.Error("e on a local file starts no editor")
+	}
+}
