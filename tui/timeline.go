@@ -58,6 +58,9 @@ type timelineTab struct {
 	stackResv  []int64
 	stackMax   float64
 	stackEvent []int
+	// stackByTime is set when the columns are equal slices of time (x
+	// axis in time and the trace has times), not of events.
+	stackByTime bool
 	// chart caches the decimated series of the current window.
 	chartKey [5]int
 	chartS   []chartSeries
@@ -483,6 +486,61 @@ func (t *timelineTab) series(a *App, cols int) ([]chartSeries, float64) {
 	return t.chartS, t.chartMax
 }
 
+// columnEvents picks the event each of cols columns shows over events
+// [x0, x1): the one with the most active memory in the column's range, so
+// no peak is lost. The ranges are equal runs of events, or with byTime
+// equal slices of time, so events bunch and idle gaps show: a column with
+// no event in its slice shows the level left by the last event before
+// it. byTime needs times that grow along the trace; ok says whether the
+// columns are slices of time.
+func columnEvents(tl *snapshot.Timeline, x0, x1, cols int, byTime bool) (out []int, ok bool) {
+	out = make([]int, cols)
+	ev := tl.Events
+	t0, t1 := ev[x0].TimeUS, ev[x1-1].TimeUS
+	if byTime && t0 > 0 && t1 > t0 && sortedByTime(ev[x0:x1]) {
+		e := x0
+		for c := range cols {
+			end := t0 + int64(c+1)*(t1-t0)/int64(cols)
+			if c == cols-1 {
+				end = t1 + 1
+			}
+			best := -1
+			for ; e < x1 && ev[e].TimeUS < end; e++ {
+				if best < 0 || tl.Active[e] > tl.Active[best] {
+					best = e
+				}
+			}
+			if best < 0 {
+				best = max(x0, e-1) // idle: the level the last event left
+			}
+			out[c] = best
+		}
+		return out, true
+	}
+	span := x1 - x0
+	for c := range cols {
+		lo := x0 + c*span/cols
+		hi := max(lo+1, x0+(c+1)*span/cols)
+		best := lo
+		for e := lo; e < hi && e < x1; e++ {
+			if tl.Active[e] > tl.Active[best] {
+				best = e
+			}
+		}
+		out[c] = best
+	}
+	return out, false
+}
+
+func sortedByTime(ev []snapshot.TraceEntry) bool {
+	for i := 1; i < len(ev); i++ {
+		if ev[i].TimeUS < ev[i-1].TimeUS {
+			return false
+		}
+	}
+	return true
+}
+
 // maxBands is how many bands the stacked chart names (the rest: other).
 const maxBands = 8
 
@@ -496,22 +554,8 @@ func (t *timelineTab) stacked(a *App, h int) string {
 		t.stackCols = nil
 	}
 	cols := max(1, t.w-11)
-	if k := [5]int{t.x0, t.x1, cols, int(t.bandBy)}; t.stackCols == nil || t.stackKey != k {
-		// One event per column: the one with the most active memory in the
-		// column's range, so no peak is lost.
-		span := t.x1 - t.x0
-		t.stackEvent = make([]int, cols)
-		for c := range cols {
-			lo := t.x0 + c*span/cols
-			hi := max(lo+1, t.x0+(c+1)*span/cols)
-			best := lo
-			for e := lo; e < hi && e < t.x1; e++ {
-				if tl.Active[e] > tl.Active[best] {
-					best = e
-				}
-			}
-			t.stackEvent[c] = best
-		}
+	if k := [5]int{t.x0, t.x1, cols, int(t.bandBy), map[bool]int{true: 1}[t.byTime]}; t.stackCols == nil || t.stackKey != k {
+		t.stackEvent, t.stackByTime = columnEvents(tl, t.x0, t.x1, cols, t.byTime)
 		t.stackCols = tl.Totals(t.bands, t.stackEvent)
 		t.stackResv = make([]int64, cols)
 		t.stackMax = 0
@@ -557,18 +601,20 @@ func (t *timelineTab) stacked(a *App, h int) string {
 		}
 	}
 	var ticks []xTick
-	if !t.byTime && len(t.stackEvent) > 0 {
+	if !t.stackByTime && len(t.stackEvent) > 0 {
 		// Columns are evenly spaced events: label round event numbers.
 		ticks = roundTicks(float64(t.x0), float64(t.x1), len(t.stackEvent), true)
 	}
 	chart := renderStacked(stackedSpec{w: t.w, h: h - 1, cols: t.stackCols, reserved: t.stackResv, ymax: t.stackMax * 1.05, xticks: ticks,
 		styles: styles, glyphs: glyphs, line: th.fg(palette.Reserved), axis: th.dim, cursor: cursorCol, cursorSt: th.accent,
 		xlabel: func(c int) string {
-			e := t.x0 + c*(t.x1-t.x0)/len(t.stackEvent) // where the column starts
-			if t.byTime {
-				return fmt.Sprintf("%.2fs", t.xv(e))
+			if t.stackByTime {
+				// Where the column starts in time: columns are equal slices.
+				t0, t1 := tl.Events[t.x0].TimeUS, tl.Events[t.x1-1].TimeUS
+				at := t0 + int64(c)*(t1-t0)/int64(len(t.stackEvent))
+				return fmt.Sprintf("%.2fs", float64(at-tl.Events[0].TimeUS)/1e6)
 			}
-			return fmt.Sprint(e)
+			return fmt.Sprint(t.x0 + c*(t.x1-t.x0)/len(t.stackEvent)) // where the column starts
 		},
 		ylabel: func(v float64) string { return bytesStr(int64(v)) }})
 	return fit(strings.Join(legend, "  "), t.w) + "\n" + chart
