@@ -142,6 +142,11 @@ func (t *liveTab) update(a *App, msg tea.Msg) tea.Cmd {
 			a.setStatus("chart: %s", t.metric)
 		case key.Matches(m, lkView):
 			t.multiples = !t.multiples
+			if t.multiples {
+				a.setStatus("chart: one per GPU (when the window holds them)")
+			} else {
+				a.setStatus("chart: every GPU in one, the selected one on top")
+			}
 		case key.Matches(m, lkSort):
 			t.procSort = (t.procSort + 1) % 4
 			a.setStatus("processes sorted by %s", []string{"memory", "GPU", "PID", "user"}[t.procSort])

@@ -117,11 +117,14 @@ func (t *liveTab) chart(a *App, devs []nvml.Device, h int) string {
 		if s, ok := t.smallMultiples(a, devs, h); ok {
 			return s
 		}
+		// Asked for, but no room: say so where the switch is named.
+		return t.overlayChart(a, devs, h, a.th.warn.Render("v: one chart per GPU needs a taller window"))
 	}
-	return t.overlayChart(a, devs, h)
+	return t.overlayChart(a, devs, h, "v: a chart per GPU")
 }
 
-func (t *liveTab) overlayChart(a *App, devs []nvml.Device, h int) string {
+// overlayChart draws every GPU in one chart; view names what v does.
+func (t *liveTab) overlayChart(a *App, devs []nvml.Device, h int, view string) string {
 	th := a.th
 	sel := t.state.Devices[t.sel].Index
 	var series []chartSeries
@@ -155,7 +158,11 @@ func (t *liveTab) overlayChart(a *App, devs []nvml.Device, h int) string {
 	selName := fmt.Sprintf("GPU %d", sel)
 	legend := t.metric.String() + " · " + th.fg(gpuColor(t.sel)).Render("━ "+selName) + " " + t.metricValue(selLast)
 	if len(devs) > 1 {
-		legend += " · " + th.dim.Render(fmt.Sprintf("┈ the other %d GPUs", len(series)-1)) + " · ←/→ selects · v: a chart per GPU"
+		if view != "v: a chart per GPU" {
+			legend = view + " · " + legend // first: a narrow window cuts the end
+		} else {
+			legend += " · " + th.dim.Render(fmt.Sprintf("┈ the other %d GPUs", len(series)-1)) + " · ←/→ selects · " + view
+		}
 	}
 	legend += fmt.Sprintf(" · x: %s ago · m: %s", unitName(unit), nextMetric(t.metric))
 	return out + "\n" + fit(legend, t.w)

@@ -82,3 +82,15 @@ func TestTimeAxisOneUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveViewSaysWhenItCannot: at 80x24 eight small charts do not fit;
+// v then says so instead of doing nothing.
+func TestLiveViewSaysWhenItCannot(t *testing.T) {
+	a := newTestApp(t, 80, 24, testInputs...)
+	press(a, "4", "v")
+	s := screen(a)
+	checkScreen(t, s, 80, 24)
+	if !a.live.multiples || !strings.Contains(s, "needs a taller window") {
+		t.Errorf("v at 80x24:\n%s", s)
+	}
+}
