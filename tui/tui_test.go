@@ -1421,3 +1421,23 @@ func TestStackCopyAndEdit(t *testing.T) {
 		t.Error("e on a local file starts no editor")
 	}
 }
+
+// TestTopSortResetsAcrossKinds: a sort chosen on a snapshot's columns does
+// not carry over to an estimate's, whose columns differ.
+func TestTopSortResetsAcrossKinds(t *testing.T) {
+	a := newTestApp(t, 140, 40, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle",
+		"../testdata/estimates/SYNTHETIC_peak_snapshot.json")
+	press(a, "3", "s", "s")
+	if a.top.sortCol == 0 {
+		t.Fatal("s did not change the sort")
+	}
+	press(a, "o", "down", "enter")
+	press(a, "3")
+	s := screen(a)
+	if !a.top.est {
+		t.Fatalf("the estimate is not shown:\n%s", s)
+	}
+	if a.top.sortCol != 0 || !strings.Contains(s, "SIZE▼") {
+		t.Errorf("the estimate's Top keeps another kind's sort (column %d):\n%s", a.top.sortCol, s)
+	}
+}
