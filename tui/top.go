@@ -160,7 +160,7 @@ func (t *topTab) columns() []topCol {
 		return t.locs[i]
 	}, func(t *topTab, a, b int) int { return cmp.Compare(t.locs[a], t.locs[b]) }}
 	if t.est {
-		return []topCol{size,
+		return topCols{size,
 			{"SHAPE", 16, false, false, func(t *topTab, i int) string {
 				return strings.TrimSuffix(strings.TrimPrefix(t.allocs[i].Shape, "torch.Size("), ")")
 			},
@@ -169,7 +169,7 @@ func (t *topTab) columns() []topCol {
 				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Phase, t.allocs[b].Phase) }},
 			{"MODULE", 26, false, true, func(t *topTab, i int) string { return t.allocs[i].Module },
 				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Module, t.allocs[b].Module) }},
-			cat, loc}
+			cat, loc}.fit(t.w)
 	}
 	role := topCol{"ROLE", 15, false, false, func(t *topTab, i int) string { return t.allocs[i].Role.String() },
 		func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Role, t.allocs[b].Role) }}
@@ -196,7 +196,54 @@ func (t *topTab) columns() []topCol {
 			return "0"
 		}, func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Stream, t.allocs[b].Stream) }})
 	}
-	return append(cols, loc)
+	return topCols(append(cols, loc)).fit(t.w)
+}
+
+type topCols []topCol
+
+// fit sizes the text columns to the window: the site (last, the rest of
+// the line) keeps at least a third of it, the text columns giving up
+// what it needs (down to 6 cells, cut where their ends differ), and on a
+// wide window the module, phase and shape columns grow to show more.
+func (cols topCols) fit(w int) []topCol {
+	out := slices.Clone(cols)
+	text := func(c topCol) bool { return !c.right && c.width > 0 && c.title != "STATE" }
+	used := 0
+	for _, c := range out[:len(out)-1] {
+		used += c.width + 1
+	}
+	want := max(24, w/3)
+	for room := w - used; room < want; room = w - used {
+		shrunk := false
+		for i := range out[:len(out)-1] {
+			if text(out[i]) && out[i].width > 6 && room < want {
+				out[i].width--
+				used--
+				room++
+				shrunk = true
+			}
+		}
+		if !shrunk {
+			break
+		}
+	}
+	// On a wide window what is left past a 60-cell site widens the
+	// columns whose values are longest (Megatron's phase names, module
+	// paths), each up to a width that shows most of them whole.
+	extra := w - used - max(want, 60)
+	for _, g := range []struct {
+		title string
+		upTo  int
+	}{{"PHASE", 28}, {"MODULE", 56}, {"SHAPE", 24}} {
+		for i := range out[:len(out)-1] {
+			if out[i].title == g.title && extra > 0 {
+				grow := min(extra, max(0, g.upTo-out[i].width))
+				out[i].width += grow
+				extra -= grow
+			}
+		}
+	}
+	return out
 }
 
 func (t *topTab) refilter() {
