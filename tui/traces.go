@@ -487,7 +487,12 @@ func (t *tracesTab) listView(a *App) string {
 	sw := max(4, (t.w-fixed)/2)
 	var b strings.Builder
 	b.WriteString(fit(t.header(a), t.w) + "\n")
-	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s %7s %11s %6s", "RANK", sw, fit("REAL allocated, "+t.axisLabel(), sw), sw, fit("SIMULATED, same axis", sw),
+	// Narrow sparklines get short whole words, not "REAL …" and "SIMUL…".
+	realHdr, simHdr := "REAL allocated, "+t.axisLabel(), "SIMULATED, same axis"
+	if sw < len(simHdr) {
+		realHdr, simHdr = "REAL", "SIM"
+	}
+	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s %7s %11s %6s", "RANK", sw, fit(realHdr, sw), sw, fit(simHdr, sw),
 		"REAL PEAK", "SIM PEAK", "ERROR", "CURVE", "TIME R/S", "S/R")
 	b.WriteString(th.header.Render(fit(hdr, t.w)) + "\n")
 	realSt, simSt := th.fg(palette.Real), th.fg(palette.Sim)

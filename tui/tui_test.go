@@ -1441,3 +1441,14 @@ func TestTopSortResetsAcrossKinds(t *testing.T) {
 		t.Errorf("the estimate's Top keeps another kind's sort (column %d):\n%s", a.top.sortCol, s)
 	}
 }
+
+// TestTracesHeadersKeepWords: at 80 columns the sparkline headers are
+// whole words, not "REAL …" and "SIMUL…".
+func TestTracesHeadersKeepWords(t *testing.T) {
+	a := newTestApp(t, 80, 24, "../testdata/traces/megatron_trace_memory")
+	press(a, "1")
+	s := screen(a)
+	if strings.Contains(s, "SIMUL…") || strings.Contains(s, "REAL …") || !strings.Contains(s, "REAL ") || !strings.Contains(s, "SIM ") {
+		t.Errorf("headers cut mid-word:\n%s", s)
+	}
+}
