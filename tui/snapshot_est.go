@@ -281,7 +281,10 @@ func (t *snapTab) pickView(a *App, cands []versusPick, h int) string {
 		c := cands[i]
 		s := a.sourceByID(c.src)
 		d := s.Analysis.Device(c.dev)
-		line := fmt.Sprintf("cuda:%-3d %12s  %s", c.dev, bytesStr(d.Peak.Active), textsafe.Safe(s.Path))
+		// The path is cut from the left: files in one folder differ at
+		// their names' ends (bf16 and fp32 variants), which must show.
+		line := fmt.Sprintf("cuda:%-3d %12s  %s", c.dev, bytesStr(d.Peak.Active),
+			strings.TrimRight(fitTail(textsafe.Safe(s.Path), max(8, t.w-24)), " "))
 		if i == t.cands.cursor {
 			line = th.sel.Render(fit(line, t.w))
 		}

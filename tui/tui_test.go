@@ -1452,3 +1452,29 @@ func TestTracesHeadersKeepWords(t *testing.T) {
 		t.Errorf("headers cut mid-word:\n%s", s)
 	}
 }
+
+// TestVersusPickerRowsDiffer: at 80 columns the measured snapshots offered
+// for an estimate stay tell-apart-able (their names' ends show).
+func TestVersusPickerRowsDiffer(t *testing.T) {
+	a := newTestApp(t, 80, 24, "../testdata/estimates/SYNTHETIC_peak_snapshot.json",
+		"../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle",
+		"../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle",
+		"../testdata/snapshots/silmont2000_assignment2-systems__mem_snapshot.pickle")
+	press(a, "o", "home", "enter", "2", "c")
+	s := screen(a)
+	rows := 0
+	seen := map[string]bool{}
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, "cuda:") || strings.Contains(l, " cuda:") {
+			l = strings.TrimSpace(l)
+			rows++
+			if seen[l] {
+				t.Errorf("two identical rows: %q", l)
+			}
+			seen[l] = true
+		}
+	}
+	if rows < 3 || !strings.Contains(s, "bf16_128.pickle") || !strings.Contains(s, "fp32_128.pickle") {
+		t.Errorf("picker:\n%s", s)
+	}
+}
