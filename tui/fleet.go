@@ -678,23 +678,34 @@ func (t *fleetTab) gpuView(a *App, g *fleet.GPU) string {
 	} else {
 		xs := make([]float64, len(g.History))
 		ys := make([]float64, len(g.History))
-		ymax := float64(g.Total)
+		ymax := max(float64(g.Total), float64(g.MaxUsed))
 		for i, p := range g.History {
 			xs[i] = p.T.Sub(t.data.At).Minutes()
 			ys[i] = float64(p.Bytes) / (1 << 30)
 			ymax = max(ymax, float64(p.Bytes))
 		}
-		spec := chartSpec{w: t.w, h: chartH, xmin: -t.data.Range.Minutes(), xmax: 0, ymin: 0, ymax: ymax / (1 << 30) * 1.05,
+		// The x axis spans the data, not the whole range asked for: a
+		// GPU seen for 1.5 minutes of an hour fills the chart.
+		xmin := max(-t.data.Range.Minutes(), xs[0])
+		if xmin >= 0 {
+			xmin = -1
+		}
+		spec := chartSpec{w: t.w, h: chartH, xmin: xmin, xmax: 0, ymin: 0, ymax: ymax / (1 << 30) * 1.05,
 			xfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0fm", v) },
-			yfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0fG", v) },
+			yfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0f GiB", v) },
 			axis: a.th.dim, label: a.th.dim,
 			series: []chartSeries{{xs: xs, ys: ys, style: a.th.accent}}}
 		if g.Total > 0 {
 			spec.lines = append(spec.lines, chartLine{at: float64(g.Total) / (1 << 30), style: a.th.errS, dotted: true})
 		}
+		if g.MaxUsed > 0 {
+			// The maximum over the range, which the chart's samples (one a
+			// step) can miss: drawn, so the "max" above is on the chart.
+			spec.lines = append(spec.lines, chartLine{at: float64(g.MaxUsed) / (1 << 30), style: a.th.warn, dotted: true})
+		}
 		lines = append(lines, renderChart(spec))
 	}
-	foot := "x: minutes before now · y: GiB · dotted: total · esc: back"
+	foot := "x: minutes before now · y: GiB · dotted: total (red) and the range's max (amber), which samples one a step can miss · esc: back"
 	if t.isLocal(a, g) {
 		foot = "◆ local: L shows it on the Live tab · " + foot
 	}
