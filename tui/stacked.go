@@ -77,7 +77,12 @@ func renderStacked(c stackedSpec) string {
 		lo := float64(rows-1-r) * step // the row covers [lo, lo+step)
 		mid := lo + step/2
 		label := ""
-		if r%4 == 0 {
+		switch {
+		case r == rows-1:
+			// The baseline: a stack starts at zero, and a lowest label of
+			// "676.2 MiB" read like an axis that does not.
+			label = c.ylabel(0)
+		case r%4 == 0 && r < rows-2:
 			label = c.ylabel(lo + step)
 		}
 		b.WriteString(c.axis.Render(fmt.Sprintf("%*s│", labelW-1, label)))

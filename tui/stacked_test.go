@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"charm.land/lipgloss/v2"
+
 	"memscope/snapshot"
 )
 
@@ -88,5 +90,21 @@ func TestColumnsLinearInTime(t *testing.T) {
 	tl = snapshot.Replay(&snapshot.Snapshot{Traces: [][]snapshot.TraceEntry{trace}}, 0, nil)
 	if _, ok := columnEvents(tl, 0, 20, 20, true); ok {
 		t.Error("unsorted times still sliced by time")
+	}
+}
+
+// TestStackedBaselineIsZero: the stacked chart's lowest label is its
+// baseline, zero.
+func TestStackedBaselineIsZero(t *testing.T) {
+	for _, h := range []int{6, 11, 24} {
+		out := renderStacked(stackedSpec{w: 40, h: h, cols: [][]int64{{5}, {10}}, reserved: []int64{10, 10}, ymax: 10,
+			styles: []lipgloss.Style{{}}, glyphs: []string{"█"}, cursor: -1,
+			xlabel: func(c int) string { return strconv.Itoa(c) },
+			ylabel: func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }})
+		lines := strings.Split(out, "\n")
+		bottom := lines[len(lines)-3] // above the axis and the x labels
+		if !strings.HasPrefix(strings.TrimSpace(bottom), "0│") {
+			t.Errorf("h %d: bottom row %q, want the label 0", h, bottom)
+		}
 	}
 }
