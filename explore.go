@@ -67,6 +67,11 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		paths = []string{"."} // a replay or the cluster opens only what it is given
 	}
 	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(f.Fd()) {
+		if *replay != "" && len(paths) == 0 {
+			// Without a terminal there is nothing to play: report the
+			// recording itself (its traces, as compare reads them).
+			paths, implicit = []string{*replay}, false
+		}
 		if fleetSrc != nil {
 			fl, err := fleetSrc.Fetch(ctx, time.Time{})
 			if err != nil {

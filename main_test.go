@@ -807,3 +807,16 @@ func TestReadmeFiguresMatch(t *testing.T) {
 		t.Errorf("a flag says its default twice:\n%s", help)
 	}
 }
+
+// TestReplayWithoutTerminal: `memscope --replay DIR` with stdout not a
+// terminal reports DIR's recording, not the current directory.
+func TestReplayWithoutTerminal(t *testing.T) {
+	dir := t.TempDir()
+	if _, stderr, code := runCLI(t, "record", "--source", "fake", "--out", dir, "--duration", "200ms", "--interval", "50ms"); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, stderr)
+	}
+	out, stderr, code := runCLI(t, "--replay", dir)
+	if code != 0 || !strings.Contains(out, "one run") || strings.Contains(out+stderr, "current directory") {
+		t.Errorf("exit %d:\n%s\n%s", code, out, stderr)
+	}
+}
