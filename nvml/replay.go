@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"memscope/trace"
@@ -21,6 +22,13 @@ type Replay struct {
 	now    func() time.Time
 	span   float64
 	speed  float64
+	// mu guards the playback position: the sampler reads it, the Live
+	// tab's keys pause and seek it.
+	mu sync.Mutex
+	// offset is recording seconds added to the elapsed wall time (seeks);
+	// pausedAt, when set, is the wall time playback stopped at.
+	offset   float64
+	pausedAt time.Time
 	// interval is the recorded sampling interval (seconds).
 	interval float64
 }
@@ -122,10 +130,55 @@ func (r *Replay) Simulated() bool { return true }
 // Devices lists one device per replayed rank.
 func (r *Replay) Devices() []Device { return append([]Device(nil), r.devs...) }
 
+// played is the recording seconds played since the start (seeks and
+// pauses included, loops not folded). Called with mu held.
+func (r *Replay) played(now time.Time) float64 {
+	if !r.pausedAt.IsZero() {
+		now = r.pausedAt
+	}
+	return max(0, now.Sub(r.start).Seconds()*r.speed+r.offset)
+}
+
+// Position says where playback is: seconds into the recording, its span,
+// how many times it has looped and whether it is paused.
+func (r *Replay) Position() (at, span float64, loop int, paused bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.played(r.now())
+	if r.span > 0 {
+		loop, at = int(p/r.span), math.Mod(p, r.span)
+	}
+	return at, r.span, loop, !r.pausedAt.IsZero()
+}
+
+// TogglePause stops playback where it is, or resumes it.
+func (r *Replay) TogglePause() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if r.pausedAt.IsZero() {
+		r.pausedAt = now
+		return
+	}
+	// Resume from where it stopped: the pause's wall time is not played.
+	r.offset -= now.Sub(r.pausedAt).Seconds() * r.speed
+	r.pausedAt = time.Time{}
+}
+
+// Seek moves playback by d recording seconds (never before the start).
+func (r *Replay) Seek(d float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.played(r.now())
+	r.offset += max(d, -p)
+}
+
 // Sample returns each rank's recorded values at the current playback time.
 func (r *Replay) Sample(ctx context.Context) ([]Sample, error) {
 	now := r.now()
-	el := now.Sub(r.start).Seconds() * r.speed
+	r.mu.Lock()
+	el := r.played(now)
+	r.mu.Unlock()
 	if r.span > 0 {
 		el = math.Mod(el, r.span)
 	}

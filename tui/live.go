@@ -62,7 +62,44 @@ func (t *liveTab) name() string { return "Live" }
 func (t *liveTab) capturing() bool { return t.filterOn }
 
 func (t *liveTab) help() []key.Binding {
-	return []key.Binding{lkGPU, lkFocus, lkMetric, lkView, kUp, kDown, lkSort, lkFilter, kBack, kExport}
+	keys := []key.Binding{lkGPU, lkFocus, lkMetric, lkView, kUp, kDown, lkSort, lkFilter, kBack, kExport}
+	if t.player() != nil {
+		keys = append(keys, lkPause, lkSeek)
+	}
+	return keys
+}
+
+// player is a replayed recording's playback controls (nvml.Replay).
+type player interface {
+	Position() (at, span float64, loop int, paused bool)
+	TogglePause()
+	Seek(d float64)
+}
+
+var (
+	lkPause = key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "replay: pause / resume"))
+	lkSeek  = key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[ ]", "replay: back / forward a tenth of the recording"))
+)
+
+// player is the source's playback controls when it replays a recording.
+func (t *liveTab) player() player {
+	p, _ := t.opts.Live.(player)
+	return p
+}
+
+// replayLine says where a replay is: the position in the recording, the
+// loop, paused or playing.
+func (t *liveTab) replayLine(a *App) string {
+	p := t.player()
+	if p == nil {
+		return ""
+	}
+	at, span, loop, paused := p.Position()
+	state := "playing"
+	if paused {
+		state = a.th.warn.Render("paused")
+	}
+	return fmt.Sprintf("replay %.1fs of %.1fs · loop %d · %s · space pause · [ ] seek", at, span, loop+1, state)
 }
 
 func (t *liveTab) resize(w, h int) { t.w, t.h = w, h }
@@ -126,6 +163,17 @@ func (t *liveTab) update(a *App, msg tea.Msg) tea.Cmd {
 			if n > 0 {
 				t.sel = (t.sel + 1) % n
 			}
+		case key.Matches(m, lkPause) && t.player() != nil:
+			t.player().TogglePause()
+			return nil
+		case key.Matches(m, lkSeek) && t.player() != nil:
+			_, span, _, _ := t.player().Position()
+			d := span / 10
+			if m.String() == "[" {
+				d = -d
+			}
+			t.player().Seek(d)
+			return nil
 		case key.Matches(m, lkFocus):
 			t.focus = n > 0
 		case key.Matches(m, kBack):
@@ -177,6 +225,10 @@ func (t *liveTab) view(a *App) string {
 		src = th.warn.Render("SIMULATED") + " · " + src
 	}
 	head := fmt.Sprintf("%s · %s · every %v · %d samples of history", th.bold.Render("Live GPUs"), src, a.opts.Interval, t.historyLen())
+	if r := t.replayLine(a); r != "" {
+		// A replay says where it is first: the history counts every loop.
+		head = fmt.Sprintf("%s · %s · %s", th.bold.Render("Live GPUs"), r, src)
+	}
 	if st.Err != nil {
 		head += " · " + th.errS.Render("error: "+st.Err.Error()+" (retrying)")
 	}

@@ -1,9 +1,16 @@
 package tui
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"memscope/model"
+	"memscope/nvml"
 )
 
 var reXLabel = regexp.MustCompile(`-?\d+(?:\.\d)?([smh])\b`)
@@ -92,5 +99,43 @@ func TestLiveViewSaysWhenItCannot(t *testing.T) {
 	checkScreen(t, s, 80, 24)
 	if !a.live.multiples || !strings.Contains(s, "needs a taller window") {
 		t.Errorf("v at 80x24:\n%s", s)
+	}
+}
+
+// TestLiveReplayControls: a replay says where it is in the recording and
+// which loop, space pauses it, ] and [ seek.
+func TestLiveReplayControls(t *testing.T) {
+	dir := t.TempDir()
+	fake := nvml.NewFake(2, nil)
+	if err := nvml.Record(context.Background(), fake, nvml.RecordOptions{OutDir: dir, Interval: 10 * time.Millisecond,
+		Duration: 250 * time.Millisecond, FlushEvery: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := nvml.NewReplay(context.Background(), dir, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NO_COLOR", "1")
+	ws := model.New(context.Background(), nil)
+	a := New(context.Background(), ws, Options{Live: r, Interval: 50 * time.Millisecond})
+	a.live.sampler.Once(context.Background())
+	a.live.state = a.live.sampler.State()
+	a.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	press(a, "4")
+	if s := screen(a); !strings.Contains(s, "replay ") || !strings.Contains(s, "loop 1") || !strings.Contains(s, "playing") {
+		t.Fatalf("the replay's position is not shown:\n%s", s)
+	}
+	press(a, "space")
+	at, _, _, paused := r.Position()
+	if s := screen(a); !paused || !strings.Contains(s, "paused") {
+		t.Errorf("space pauses:\n%s", s)
+	}
+	press(a, "]")
+	if at2, _, _, _ := r.Position(); at2 <= at {
+		t.Errorf("] seeks forward: %v then %v", at, at2)
+	}
+	press(a, "space")
+	if _, _, _, paused := r.Position(); paused {
+		t.Error("space resumes")
 	}
 }
