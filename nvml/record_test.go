@@ -3,7 +3,6 @@ package nvml
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,29 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"memscope/internal/fullfs"
 	"memscope/trace"
 )
-
-// fullDisk plays a full disk while full is set: what fits in the blocks a
-// file has is written, the rest fails.
-type fullDisk struct {
-	*os.File
-	full *atomic.Bool
-}
-
-func (f fullDisk) WriteAt(p []byte, off int64) (int, error) {
-	if f.full.Load() {
-		st, err := f.Stat()
-		if err != nil {
-			return 0, err
-		}
-		if room := st.Size() - off; int64(len(p)) > room {
-			n, _ := f.File.WriteAt(p[:max(0, room)], off)
-			return n, errors.New("no space left on device")
-		}
-	}
-	return f.File.WriteAt(p, off)
-}
 
 type syncBuffer struct {
 	mu sync.Mutex
@@ -65,7 +44,7 @@ func TestRecordFullDisk(t *testing.T) {
 		FlushEvery: 30 * time.Millisecond, Log: &log,
 		open: func(p string) (trace.AppendFile, error) {
 			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-			return fullDisk{File: f, full: &full}, err
+			return fullfs.File{File: f, Full: &full}, err
 		}}
 	done := make(chan error, 1)
 	go func() { done <- Record(context.Background(), &stepSource{n: 1, start: time.Now()}, opt) }()
@@ -117,7 +96,7 @@ func TestRecordKeepsAtMostMaxPending(t *testing.T) {
 		Interval: 5 * time.Millisecond, Duration: 300 * time.Millisecond, FlushEvery: 20 * time.Millisecond, Log: &log, MaxPending: 10,
 		open: func(p string) (trace.AppendFile, error) {
 			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-			return fullDisk{File: f, full: &full}, err
+			return fullfs.File{File: f, Full: &full}, err
 		}})
 	if err == nil || !strings.Contains(err.Error(), "10 samples could not be written") {
 		t.Errorf("got %v, want the 10 kept samples named", err)

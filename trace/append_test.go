@@ -1,11 +1,13 @@
 package trace
 
 import (
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+
+	"memscope/internal/fullfs"
 )
 
 func batch(from, n int) *Iteration {
@@ -79,27 +81,6 @@ func TestAppenderKeepsAValidTrace(t *testing.T) {
 	}
 }
 
-// fullDisk plays a full disk while full is set: what fits in the blocks
-// the file has is written, the rest fails (ENOSPC).
-type fullDisk struct {
-	*os.File
-	full bool
-}
-
-func (f *fullDisk) WriteAt(p []byte, off int64) (int, error) {
-	if f.full {
-		st, err := f.Stat()
-		if err != nil {
-			return 0, err
-		}
-		if room := st.Size() - off; int64(len(p)) > room {
-			n, _ := f.File.WriteAt(p[:max(0, room)], off)
-			return n, errors.New("no space left on device")
-		}
-	}
-	return f.File.WriteAt(p, off)
-}
-
 // TestAppenderFullDisk: a write that fails half-way leaves the file as it
 // was (every sample flushed before stays readable); the next write after
 // space returns adds the samples kept meanwhile.
@@ -109,7 +90,8 @@ func TestAppenderFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd := &fullDisk{File: f}
+	var full atomic.Bool
+	fd := fullfs.File{File: f, Full: &full}
 	a, err := NewAppender(fd, batch(0, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +99,7 @@ func TestAppenderFullDisk(t *testing.T) {
 	if err := a.Append(batch(0, 100)); err != nil {
 		t.Fatal(err)
 	}
-	fd.full = true
+	full.Store(true)
 	kept := batch(100, 50)
 	if err := a.Append(kept); err == nil {
 		t.Fatal("a full disk wrote")
@@ -125,7 +107,7 @@ func TestAppenderFullDisk(t *testing.T) {
 	if got := readBack(t, path); len(got.T) != 100 {
 		t.Fatalf("after a failed write the file holds %d samples, want the 100 flushed", len(got.T))
 	}
-	fd.full = false
+	full.Store(false)
 	if err := a.Append(kept); err != nil {
 		t.Fatal(err)
 	}
