@@ -230,3 +230,37 @@ func TestLimitedBody(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesWhenNothingIsIdle: at the cap, with every connection
+// younger than staleNew and none idle, a newcomer is closed at once
+// (refused fast) rather than queued.
+func TestServeRefusesWhenNothingIsIdle(t *testing.T) {
+	opt := DefaultServerOptions
+	opt.MaxConns = 2
+	addr, lim, _ := startServer(t, 8, opt)
+	for range opt.MaxConns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); lim.open() < opt.MaxConns && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(staleNew / 2))
+	io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+	if n, err := c.Read(make([]byte, 1)); n > 0 || err == nil {
+		t.Errorf("a newcomer beside %d fresh connections was served (%d bytes, %v)", opt.MaxConns, n, err)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Error("the newcomer was left waiting instead of refused")
+	}
+	if lim.refused.Load() == 0 || lim.evicted.Load() != 0 {
+		t.Errorf("refused %d, evicted %d; want a refusal and no eviction", lim.refused.Load(), lim.evicted.Load())
+	}
+}
