@@ -121,6 +121,22 @@ func TestServeIdleFlood(t *testing.T) {
 	}
 }
 
+// fillSilently opens n connections that send nothing (closed when the
+// test ends) and waits until the server holds them.
+func fillSilently(t *testing.T, addr string, lim *connLimit, n int) {
+	t.Helper()
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	for deadline := time.Now().Add(5 * time.Second); lim.open() < n && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestServeSilentConnections: connections that never send a request
 // (slowloris) fill the cap; after staleNew a scrape evicts one and is
 // answered.
@@ -128,17 +144,7 @@ func TestServeSilentConnections(t *testing.T) {
 	opt := DefaultServerOptions
 	opt.MaxConns = 10
 	addr, lim, _ := startServer(t, 8, opt)
-	for range opt.MaxConns {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	waitOpen := time.Now().Add(5 * time.Second)
-	for lim.open() < opt.MaxConns && time.Now().Before(waitOpen) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	fillSilently(t, addr, lim, opt.MaxConns)
 	time.Sleep(staleNew + 100*time.Millisecond)
 	if d := scrape(t, addr); d > time.Second {
 		t.Errorf("a scrape beside %d silent connections took %v", opt.MaxConns, d)
@@ -238,16 +244,7 @@ func TestServeRefusesWhenNothingIsIdle(t *testing.T) {
 	opt := DefaultServerOptions
 	opt.MaxConns = 2
 	addr, lim, _ := startServer(t, 8, opt)
-	for range opt.MaxConns {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	for deadline := time.Now().Add(5 * time.Second); lim.open() < opt.MaxConns && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	fillSilently(t, addr, lim, opt.MaxConns)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
