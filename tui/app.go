@@ -38,13 +38,18 @@ type Options struct {
 	Fleet FleetSource
 }
 
-// tab is one view of the explorer.
+// tab is one view of the explorer. It sees the program only through the
+// context it is handed, and reaches anything outside itself by sending
+// messages (context.go).
 type tab interface {
+	id() tabID
 	name() string
 	resize(w, h int)
-	// update handles keys and mouse messages (mouse Y relative to the body).
-	update(a *App, msg tea.Msg) tea.Cmd
-	view(a *App) string
+	// update handles keys, mouse messages (mouse Y relative to the body)
+	// and the messages sent to the tab.
+	update(c *tabContext, msg tea.Msg) tea.Cmd
+	// view draws the tab; it changes nothing.
+	view(c *tabContext) string
 	help() []key.Binding
 	// capturing is true while the tab takes text input (a filter): global
 	// single-letter keys go to the tab then.
@@ -53,27 +58,22 @@ type tab interface {
 
 // overlay is a modal view over the body (help, picker, stack, diff).
 type overlay interface {
-	update(a *App, msg tea.Msg) (closed bool, cmd tea.Cmd)
-	view(a *App, w, h int) string
+	update(c *tabContext, msg tea.Msg) (closed bool, cmd tea.Cmd)
+	view(c *tabContext, w, h int) string
 	help() []key.Binding
 }
 
 // App is the root Bubble Tea model.
 type App struct {
-	ctx     context.Context
-	ws      *model.Workspace
-	opts    Options
-	sources []*model.Source
-	th      theme
-	w, h    int
-	active  int
+	// c is what the tabs see: the theme, the sources, the selection.
+	c      tabContext
+	ws     *model.Workspace
+	w, h   int
+	active tabID
 	// tabChosen is set once the user picks a tab; until then the explorer
 	// follows what was opened (fitTab).
 	tabChosen bool
-	// sel is the selection the snapshot tabs share (the device): it lives
-	// here, so no tab reads another tab's fields.
-	sel  selection
-	tabs []tab
+	tabs      []tab // in the tab bar's order
 
 	traces   *tracesTab
 	snap     *snapTab
@@ -89,7 +89,6 @@ type App struct {
 	helpOff int
 	keys    globalKeys
 
-	traceSel, snapSel int // selected source IDs
 	// chosen marks selections the user made (kept); others follow the
 	// default preference as sources finish loading.
 	traceChosen, snapChosen bool
@@ -98,25 +97,20 @@ type App struct {
 	internalErr             string
 	// panics counts the panics Update and View caught (tests fail on any).
 	panics int
-	// cmd is the open command line (nil: closed); a command leaves the
-	// tea.Cmd it started in pending, and quitting when it ends the program.
-	cmd      *cmdLine
-	pending  tea.Cmd
-	quitting bool
+	// cmd is the open command line (nil: closed).
+	cmd *cmdLine
 }
 
 type wsChangedMsg struct{}
-
-type statusMsg string
 
 // New builds the explorer over a workspace.
 func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	a := &App{ctx: ctx, ws: ws, opts: opts, th: newTheme(true), w: 80, h: 24}
+	a := &App{c: tabContext{ctx: ctx, opts: opts, th: newTheme(true)}, ws: ws, w: 80, h: 24}
 	a.traces = newTracesTab()
-	a.snap = newSnapTab(&a.sel)
+	a.snap = newSnapTab()
 	a.top = newTopTab()
 	a.live = newLiveTab(opts)
 	a.timeline = newTimelineTab()
@@ -126,7 +120,7 @@ func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
 		a.tabs = append(a.tabs, a.fleet)
 	}
 	a.keys = newGlobalKeys(len(a.tabs))
-	a.sources = ws.Sources()
+	a.c.sources = ws.Sources()
 	a.refresh()
 	a.resize()
 	return a
@@ -154,9 +148,9 @@ func waitChange(ws *model.Workspace) tea.Cmd {
 // Init starts listening to the workspace, asks for the background colour
 // and starts the live sampler.
 func (a *App) Init() tea.Cmd {
-	cmds := []tea.Cmd{waitChange(a.ws), tea.RequestBackgroundColor, a.live.init(a)}
+	cmds := []tea.Cmd{waitChange(a.ws), tea.RequestBackgroundColor, a.call(a.live.init)}
 	if a.fleet != nil {
-		cmds = append(cmds, a.fleet.fetch(a))
+		cmds = append(cmds, a.call(a.fleet.fetch))
 	}
 	return tea.Batch(cmds...)
 }
@@ -175,25 +169,110 @@ func (a *App) setStatus(format string, args ...any) {
 	a.statusUntil = time.Now().Add(6 * time.Second)
 }
 
+// call runs f (a tab's or overlay's method) with the tabs' context, then
+// delivers the messages f sent, in order; what they start comes back as
+// one command.
+func (a *App) call(f func(c *tabContext) tea.Cmd) tea.Cmd {
+	a.c.out = nil
+	cmds := []tea.Cmd{f(&a.c)}
+	for len(a.c.out) > 0 {
+		msgs := a.c.out
+		a.c.out = nil
+		for _, m := range msgs {
+			cmds = append(cmds, a.handle(m))
+		}
+	}
+	return tea.Batch(cmds...)
+}
+
+// handle acts on a message a tab, overlay or command sent.
+func (a *App) handle(msg tea.Msg) tea.Cmd {
+	switch m := msg.(type) {
+	case statusMsg:
+		a.setStatus("%s", string(m))
+	case switchTabMsg:
+		if a.tab(m.id) != nil {
+			a.active, a.tabChosen = m.id, true
+		}
+	case toTab:
+		if t := a.tab(m.id); t != nil {
+			return a.call(func(c *tabContext) tea.Cmd { return t.update(c, m.msg) })
+		}
+	case selectSourceMsg:
+		if s := a.source(m.id); s != nil {
+			a.selectSource(s)
+		}
+	case selectDeviceMsg:
+		a.c.sel.dev = m.dev
+		a.refresh()
+	case openSnapshotMsg:
+		a.c.snapSel, a.snapChosen = a.ws.OpenSnapshot(m.path), true
+		a.refresh()
+	case openPathMsg:
+		before := len(a.ws.Sources())
+		a.ws.Open(m.path)
+		a.refresh()
+		a.setStatus("opening %s (%d new sources; o lists them)", safe(m.path), len(a.ws.Sources())-before)
+	case reloadMsg:
+		a.ws.Reload(m.id)
+	case openOverlayMsg:
+		a.overlay = m.o
+	case showHelpMsg:
+		a.showHelp, a.helpOff = true, 0
+	case quitMsg:
+		return tea.Quit
+	case focusGPUMsg:
+		return a.handle(toTab{tabLive, m})
+	case localGPUsMsg:
+		return a.handle(toTab{tabFleet, m})
+	case openRankMsg:
+		// Traces first when it is in front or no snapshot is open, else
+		// the Snapshot tab (a rank folder or one of its ranks).
+		if a.active == tabTraces || a.source(a.c.snapSel) == nil {
+			if a.active != tabTraces {
+				m.orElse = ptr(tabSnapshot)
+			}
+			return a.handle(toTab{tabTraces, m})
+		}
+		return a.handle(toTab{tabSnapshot, m})
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// tab is the tab with the id, nil when the explorer has none (Fleet
+// without --prometheus).
+func (a *App) tab(id tabID) tab {
+	for _, t := range a.tabs {
+		if t.id() == id {
+			return t
+		}
+	}
+	return nil
+}
+
 // refresh re-reads the sources and hands changed ones to the tabs.
 func (a *App) refresh() {
-	a.sources = a.ws.Sources()
-	a.traceSel = a.pickDefault(a.traceSel, a.traceChosen, func(k model.Kind) bool { return k.IsTrace() })
-	a.snapSel = a.pickDefault(a.snapSel, a.snapChosen, func(k model.Kind) bool { return k.IsSnapshot() })
-	a.traces.setSource(a, a.source(a.traceSel))
-	snap := a.source(a.snapSel)
-	a.snap.setSource(a, snap)
-	a.top.setSource(a, snap)
-	a.timeline.setSource(a, snap)
+	a.c.sources = a.ws.Sources()
+	a.c.traceSel = a.pickDefault(a.c.traceSel, a.traceChosen, func(k model.Kind) bool { return k.IsTrace() })
+	a.c.snapSel = a.pickDefault(a.c.snapSel, a.snapChosen, func(k model.Kind) bool { return k.IsSnapshot() })
+	snap := a.source(a.c.snapSel)
+	// The Snapshot tab first: a new file may change the device the
+	// others then follow.
+	a.call(func(c *tabContext) tea.Cmd {
+		a.traces.setSource(c, a.source(a.c.traceSel))
+		a.snap.setSource(c, snap)
+		return nil
+	})
+	a.call(func(c *tabContext) tea.Cmd {
+		a.top.setSource(c, snap)
+		a.timeline.setSource(c, snap)
+		return nil
+	})
 	if !a.tabChosen {
 		a.active = a.fitTab()
 	}
-}
-
-// selection is what the user chose that several tabs follow.
-type selection struct {
-	// dev is the index of the chosen device in the snapshot's devices.
-	dev int
 }
 
 // sameData reports whether s holds the data a tab already shows (cur,
@@ -208,9 +287,9 @@ func sameData(cur *model.Source, gen int, s *model.Source) bool {
 // fitTab is the tab that fits what was opened: Traces when there are
 // traces, else Snapshot when there are snapshots or estimates, else Live.
 // A lone snapshot must not open on an empty Traces tab.
-func (a *App) fitTab() int {
+func (a *App) fitTab() tabID {
 	var traces, snaps, live bool
-	for _, s := range a.sources {
+	for _, s := range a.c.sources {
 		switch {
 		case s.Kind.IsTrace():
 			traces = true
@@ -222,13 +301,13 @@ func (a *App) fitTab() int {
 	}
 	switch {
 	case traces:
-		return 0
+		return tabTraces
 	case snaps:
-		return 1
+		return tabSnapshot
 	case a.fleet != nil:
-		return len(a.tabs) - 1 // the cluster was asked for
-	case live, a.opts.Live != nil, len(a.sources) == 0:
-		return 3 // nothing but GPUs (live or replayed), or nothing: Live says why
+		return tabFleet // the cluster was asked for
+	case live, a.c.opts.Live != nil, len(a.c.sources) == 0:
+		return tabLive // nothing but GPUs (live or replayed), or nothing: Live says why
 	}
 	return a.active
 }
@@ -240,7 +319,7 @@ func (a *App) pickDefault(cur int, chosen bool, want func(model.Kind) bool) int 
 		return cur
 	}
 	best := 0
-	for _, s := range a.sources {
+	for _, s := range a.c.sources {
 		if !want(s.Kind) || s.State != model.Loaded {
 			continue
 		}
@@ -255,29 +334,22 @@ func (a *App) pickDefault(cur int, chosen bool, want func(model.Kind) bool) int 
 	return best
 }
 
-func (a *App) source(id int) *model.Source {
-	for _, s := range a.sources {
-		if s.ID == id {
-			return s
-		}
-	}
-	return nil
-}
+func (a *App) source(id int) *model.Source { return a.c.source(id) }
 
 // selectSource points the tabs of its kind at a source.
 func (a *App) selectSource(s *model.Source) {
 	a.tabChosen = true
 	switch {
 	case s.Kind.IsTrace():
-		a.traceSel, a.traceChosen = s.ID, true
-		a.active = 0
+		a.c.traceSel, a.traceChosen = s.ID, true
+		a.active = tabTraces
 	case s.Kind.IsSnapshot():
-		a.snapSel, a.snapChosen = s.ID, true
-		if a.active != 2 && a.active != 4 {
-			a.active = 1
+		a.c.snapSel, a.snapChosen = s.ID, true
+		if a.active != tabTop && a.active != tabTimeline {
+			a.active = tabSnapshot
 		}
 	case s.Kind == model.KindLive:
-		a.active = 3
+		a.active = tabLive
 	}
 	a.refresh()
 }
@@ -306,7 +378,7 @@ func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 		a.resize()
 		return a, nil
 	case tea.BackgroundColorMsg:
-		a.th = newTheme(msg.IsDark())
+		a.c.th = newTheme(msg.IsDark())
 		return a, nil
 	case wsChangedMsg:
 		a.refresh()
@@ -315,15 +387,10 @@ func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 		a.setStatus("%s", string(msg))
 		return a, nil
 	case liveMsg:
-		cmd := a.live.onSample(a, msg)
-		if a.fleet != nil && len(a.live.state.Devices) > 0 && a.fleet.data != nil && !a.fleet.linked {
-			a.fleet.linked = true // local UUIDs known: mark local GPUs
-			a.fleet.rebuild(a)
-		}
-		return a, cmd
+		return a, a.call(func(c *tabContext) tea.Cmd { return a.live.onSample(c, msg) })
 	case fleetLatestMsg, fleetHistoryMsg, fleetTickMsg:
 		if a.fleet != nil {
-			return a, a.fleet.onMsg(a, msg)
+			return a, a.call(func(c *tabContext) tea.Cmd { return a.fleet.onMsg(c, msg) })
 		}
 		return a, nil
 	case stateTick:
@@ -348,7 +415,11 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return tea.Quit
 	}
 	if a.cmd != nil {
-		done, cmd := a.cmd.update(a, msg)
+		var done bool
+		cmd := a.call(func(c *tabContext) (cmd tea.Cmd) {
+			done, cmd = a.cmd.update(a, c, msg)
+			return cmd
+		})
 		if done {
 			a.cmd = nil
 		}
@@ -381,15 +452,11 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if a.overlay != nil {
-		closed, cmd := a.overlay.update(a, msg)
-		if closed {
-			a.overlay = nil
-		}
-		return cmd
+		return a.overlayUpdate(msg)
 	}
-	t := a.tabs[a.active]
+	t := a.tab(a.active)
 	if t.capturing() {
-		return t.update(a, msg)
+		return a.call(func(c *tabContext) tea.Cmd { return t.update(c, msg) })
 	}
 	// A message about one tab's action ("exported …") does not follow the
 	// user to another tab.
@@ -406,23 +473,49 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		a.showHelp, a.helpOff = true, 0
 		return nil
 	case key.Matches(msg, a.keys.next):
-		a.active, a.tabChosen = (a.active+1)%len(a.tabs), true
+		a.active, a.tabChosen = a.tabs[(a.position()+1)%len(a.tabs)].id(), true
 		return nil
 	case key.Matches(msg, a.keys.prev):
-		a.active, a.tabChosen = (a.active+len(a.tabs)-1)%len(a.tabs), true
+		a.active, a.tabChosen = a.tabs[(a.position()+len(a.tabs)-1)%len(a.tabs)].id(), true
 		return nil
 	case key.Matches(msg, a.keys.sources):
-		a.overlay = newPicker(a)
+		a.overlay = newPicker(&a.c, a.active == tabTraces)
 		return nil
 	case key.Matches(msg, kCommand):
 		a.cmd = newCmdLine()
 		return nil
 	}
 	if s := msg.String(); len(s) == 1 && s[0] >= '1' && s[0] <= '0'+byte(len(a.tabs)) {
-		a.active, a.tabChosen = int(s[0]-'1'), true
+		a.active, a.tabChosen = a.tabs[s[0]-'1'].id(), true
 		return nil
 	}
-	return t.update(a, msg)
+	return a.call(func(c *tabContext) tea.Cmd { return t.update(c, msg) })
+}
+
+// position is the active tab's place in the tab bar.
+func (a *App) position() int {
+	for i, t := range a.tabs {
+		if t.id() == a.active {
+			return i
+		}
+	}
+	return 0
+}
+
+// overlayUpdate hands a message to the overlay, closing it when it says.
+func (a *App) overlayUpdate(msg tea.Msg) tea.Cmd {
+	o := a.overlay
+	var closed bool
+	cmd := a.call(func(c *tabContext) (cmd tea.Cmd) {
+		closed, cmd = o.update(c, msg)
+		return cmd
+	})
+	// The overlay may have opened another in its place (the picker's
+	// diff): only close the one that said so.
+	if closed && a.overlay == o {
+		a.overlay = nil
+	}
+	return cmd
 }
 
 // tabRanges returns the x ranges of the tab titles in the tab bar.
@@ -430,7 +523,7 @@ func (a *App) tabRanges() [][2]int {
 	x := 0
 	var out [][2]int
 	for i, t := range a.tabs {
-		w := lipgloss.Width(a.th.tabOff.Render(fmt.Sprintf("%d %s", i+1, t.name())))
+		w := lipgloss.Width(a.c.th.tabOff.Render(fmt.Sprintf("%d %s", i+1, t.name())))
 		out = append(out, [2]int{x, x + w})
 		x += w
 	}
@@ -450,7 +543,7 @@ func (a *App) onMouse(msg tea.Msg, m tea.Mouse) tea.Cmd {
 		if _, ok := msg.(tea.MouseClickMsg); ok {
 			for i, r := range a.tabRanges() {
 				if m.X >= r[0] && m.X < r[1] {
-					a.active, a.tabChosen = i, true
+					a.active, a.tabChosen = a.tabs[i].id(), true
 				}
 			}
 		}
@@ -468,13 +561,10 @@ func (a *App) onMouse(msg tea.Msg, m tea.Mouse) tea.Cmd {
 		rel = tea.MouseWheelMsg(m)
 	}
 	if a.overlay != nil {
-		closed, cmd := a.overlay.update(a, rel)
-		if closed {
-			a.overlay = nil
-		}
-		return cmd
+		return a.overlayUpdate(rel)
 	}
-	return a.tabs[a.active].update(a, rel)
+	t := a.tab(a.active)
+	return a.call(func(c *tabContext) tea.Cmd { return t.update(c, rel) })
 }
 
 // View renders the whole screen.
@@ -504,16 +594,16 @@ func (a *App) render() string {
 	var body string
 	switch {
 	case a.internalErr != "":
-		body = block(a.th.errS.Render(a.internalErr)+"\n\npress any key to continue", a.w, bh)
+		body = block(a.c.th.errS.Render(a.internalErr)+"\n\npress any key to continue", a.w, bh)
 	case a.showHelp:
 		body = a.helpView(bh)
 	case a.overlay != nil:
-		body = block(a.overlay.view(a, a.w, bh), a.w, bh)
+		body = block(a.overlay.view(&a.c, a.w, bh), a.w, bh)
 	default:
-		body = block(a.tabs[a.active].view(a), a.w, bh)
+		body = block(a.tab(a.active).view(&a.c), a.w, bh)
 	}
 	if a.cmd != nil {
-		return a.tabBar() + "\n" + body + "\n" + a.cmd.view(a, a.w)
+		return a.tabBar() + "\n" + body + "\n" + a.cmd.view(&a.c, a.w)
 	}
 	return a.tabBar() + "\n" + body + "\n" + a.statusLine()
 }
@@ -522,17 +612,17 @@ func (a *App) tabBar() string {
 	var b strings.Builder
 	for i, t := range a.tabs {
 		label := fmt.Sprintf("%d %s", i+1, t.name())
-		if i == a.active {
-			b.WriteString(a.th.tabOn.Render(label))
+		if t.id() == a.active {
+			b.WriteString(a.c.th.tabOn.Render(label))
 		} else {
-			b.WriteString(a.th.tabOff.Render(label))
+			b.WriteString(a.c.th.tabOff.Render(label))
 		}
 	}
 	left := b.String()
 	right := ""
 	if s := a.activeSource(); s != nil {
 		room := max(8, a.w-lipgloss.Width(left)-2)
-		right = a.th.dim.Render(strings.TrimRight(fitMiddle(safe(s.Name()), room), " ") + " ")
+		right = a.c.th.dim.Render(strings.TrimRight(fitMiddle(safe(s.Name()), room), " ") + " ")
 	}
 	gap := a.w - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
@@ -543,22 +633,22 @@ func (a *App) tabBar() string {
 
 func (a *App) activeSource() *model.Source {
 	switch a.active {
-	case 0:
-		return a.source(a.traceSel)
-	case 1, 2, 4:
-		return a.source(a.snapSel)
+	case tabTraces:
+		return a.source(a.c.traceSel)
+	case tabSnapshot, tabTop, tabTimeline:
+		return a.source(a.c.snapSel)
 	}
 	return nil
 }
 
 func (a *App) statusLine() string {
 	var parts []string
-	if a.opts.Demo {
+	if a.c.opts.Demo {
 		parts = append(parts, "DEMO: bundled sample data")
 	}
 	loading, failed, loaded := 0, 0, 0
 	var prog float64
-	for _, s := range a.sources {
+	for _, s := range a.c.sources {
 		switch s.State {
 		case model.Loading, model.Pending:
 			loading++
@@ -572,7 +662,7 @@ func (a *App) statusLine() string {
 			failed += min(1, s.ErrorCount())
 		}
 	}
-	parts = append(parts, plural(len(a.sources), "source"))
+	parts = append(parts, plural(len(a.c.sources), "source"))
 	if loading > 0 {
 		frac := prog / float64(loading)
 		parts = append(parts, fmt.Sprintf("loading %d %s", loading, strings.TrimRight(hbarPlain(frac, 8), " ")+"▏"))
@@ -590,7 +680,7 @@ func (a *App) statusLine() string {
 	if gap >= 1 {
 		line = left + strings.Repeat(" ", gap) + right
 	}
-	return a.th.status.Render(fit(line, a.w))
+	return a.c.th.status.Render(fit(line, a.w))
 }
 
 func hbarPlain(frac float64, w int) string {
@@ -608,7 +698,7 @@ func (a *App) helpView(h int) string {
 	if a.overlay != nil {
 		groups = append(groups, group{"This view", a.overlay.help()})
 	} else {
-		t := a.tabs[a.active]
+		t := a.tab(a.active)
 		groups = append(groups, group{t.name(), t.help()})
 	}
 	// One column per group when they fit side by side, else stacked.
@@ -623,7 +713,7 @@ func (a *App) helpView(h int) string {
 			}
 		}
 		dw := max(10, w-kw-2)
-		out := []string{a.th.bold.Render(g.title)}
+		out := []string{a.c.th.bold.Render(g.title)}
 		for _, b := range g.keys {
 			if !b.Enabled() {
 				continue
@@ -634,7 +724,7 @@ func (a *App) helpView(h int) string {
 				if i == 0 {
 					k = b.Help().Key
 				}
-				out = append(out, a.th.key.Render(fit(k, kw))+"  "+a.th.dim.Render(l))
+				out = append(out, a.c.th.key.Render(fit(k, kw))+"  "+a.c.th.dim.Render(l))
 			}
 		}
 		return out
@@ -679,18 +769,18 @@ func (a *App) helpView(h int) string {
 		for i, l := range wrapWords(strings.Join(parts, " · "), a.w-12) {
 			head := "           "
 			if i == 0 {
-				head = a.th.bold.Render("Everywhere") + " "
+				head = a.c.th.bold.Render("Everywhere") + " "
 			}
 			lines = append(lines, head+l)
 		}
 	}
-	foot := a.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help")
+	foot := a.c.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help")
 	switch {
 	case len(lines) > h-1:
 		// Scrolled by ↑/↓ (the offset is clamped here, not stored: the
 		// help's length depends on the window).
 		off := min(a.helpOff, len(lines)-(h-1))
-		foot = a.th.warn.Render(fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn scroll · any other key closes",
+		foot = a.c.th.warn.Render(fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn scroll · any other key closes",
 			off+1, off+h-1, len(lines)))
 		lines = lines[off : off+h-1]
 	case len(lines) < h-1:

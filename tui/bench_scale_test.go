@@ -92,11 +92,11 @@ func BenchmarkScaleTimelineFile(b *testing.B) {
 func benchTimeline(b *testing.B, an *snapshot.Analysis, minEvents int) {
 	a := newTestApp(b, 200, 60)
 	src := loadedSource(99, an)
-	a.timeline.setSource(a, src)
+	a.timeline.setSource(&a.c, src)
 	if a.timeline.tl == nil || len(a.timeline.tl.Events) < minEvents {
 		b.Fatal("no timeline")
 	}
-	a.active = 4
+	a.active = tabTimeline
 	for _, c := range []struct {
 		name string
 		keys []string
@@ -112,15 +112,15 @@ func benchTimeline(b *testing.B, an *snapshot.Analysis, minEvents int) {
 					b.Fatal("no stages overlay")
 				}
 			}
-			_ = a.timeline.view(a)
+			_ = a.timeline.view(&a.c)
 			b.ResetTimer()
 			for k := 0; k < b.N; k++ {
 				if len(c.keys) > 0 {
 					press(a, c.keys[k%len(c.keys)])
-					_ = a.timeline.view(a)
+					_ = a.timeline.view(&a.c)
 				} else {
 					press(a, "down")
-					_ = a.overlay.view(a, a.w, a.bodyHeight())
+					_ = a.overlay.view(&a.c, a.w, a.bodyHeight())
 				}
 			}
 			a.overlay = nil
@@ -151,13 +151,13 @@ func BenchmarkScaleRanks(b *testing.B) {
 			}
 			a := newTestApp(b, 200, 60)
 			src := &model.Source{ID: 99, Kind: model.KindRanks, Path: "/run", Paths: []string{"/run"}, State: model.Loaded, Ranks: rows, Generation: 1}
-			a.snap.setSource(a, src)
-			a.active = 1
-			_ = a.snap.view(a)
+			a.snap.setSource(&a.c, src)
+			a.active = tabSnapshot
+			_ = a.snap.view(&a.c)
 			b.ResetTimer()
 			for k := 0; k < b.N; k++ {
 				press(a, []string{"down", "s", "pgdown"}[k%3])
-				_ = a.snap.view(a)
+				_ = a.snap.view(&a.c)
 			}
 		})
 	}

@@ -92,15 +92,15 @@ func BenchmarkView(b *testing.B) {
 		b.Fatalf("%d ranks", len(a.traces.rows))
 	}
 	if d := a.snap.dev(); d == nil || len(d.Allocations) != 100000 {
-		b.Fatalf("snapshot not loaded: %v", a.source(a.snapSel))
+		b.Fatalf("snapshot not loaded: %v", a.source(a.c.snapSel))
 	}
-	for i, t := range a.tabs {
+	for _, t := range a.tabs {
 		b.Run(t.name(), func(b *testing.B) {
-			a.active = i
+			a.active = t.id()
 			a.render() // first frame builds caches (trees, sparklines, replay)
 			b.ResetTimer()
 			for k := 0; k < b.N; k++ {
-				if i == 4 {
+				if t.id() == tabTimeline {
 					press(a, "right") // the cursor moves every frame
 				}
 				_ = a.render()
@@ -108,7 +108,7 @@ func BenchmarkView(b *testing.B) {
 		})
 	}
 	b.Run("Traces-heatmap", func(b *testing.B) {
-		a.active = 0
+		a.active = tabTraces
 		press(a, "h")
 		a.render()
 		b.ResetTimer()
@@ -119,7 +119,7 @@ func BenchmarkView(b *testing.B) {
 	})
 	b.Run("Timeline-zoom-pan", func(b *testing.B) {
 		// Every frame a new window: the stacked bands are swept again.
-		a.active = 4
+		a.active = tabTimeline
 		a.render()
 		keys := []string{"+", ">", "<", "-"}
 		b.ResetTimer()
@@ -129,7 +129,7 @@ func BenchmarkView(b *testing.B) {
 		}
 	})
 	b.Run("Timeline-allocator-state", func(b *testing.B) {
-		a.active = 4
+		a.active = tabTimeline
 		press(a, "m")
 		a.render()
 		b.ResetTimer()
@@ -140,7 +140,7 @@ func BenchmarkView(b *testing.B) {
 		press(a, "m")
 	})
 	b.Run("Snapshot-segment-map", func(b *testing.B) {
-		a.active = 1
+		a.active = tabSnapshot
 		press(a, "m")
 		a.render()
 		b.ResetTimer()

@@ -35,7 +35,7 @@ func run(a *App, cmd tea.Cmd) {
 // arguments; enter runs the command; unknown ones say so.
 func TestCommandLine(t *testing.T) {
 	a := newTestApp(t, 120, 40, testInputs...)
-	a.opts.ExportDir = t.TempDir()
+	a.c.opts.ExportDir = t.TempDir()
 	press(a, ":")
 	if s := screen(a); !strings.Contains(s, ":") || a.cmd == nil {
 		t.Fatalf("no command line:\n%s", s)
@@ -46,7 +46,7 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("tab completed %q, want %q", got, "timeline ")
 	}
 	press(a, "enter")
-	if a.cmd != nil || a.active != 4 {
+	if a.cmd != nil || a.active != tabTimeline {
 		t.Errorf("enter: command line open %v, tab %d", a.cmd != nil, a.active)
 	}
 	press(a, ":")
@@ -97,7 +97,7 @@ func TestCommandLine(t *testing.T) {
 func TestCommandExportAndRank(t *testing.T) {
 	dir := t.TempDir()
 	a := newTestApp(t, 120, 40, testInputs...)
-	a.opts.ExportDir = dir
+	a.c.opts.ExportDir = dir
 	press(a, "5", ":")
 	typeLine(a, "export")
 	_, cmd := a.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
@@ -116,7 +116,7 @@ func TestCommandExportAndRank(t *testing.T) {
 	press(r, "enter")
 	r.ws.Wait()
 	r.refresh()
-	if s := r.source(r.snapSel); s == nil || s.Kind != model.KindSnapshot || !strings.HasSuffix(s.Paths[0], filepath.Join("iteration_10", "rank2_memory_snapshot.pickle")) {
+	if s := r.source(r.c.snapSel); s == nil || s.Kind != model.KindSnapshot || !strings.HasSuffix(s.Paths[0], filepath.Join("iteration_10", "rank2_memory_snapshot.pickle")) {
 		t.Errorf(":rank 2 opened %v", s)
 	}
 	press(r, ":")

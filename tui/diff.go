@@ -31,12 +31,12 @@ func newDiffOverlay(a, b *model.Source) *diffOverlay {
 
 func (o *diffOverlay) help() []key.Binding { return []key.Binding{kUp, kDown, kPgUp, kPgDn, kBack} }
 
-func (o *diffOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+func (o *diffOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 	return scrollOverlay(&o.list, msg), nil
 }
 
-func (o *diffOverlay) lines(a *App, w int) []string {
-	th := a.th
+func (o *diffOverlay) lines(c *tabContext, w int) []string {
+	th := c.th
 	d := o.d
 	// Names (call sites: paths from the file) are cut from the left, so
 	// "file:line function" stays whole.
@@ -90,9 +90,9 @@ func (o *diffOverlay) lines(a *App, w int) []string {
 	return out
 }
 
-func (o *diffOverlay) view(a *App, w, h int) string {
-	th := a.th
-	lines := o.lines(a, w)
+func (o *diffOverlay) view(c *tabContext, w, h int) string {
+	th := c.th
+	lines := o.lines(c, w)
 	o.list.setHeight(h - 3)
 	o.list.setN(len(lines))
 	o.list.cursor = o.list.offset // scroll view: the cursor follows the window

@@ -21,9 +21,9 @@ import (
 // export directory (the working directory unless set), named after the view
 // and the time, and report where in the status line.
 
-func exportDir(a *App) string {
-	if a.opts.ExportDir != "" {
-		return a.opts.ExportDir
+func exportDir(c *tabContext) string {
+	if c.opts.ExportDir != "" {
+		return c.opts.ExportDir
 	}
 	return "."
 }
@@ -59,8 +59,8 @@ func doneMsg(paths []string, err error) tea.Msg {
 // background runs an export off the UI goroutine (drawing pictures takes
 // a second or two) and reports where the files went. Its inputs must be
 // computed before: the analyses are not safe for concurrent use.
-func background(a *App, work func() ([]string, error)) tea.Cmd {
-	a.setStatus("exporting…")
+func background(c *tabContext, work func() ([]string, error)) tea.Cmd {
+	c.setStatus("exporting…")
 	return func() tea.Msg { return doneMsg(work()) }
 }
 
@@ -71,30 +71,30 @@ func f64(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-func exportTraces(a *App, t *tracesTab) tea.Cmd {
+func exportTraces(c *tabContext, t *tracesTab) tea.Cmd {
 	if t.src == nil || len(t.rows) == 0 {
 		return done(nil, fmt.Errorf("no traces to export"))
 	}
-	base := filepath.Join(exportDir(a), "memscope_traces_"+stamp())
+	base := filepath.Join(exportDir(c), "memscope_traces_"+stamp())
 	var rows [][]string
 	for _, r := range t.rows {
 		rows = append(rows, []string{strconv.Itoa(r.rank), f64(r.realPeak), f64(r.simPeak), f64(r.errPct), f64(r.curvePct)})
 	}
-	c := t.src.Comparison
+	cmpn := t.src.Comparison
 	detail, showTheo := -1, t.showTheo
 	if r := t.cur(); r != nil && t.mode == modeDetail {
 		detail = r.rank
 	}
-	return background(a, func() ([]string, error) {
+	return background(c, func() ([]string, error) {
 		paths := []string{base + ".csv"}
 		if err := writeCSV(paths[0], []string{"rank", "real_peak_mib", "sim_peak_mib", "peak_error_pct", "curve_error_pct"}, rows); err != nil {
 			return nil, err
 		}
-		if c == nil {
+		if cmpn == nil {
 			return paths, nil
 		}
 		if detail >= 0 {
-			for _, rc := range c.Ranks {
+			for _, rc := range cmpn.Ranks {
 				if rc.Rank == detail && rc.Real != nil && rc.Sim != nil {
 					p := base + fmt.Sprintf("_rank%d.png", detail)
 					if err := plot.RankComparison(p, rc, plot.Options{ShowTheoretical: showTheo}); err != nil {
@@ -106,24 +106,24 @@ func exportTraces(a *App, t *tracesTab) tea.Cmd {
 			return paths, nil
 		}
 		p := base + "_overview.png"
-		if err := plot.ComparisonOverview(p, c); err != nil {
+		if err := plot.ComparisonOverview(p, cmpn); err != nil {
 			return paths, err
 		}
 		return append(paths, p), nil
 	})
 }
 
-func exportSnapshot(a *App, t *snapTab) tea.Cmd {
+func exportSnapshot(c *tabContext, t *snapTab) tea.Cmd {
 	if t.src == nil || t.src.State != model.Loaded {
 		return done(nil, fmt.Errorf("no snapshot to export"))
 	}
-	base := filepath.Join(exportDir(a), "memscope_snapshot_"+stamp())
+	base := filepath.Join(exportDir(c), "memscope_snapshot_"+stamp())
 	d, e := t.dev(), t.est()
 	var tl *snapshot.Timeline
 	if d != nil {
 		tl = t.src.Analysis.Timeline(d.Device)
 	}
-	return background(a, func() ([]string, error) {
+	return background(c, func() ([]string, error) {
 		var paths []string
 		if d != nil {
 			var rows [][]string
@@ -159,11 +159,11 @@ func exportSnapshot(a *App, t *snapTab) tea.Cmd {
 	})
 }
 
-func exportTop(a *App, t *topTab) tea.Cmd {
+func exportTop(c *tabContext, t *topTab) tea.Cmd {
 	if len(t.view_) == 0 {
 		return done(nil, fmt.Errorf("no rows to export"))
 	}
-	path := filepath.Join(exportDir(a), "memscope_top_"+stamp()+".csv")
+	path := filepath.Join(exportDir(c), "memscope_top_"+stamp()+".csv")
 	var rows [][]string
 	for _, i := range t.view_ {
 		al := t.allocs[i]
@@ -174,17 +174,17 @@ func exportTop(a *App, t *topTab) tea.Cmd {
 	return done([]string{path}, err)
 }
 
-func exportTimeline(a *App, t *timelineTab) tea.Cmd {
+func exportTimeline(c *tabContext, t *timelineTab) tea.Cmd {
 	if t.tl == nil {
 		return done(nil, fmt.Errorf("no timeline to export"))
 	}
-	base := filepath.Join(exportDir(a), "memscope_timeline_"+stamp())
+	base := filepath.Join(exportDir(c), "memscope_timeline_"+stamp())
 	var rows [][]string
 	for _, l := range t.tl.LiveAt(t.cursor, 0) {
 		rows = append(rows, []string{strconv.FormatInt(l.Size, 10), l.Category, snapshot.Location(l.Frames)})
 	}
 	tl := t.tl
-	return background(a, func() ([]string, error) {
+	return background(c, func() ([]string, error) {
 		if err := writeCSV(base+"_live.csv", []string{"size", "category", "location"}, rows); err != nil {
 			return nil, err
 		}
@@ -197,11 +197,11 @@ func exportTimeline(a *App, t *timelineTab) tea.Cmd {
 }
 
 // exportLive writes the shown GPUs' sampled history and the process table.
-func exportLive(a *App, t *liveTab) tea.Cmd {
+func exportLive(c *tabContext, t *liveTab) tea.Cmd {
 	if t.sampler == nil {
 		return done(nil, fmt.Errorf("no live GPUs to export"))
 	}
-	base := filepath.Join(exportDir(a), "memscope_live_"+stamp())
+	base := filepath.Join(exportDir(c), "memscope_live_"+stamp())
 	var hist, procs [][]string
 	for _, d := range t.shownDevices() {
 		for _, s := range t.sampler.History(d.Index) {
@@ -227,11 +227,11 @@ func exportLive(a *App, t *liveTab) tea.Cmd {
 }
 
 // exportFleet writes every GPU of the fleet with its latest figures.
-func exportFleet(a *App, t *fleetTab) tea.Cmd {
+func exportFleet(c *tabContext, t *fleetTab) tea.Cmd {
 	if t.data == nil {
 		return done(nil, fmt.Errorf("no fleet data yet"))
 	}
-	path := filepath.Join(exportDir(a), "memscope_fleet_"+stamp()+".csv")
+	path := filepath.Join(exportDir(c), "memscope_fleet_"+stamp()+".csv")
 	var rows [][]string
 	n := func(v int64) string {
 		if v < 0 {

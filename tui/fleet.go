@@ -47,8 +47,10 @@ type fleetTab struct {
 	filter textinput.Model
 	typing bool
 	query  string
-	linked bool // rebuilt once the Live tab knew its GPUs
-	top    int  // body line of the first list row (mouse clicks)
+	// local holds the UUIDs of this machine's GPUs, as the Live tab
+	// last told (localGPUsMsg).
+	local map[string]bool
+	top   int // body line of the first list row (mouse clicks)
 }
 
 // fleetHost is one row of the grid.
@@ -93,6 +95,8 @@ func newFleetTab(src FleetSource) *fleetTab {
 	return &fleetTab{src: src, filter: ti}
 }
 
+func (t *fleetTab) id() tabID { return tabFleet }
+
 func (t *fleetTab) name() string { return "Fleet" }
 
 func (t *fleetTab) capturing() bool { return t.typing }
@@ -111,10 +115,10 @@ func (t *fleetTab) interval() time.Duration {
 }
 
 // fetch reads the latest figures off the UI goroutine.
-func (t *fleetTab) fetch(a *App) tea.Cmd {
+func (t *fleetTab) fetch(c *tabContext) tea.Cmd {
 	t.seq++
 	t.busy = true
-	seq, src, ctx := t.seq, t.src, a.ctx
+	seq, src, ctx := t.seq, t.src, c.ctx
 	return func() tea.Msg {
 		start := time.Now()
 		f, err := src.Latest(ctx, time.Time{})
@@ -126,13 +130,13 @@ func (t *fleetTab) tick(seq int) tea.Cmd {
 	return tea.Tick(t.interval(), func(time.Time) tea.Msg { return fleetTickMsg{seq: seq} })
 }
 
-func (t *fleetTab) onMsg(a *App, msg tea.Msg) tea.Cmd {
+func (t *fleetTab) onMsg(c *tabContext, msg tea.Msg) tea.Cmd {
 	switch m := msg.(type) {
 	case fleetTickMsg:
 		if m.seq != t.seq || t.busy {
 			return nil
 		}
-		return t.fetch(a)
+		return t.fetch(c)
 	case fleetLatestMsg:
 		if m.seq != t.seq {
 			return nil
@@ -154,8 +158,8 @@ func (t *fleetTab) onMsg(a *App, msg tea.Msg) tea.Cmd {
 				m.f.GPUs[i].History = old[m.f.GPUs[i].Key()]
 			}
 		}
-		t.setData(a, m.f)
-		seq, src, ctx, f := t.seq, t.src, a.ctx, m.f.Clone()
+		t.setData(c, m.f)
+		seq, src, ctx, f := t.seq, t.src, c.ctx, m.f.Clone()
 		return func() tea.Msg {
 			start := time.Now()
 			err := src.History(ctx, f)
@@ -170,31 +174,26 @@ func (t *fleetTab) onMsg(a *App, msg tea.Msg) tea.Cmd {
 		if m.err != nil {
 			t.err, t.errAt = m.err, time.Now()
 		} else {
-			t.setData(a, m.f)
+			t.setData(c, m.f)
 		}
 		return t.tick(t.seq)
 	}
 	return nil
 }
 
-func (t *fleetTab) setData(a *App, f *fleet.Fleet) {
+func (t *fleetTab) setData(c *tabContext, f *fleet.Fleet) {
 	t.data, t.gotAt = f, time.Now()
-	t.rebuild(a)
+	t.rebuild(c)
 }
 
 // rebuild groups, filters and sorts the hosts (on new data, a new sort or
 // filter; never per frame).
-func (t *fleetTab) rebuild(a *App) {
+func (t *fleetTab) rebuild(c *tabContext) {
 	t.hosts = t.hosts[:0]
 	if t.data == nil {
 		return
 	}
-	local := map[string]bool{}
-	for _, d := range a.live.state.Devices {
-		if d.UUID != "" {
-			local[d.UUID] = true
-		}
-	}
+	local := t.local
 	q := strings.ToLower(strings.TrimSpace(t.query))
 	gs := t.data.GPUs
 	for i := 0; i < len(gs); {
@@ -256,7 +255,15 @@ func (t *fleetTab) openHost() *fleetHost {
 	return nil
 }
 
-func (t *fleetTab) update(a *App, msg tea.Msg) tea.Cmd {
+func (t *fleetTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
+	switch m := msg.(type) {
+	case localGPUsMsg:
+		t.local = m.uuids
+		t.rebuild(c)
+		return nil
+	case exportMsg:
+		return exportFleet(c, t)
+	}
 	if t.typing {
 		if m, ok := msg.(tea.KeyPressMsg); ok {
 			switch m.String() {
@@ -264,7 +271,7 @@ func (t *fleetTab) update(a *App, msg tea.Msg) tea.Cmd {
 				t.typing, t.query = false, ""
 				t.filter.SetValue("")
 				t.filter.Blur()
-				t.rebuild(a)
+				t.rebuild(c)
 				return nil
 			case "enter":
 				t.typing = false
@@ -277,7 +284,7 @@ func (t *fleetTab) update(a *App, msg tea.Msg) tea.Cmd {
 		if t.filter.Value() != t.query {
 			t.query = t.filter.Value()
 			t.list.home()
-			t.rebuild(a)
+			t.rebuild(c)
 		}
 		return cmd
 	}
@@ -310,23 +317,23 @@ func (t *fleetTab) update(a *App, msg tea.Msg) tea.Cmd {
 			case t.query != "":
 				t.query = ""
 				t.filter.SetValue("")
-				t.rebuild(a)
+				t.rebuild(c)
 			}
 		case key.Matches(m, fkSort):
 			t.sortBy = (t.sortBy + 1) % len(fleetSorts)
-			t.rebuild(a)
-			a.setStatus("hosts sorted by %s", fleetSorts[t.sortBy])
+			t.rebuild(c)
+			c.setStatus("hosts sorted by %s", fleetSorts[t.sortBy])
 		case key.Matches(m, fkFilter):
 			t.typing = true
 			return t.filter.Focus()
 		case key.Matches(m, fkRefresh):
 			if !t.busy {
-				return t.fetch(a)
+				return t.fetch(c)
 			}
 		case key.Matches(m, fkLive):
-			return t.showLocal(a)
+			return t.showLocal(c)
 		case key.Matches(m, kExport):
-			return exportFleet(a, t)
+			return exportFleet(c, t)
 		default:
 			listMove(cur, m)
 		}
@@ -334,25 +341,15 @@ func (t *fleetTab) update(a *App, msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// showLocal opens the Live tab on the selected GPU when it is local.
-func (t *fleetTab) showLocal(a *App) tea.Cmd {
+// showLocal asks the Live tab to show the selected GPU (it says when the
+// GPU is not local).
+func (t *fleetTab) showLocal(c *tabContext) tea.Cmd {
 	g := t.selectedGPU()
 	if g == nil {
-		a.setStatus("open a host and select a GPU first")
+		c.setStatus("open a host and select a GPU first")
 		return nil
 	}
-	for i, d := range a.live.shownDevices() {
-		if d.UUID != "" && d.UUID == g.UUID {
-			a.live.sel, a.live.focus = i, true
-			for k, tb := range a.tabs {
-				if tb == tab(a.live) {
-					a.active, a.tabChosen = k, true
-				}
-			}
-			return nil
-		}
-	}
-	a.setStatus("%s GPU %s is not one of this machine's GPUs", textsafe.Safe(g.Host), textsafe.Safe(g.Index))
+	c.send(focusGPUMsg{uuid: g.UUID, host: g.Host, index: g.Index})
 	return nil
 }
 
@@ -377,20 +374,20 @@ var fleetLevels = []struct {
 	{0.10, "·", "#5FAF5F"}, {0.40, "░", "#87D75F"}, {0.70, "▒", "#D7D75F"}, {0.90, "▓", "#FFAF00"}, {math.Inf(1), "█", "#FF5F5F"},
 }
 
-func (t *fleetTab) cell(a *App, g *fleet.GPU) string {
+func (t *fleetTab) cell(c *tabContext, g *fleet.GPU) string {
 	fr := g.UsedFraction()
 	if math.IsNaN(fr) {
-		return a.th.dim.Render("?")
+		return c.th.dim.Render("?")
 	}
 	for _, l := range fleetLevels {
 		if fr < l.below {
-			return a.th.fg(l.color).Render(l.glyph)
+			return c.th.fg(l.color).Render(l.glyph)
 		}
 	}
 	return "?"
 }
 
-func (t *fleetTab) legend(a *App) string {
+func (t *fleetTab) legend(c *tabContext) string {
 	parts := []string{}
 	lo := 0.0
 	for _, l := range fleetLevels {
@@ -398,20 +395,20 @@ func (t *fleetTab) legend(a *App) string {
 		if math.IsInf(l.below, 1) {
 			label = fmt.Sprintf("≥%.0f%%", 100*lo)
 		}
-		parts = append(parts, a.th.fg(l.color).Render(l.glyph)+" "+label)
+		parts = append(parts, c.th.fg(l.color).Render(l.glyph)+" "+label)
 		lo = l.below
 	}
 	parts = append(parts, "? no reading")
 	return strings.Join(parts, "  ")
 }
 
-func (t *fleetTab) view(a *App) string {
+func (t *fleetTab) view(c *tabContext) string {
 	if t.data == nil {
 		var b strings.Builder
-		b.WriteString(a.th.title.Render("Fleet") + " · " + textsafe.Safe(t.src.Options().URL) + "\n\n")
+		b.WriteString(c.th.title.Render("Fleet") + " · " + textsafe.Safe(t.src.Options().URL) + "\n\n")
 		switch {
 		case t.err != nil:
-			b.WriteString(a.th.errS.Render("✗ "+textsafe.Safe(t.err.Error())) + "\n\n")
+			b.WriteString(c.th.errS.Render("✗ "+textsafe.Safe(t.err.Error())) + "\n\n")
 			b.WriteString(fmt.Sprintf("retrying every %s; r retries now", t.interval()))
 		default:
 			b.WriteString("asking Prometheus for the fleet's GPUs…")
@@ -421,18 +418,18 @@ func (t *fleetTab) view(a *App) string {
 	switch t.level {
 	case 1:
 		if h := t.openHost(); h != nil {
-			return t.hostView(a, h)
+			return t.hostView(c, h)
 		}
 	case 2:
 		if g := t.selectedGPU(); g != nil {
-			return t.gpuView(a, g)
+			return t.gpuView(c, g)
 		}
 	}
-	return t.gridView(a)
+	return t.gridView(c)
 }
 
 // header is the first line: the source, the totals and the freshness.
-func (t *fleetTab) header(a *App) string {
+func (t *fleetTab) header(c *tabContext) string {
 	var used, total int64
 	for i := range t.data.GPUs {
 		g := &t.data.GPUs[i]
@@ -441,7 +438,7 @@ func (t *fleetTab) header(a *App) string {
 			total += g.Total
 		}
 	}
-	parts := []string{a.th.title.Render("Fleet"), fmt.Sprintf("%d hosts", len(t.data.Hosts())), plural(len(t.data.GPUs), "GPU")}
+	parts := []string{c.th.title.Render("Fleet"), fmt.Sprintf("%d hosts", len(t.data.Hosts())), plural(len(t.data.GPUs), "GPU")}
 	if total > 0 {
 		parts = append(parts, fmt.Sprintf("%s of %s used (%.0f%%)", units.Bytes(used), units.Bytes(total), 100*float64(used)/float64(total)))
 	}
@@ -455,28 +452,28 @@ func (t *fleetTab) header(a *App) string {
 }
 
 // errLine is the last refresh's error (the figures shown are older).
-func (t *fleetTab) errLine(a *App) []string {
+func (t *fleetTab) errLine(c *tabContext) []string {
 	if t.err == nil {
 		return nil
 	}
-	return []string{fit(a.th.errS.Render(fmt.Sprintf("✗ %s ago: %s", time.Since(t.errAt).Truncate(time.Second), textsafe.Safe(t.err.Error()))), t.w)}
+	return []string{fit(c.th.errS.Render(fmt.Sprintf("✗ %s ago: %s", time.Since(t.errAt).Truncate(time.Second), textsafe.Safe(t.err.Error()))), t.w)}
 }
 
 // controls says the sort and the filter, so neither is ever hidden.
-func (t *fleetTab) controls(a *App) string {
-	f := a.th.dim.Render("none (/)")
+func (t *fleetTab) controls(c *tabContext) string {
+	f := c.th.dim.Render("none (/)")
 	switch {
 	case t.typing:
 		f = t.filter.View()
 	case t.query != "":
-		f = a.th.warn.Render(fmt.Sprintf("%q", textsafe.Safe(t.query))) + a.th.dim.Render(fmt.Sprintf(" %d of %d hosts (esc clears)", len(t.hosts), len(t.data.Hosts())))
+		f = c.th.warn.Render(fmt.Sprintf("%q", textsafe.Safe(t.query))) + c.th.dim.Render(fmt.Sprintf(" %d of %d hosts (esc clears)", len(t.hosts), len(t.data.Hosts())))
 	}
-	return fmt.Sprintf("sort %s (s) · filter %s", a.th.bold.Render(fleetSorts[t.sortBy]), f)
+	return fmt.Sprintf("sort %s (s) · filter %s", c.th.bold.Render(fleetSorts[t.sortBy]), f)
 }
 
-func (t *fleetTab) gridView(a *App) string {
-	lines := append([]string{fit(t.header(a), t.w)}, t.errLine(a)...)
-	lines = append(lines, fit(t.controls(a), t.w))
+func (t *fleetTab) gridView(c *tabContext) string {
+	lines := append([]string{fit(t.header(c), t.w)}, t.errLine(c)...)
+	lines = append(lines, fit(t.controls(c), t.w))
 	cells := 0
 	nameW := 8
 	for _, h := range t.hosts {
@@ -492,7 +489,7 @@ func (t *fleetTab) gridView(a *App) string {
 	cellW := max(cells, 4)
 	usedW := 22
 	hdr := fit("HOST", nameW) + " " + fit("GPUS", cellW) + " " + fitLeft("USED / TOTAL", usedW) + "  " + fitLeft("USED", 5) + "  " + fitLeft("IMBAL", 5) + "  POD"
-	lines = append(lines, a.th.header.Render(fit(hdr, t.w)))
+	lines = append(lines, c.th.header.Render(fit(hdr, t.w)))
 	bodyH := max(1, t.h-len(lines)-1)
 	t.list.setHeight(bodyH)
 	t.top = len(lines)
@@ -504,7 +501,7 @@ func (t *fleetTab) gridView(a *App) string {
 			if k == cells {
 				break
 			}
-			cb.WriteString(t.cell(a, g))
+			cb.WriteString(t.cell(c, g))
 		}
 		pct, imb := "-", "-"
 		if h.sum.Total > 0 {
@@ -520,31 +517,31 @@ func (t *fleetTab) gridView(a *App) string {
 		row := name + " " + fit(cb.String(), cellW) + " " +
 			fitLeft(units.Bytes(h.sum.Used)+" / "+units.Bytes(h.sum.Total), usedW) + "  " + fitLeft(pct, 5) + "  " + fitLeft(imb, 5) + "  " + textsafe.Safe(h.pods)
 		if h.sum.Unknown > 0 {
-			row += a.th.warn.Render(fmt.Sprintf(" %d without a reading", h.sum.Unknown))
+			row += c.th.warn.Render(fmt.Sprintf(" %d without a reading", h.sum.Unknown))
 		}
 		row = fit(row, t.w)
 		if i == t.list.cursor {
-			row = a.th.sel.Render(ansiStrip(row))
+			row = c.th.sel.Render(ansiStrip(row))
 		}
 		lines = append(lines, row)
 	}
 	if len(t.hosts) == 0 {
-		lines = append(lines, a.th.dim.Render("no host matches the filter (esc clears it)"))
+		lines = append(lines, c.th.dim.Render("no host matches the filter (esc clears it)"))
 	}
 	for len(lines) < t.h-1 {
 		lines = append(lines, "")
 	}
-	foot := t.legend(a)
+	foot := t.legend(c)
 	if s := t.list.hint(); s != "" {
-		foot += a.th.dim.Render("  · " + s)
+		foot += c.th.dim.Render("  · " + s)
 	}
-	foot += a.th.dim.Render("  · ◆ local GPU · enter opens")
+	foot += c.th.dim.Render("  · ◆ local GPU · enter opens")
 	lines = append(lines[:t.h-1], fit(foot, t.w))
 	return strings.Join(lines, "\n")
 }
 
-func (t *fleetTab) hostView(a *App, h *fleetHost) string {
-	title := a.th.title.Render(textsafe.Safe(h.name)) + " · " + plural(len(h.gpus), "GPU")
+func (t *fleetTab) hostView(c *tabContext, h *fleetHost) string {
+	title := c.th.title.Render(textsafe.Safe(h.name)) + " · " + plural(len(h.gpus), "GPU")
 	if len(h.gpus) > 0 && h.gpus[0].Model != "" {
 		title += " · " + textsafe.Safe(h.gpus[0].Model)
 	}
@@ -552,8 +549,8 @@ func (t *fleetTab) hostView(a *App, h *fleetHost) string {
 	if h.sum.Imbalance > 0 {
 		title += fmt.Sprintf(" · imbalance %.2f", h.sum.Imbalance)
 	}
-	lines := append([]string{fit(title, t.w)}, t.errLine(a)...)
-	lines = append(lines, fit(t.controlsHost(a), t.w))
+	lines := append([]string{fit(title, t.w)}, t.errLine(c)...)
+	lines = append(lines, fit(t.controlsHost(c), t.w))
 	barW := 10
 	histW := max(0, t.w-(4+barW+6+18+10+6+7+14+8))
 	rng := model0(t.data.Range)
@@ -561,7 +558,7 @@ func (t *fleetTab) hostView(a *App, h *fleetHost) string {
 	if histW >= 8 {
 		hdr += "  HISTORY " + rng
 	}
-	lines = append(lines, a.th.header.Render(fit(hdr, t.w)))
+	lines = append(lines, c.th.header.Render(fit(hdr, t.w)))
 	t.gpus.setHeight(max(1, t.h-len(lines)-1))
 	t.top = len(lines)
 	lo, hi := t.gpus.visible()
@@ -580,30 +577,30 @@ func (t *fleetTab) hostView(a *App, h *fleetHost) string {
 		if g.Namespace != "" && pod != "" {
 			pod = g.Namespace + "/" + pod
 		}
-		row := fit(idx, 4) + t.cell(a, g) + hbar(fr, barW-1, t.levelStyle(a, fr)) + " " + pct + " " +
+		row := fit(idx, 4) + t.cell(c, g) + hbar(fr, barW-1, t.levelStyle(c, fr)) + " " + pct + " " +
 			fitLeft(usedOfTotal(g.Used, g.Total), 18) + fitLeft(bytesOrDash(g.MaxUsed), 10) +
 			fitLeft(naPct(g.Util), 6) + fitLeft(naW(g.Power), 7) + "  " + fitMiddle(textsafe.Safe(pod), 12)
 		if histW >= 8 {
-			row += "  " + t.sparkline(a, g, histW-2)
+			row += "  " + t.sparkline(c, g, histW-2)
 		}
 		row = fit(row, t.w)
 		if i == t.gpus.cursor {
-			row = a.th.sel.Render(ansiStrip(row))
+			row = c.th.sel.Render(ansiStrip(row))
 		}
 		lines = append(lines, row)
 	}
 	for len(lines) < t.h-1 {
 		lines = append(lines, "")
 	}
-	foot := a.th.dim.Render("enter: chart · esc: all hosts · ! stale (no sample in 5 min)")
-	if g := t.selectedGPU(); g != nil && t.isLocal(a, g) {
-		foot = a.th.accent.Render("◆ this GPU is local: L shows it on the Live tab") + a.th.dim.Render(" · esc: all hosts")
+	foot := c.th.dim.Render("enter: chart · esc: all hosts · ! stale (no sample in 5 min)")
+	if g := t.selectedGPU(); g != nil && t.isLocal(g) {
+		foot = c.th.accent.Render("◆ this GPU is local: L shows it on the Live tab") + c.th.dim.Render(" · esc: all hosts")
 	}
 	lines = append(lines[:t.h-1], fit(foot, t.w))
 	return strings.Join(lines, "\n")
 }
 
-func (t *fleetTab) controlsHost(a *App) string {
+func (t *fleetTab) controlsHost(c *tabContext) string {
 	pods := map[string]bool{}
 	h := t.openHost()
 	var names []string
@@ -614,37 +611,30 @@ func (t *fleetTab) controlsHost(a *App) string {
 		}
 	}
 	if len(names) == 0 {
-		return a.th.dim.Render("no pod labels (dcgm-exporter adds them on Kubernetes)")
+		return c.th.dim.Render("no pod labels (dcgm-exporter adds them on Kubernetes)")
 	}
 	return "pods: " + textsafe.Safe(strings.Join(names, ", "))
 }
 
-func (t *fleetTab) isLocal(a *App, g *fleet.GPU) bool {
-	for _, d := range a.live.state.Devices {
-		if d.UUID != "" && d.UUID == g.UUID {
-			return true
-		}
-	}
-	return false
-}
+func (t *fleetTab) isLocal(g *fleet.GPU) bool { return g.UUID != "" && t.local[g.UUID] }
 
-func (t *fleetTab) levelStyle(a *App, fr float64) lipgloss.Style {
+func (t *fleetTab) levelStyle(c *tabContext, fr float64) lipgloss.Style {
 	for _, l := range fleetLevels {
 		if fr < l.below {
-			return a.th.fg(l.color)
+			return c.th.fg(l.color)
 		}
 	}
-	return a.th.dim
+	return c.th.dim
 }
 
 // sparkline draws FB_USED over the whole range in w columns, scaled from
 // 0 to the GPU's total, so rows compare.
-func (t *fleetTab) sparkline(a *App, g *fleet.GPU, w int) string {
+func (t *fleetTab) sparkline(c *tabContext, g *fleet.GPU, w int) string {
 	if len(g.History) == 0 || w <= 0 {
 		if !t.data.HasHistory {
-			return a.th.dim.Render("…")
+			return c.th.dim.Render("…")
 		}
-		return a.th.dim.Render("no history")
+		return c.th.dim.Render("no history")
 	}
 	end := t.data.At
 	start := end.Add(-t.data.Range)
@@ -664,17 +654,17 @@ func (t *fleetTab) sparkline(a *App, g *fleet.GPU, w int) string {
 	if hi <= 0 {
 		hi = float64(g.MaxUsed)
 	}
-	return spark(cols, 0, hi, a.th.accent)
+	return spark(cols, 0, hi, c.th.accent)
 }
 
-func (t *fleetTab) gpuView(a *App, g *fleet.GPU) string {
-	title := fmt.Sprintf("%s · GPU %s · %s", a.th.title.Render(textsafe.Safe(g.Host)), textsafe.Safe(g.Index), textsafe.Safe(g.Model))
+func (t *fleetTab) gpuView(c *tabContext, g *fleet.GPU) string {
+	title := fmt.Sprintf("%s · GPU %s · %s", c.th.title.Render(textsafe.Safe(g.Host)), textsafe.Safe(g.Index), textsafe.Safe(g.Model))
 	sub := fmt.Sprintf("used %s of %s · max %s over %s · UUID %s", bytesOrDash(g.Used), bytesOrDash(g.Total), bytesOrDash(g.MaxUsed),
 		model0(t.data.Range), textsafe.Safe(g.UUID))
 	lines := []string{fit(title, t.w), fit(sub, t.w)}
 	chartH := max(3, t.h-len(lines)-1)
 	if len(g.History) == 0 {
-		lines = append(lines, a.th.dim.Render("no history in the range (yet)"))
+		lines = append(lines, c.th.dim.Render("no history in the range (yet)"))
 	} else {
 		xs := make([]float64, len(g.History))
 		ys := make([]float64, len(g.History))
@@ -693,24 +683,24 @@ func (t *fleetTab) gpuView(a *App, g *fleet.GPU) string {
 		spec := chartSpec{w: t.w, h: chartH, xmin: xmin, xmax: 0, ymin: 0, ymax: ymax / (1 << 30) * 1.05,
 			xfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0fm", v) },
 			yfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0f GiB", v) },
-			axis: a.th.dim, label: a.th.dim,
-			series: []chartSeries{{xs: xs, ys: ys, style: a.th.accent}}}
+			axis: c.th.dim, label: c.th.dim,
+			series: []chartSeries{{xs: xs, ys: ys, style: c.th.accent}}}
 		if g.Total > 0 {
-			spec.lines = append(spec.lines, chartLine{at: float64(g.Total) / (1 << 30), style: a.th.errS, dotted: true})
+			spec.lines = append(spec.lines, chartLine{at: float64(g.Total) / (1 << 30), style: c.th.errS, dotted: true})
 		}
 		if g.MaxUsed > 0 {
 			// The maximum over the range, which the chart's samples (one a
 			// step) can miss: drawn, so the "max" above is on the chart.
-			spec.lines = append(spec.lines, chartLine{at: float64(g.MaxUsed) / (1 << 30), style: a.th.warn, dotted: true})
+			spec.lines = append(spec.lines, chartLine{at: float64(g.MaxUsed) / (1 << 30), style: c.th.warn, dotted: true})
 		}
 		lines = append(lines, renderChart(spec))
 	}
 	foot := "x: minutes before now · y: GiB · dotted: total (red) and the range's max (amber), which samples one a step can miss · esc: back"
-	if t.isLocal(a, g) {
+	if t.isLocal(g) {
 		foot = "◆ local: L shows it on the Live tab · " + foot
 	}
 	body := strings.Join(lines, "\n")
-	return block(body, t.w, t.h-1) + "\n" + fit(a.th.dim.Render(foot), t.w)
+	return block(body, t.w, t.h-1) + "\n" + fit(c.th.dim.Render(foot), t.w)
 }
 
 func bytesOrDash(n int64) string {

@@ -76,7 +76,7 @@ func newFleetTestApp(t testing.TB, w, h int, src *fakeFleet) *App {
 	ws := model.New(ctx, nil)
 	a := New(ctx, ws, Options{Live: nvml.NewFake(8, fixedClock()), Interval: time.Second, Fleet: src})
 	a.live.sampler.Once(ctx)
-	a.live.state = a.live.sampler.State()
+	a.Update(liveMsg{}) // the Live tab takes the sample and tells Fleet its GPUs
 	a.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	t.Cleanup(func() {
 		if a.panics > 0 {
@@ -90,7 +90,7 @@ func newFleetTestApp(t testing.TB, w, h int, src *fakeFleet) *App {
 // refreshFleet runs one refresh (latest figures, then history) through
 // Update, as the program would.
 func refreshFleet(a *App) {
-	msg := a.fleet.fetch(a)()
+	msg := a.fleet.fetch(&a.c)()
 	_, cmd := a.Update(msg)
 	if msg.(fleetLatestMsg).err == nil {
 		a.Update(cmd()) // the history; the next command is the timer
@@ -101,7 +101,7 @@ func TestFleetGolden(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
 		src := &fakeFleet{hosts: 12, gpus: 8, at: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 		a := newFleetTestApp(t, size[0], size[1], src)
-		if a.active != 5 {
+		if a.active != tabFleet {
 			t.Fatalf("the explorer opened on tab %d, want the Fleet tab", a.active+1)
 		}
 		name := func(v string) string { return fmt.Sprintf("fleet_%s_%dx%d", v, size[0], size[1]) }
@@ -188,11 +188,11 @@ func TestFleetKeys(t *testing.T) {
 		t.Errorf("node-003 is not marked local:\n%s", screen(a))
 	}
 	press(a, "enter", "down", "down", "L")
-	if a.active != 3 || a.live.sel != 2 || !a.live.focus {
+	if a.active != tabLive || a.live.sel != 2 || !a.live.focus {
 		t.Errorf("L: tab %d, live GPU %d focus %v; want Live, GPU 2 focused", a.active+1, a.live.sel, a.live.focus)
 	}
 	// r refreshes now.
-	a.active = 5
+	a.active = tabFleet
 	n := src.latest
 	_, cmd := a.Update(tea.KeyPressMsg{Code: 'r', Text: "r"})
 	if cmd == nil {

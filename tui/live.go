@@ -3,6 +3,7 @@ package tui
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -21,7 +22,8 @@ type liveTab struct {
 	opts     Options
 	sampler  *nvml.Sampler
 	state    nvml.State
-	sel      int // selected device position
+	told     map[string]bool // the UUIDs the Fleet tab was last told (localGPUsMsg)
+	sel      int             // selected device position
 	focus    bool
 	procs    scroller
 	procSort int
@@ -57,6 +59,8 @@ func newLiveTab(opts Options) *liveTab {
 	return t
 }
 
+func (t *liveTab) id() tabID { return tabLive }
+
 func (t *liveTab) name() string { return "Live" }
 
 func (t *liveTab) capturing() bool { return t.filterOn }
@@ -89,7 +93,7 @@ func (t *liveTab) player() player {
 
 // replayLine says where a replay is: the position in the recording, the
 // loop, paused or playing.
-func (t *liveTab) replayLine(a *App) string {
+func (t *liveTab) replayLine(c *tabContext) string {
 	p := t.player()
 	if p == nil {
 		return ""
@@ -97,7 +101,7 @@ func (t *liveTab) replayLine(a *App) string {
 	at, span, loop, paused := p.Position()
 	state := "playing"
 	if paused {
-		state = a.th.warn.Render("paused")
+		state = c.th.warn.Render("paused")
 	}
 	return fmt.Sprintf("replay %.1fs of %.1fs · loop %d · %s · space pause · [ ] seek", at, span, loop+1, state)
 }
@@ -105,11 +109,11 @@ func (t *liveTab) replayLine(a *App) string {
 func (t *liveTab) resize(w, h int) { t.w, t.h = w, h }
 
 // init starts the sampler (off the UI goroutine) and the update listener.
-func (t *liveTab) init(a *App) tea.Cmd {
+func (t *liveTab) init(c *tabContext) tea.Cmd {
 	if t.sampler == nil {
 		return nil
 	}
-	go t.sampler.Run(a.ctx)
+	go t.sampler.Run(c.ctx)
 	return t.wait()
 }
 
@@ -121,15 +125,45 @@ func (t *liveTab) wait() tea.Cmd {
 	}
 }
 
-func (t *liveTab) onSample(a *App, _ liveMsg) tea.Cmd {
+func (t *liveTab) onSample(c *tabContext, _ liveMsg) tea.Cmd {
 	t.state = t.sampler.State()
 	if t.state.Err != nil {
-		a.setStatus("live: %v (retrying)", t.state.Err)
+		c.setStatus("live: %v (retrying)", t.state.Err)
+	}
+	// The Fleet tab marks this machine's GPUs: tell it when they change.
+	local := map[string]bool{}
+	for _, d := range t.state.Devices {
+		if d.UUID != "" {
+			local[d.UUID] = true
+		}
+	}
+	if len(local) > 0 && !maps.Equal(local, t.told) {
+		t.told = local
+		c.send(localGPUsMsg{local})
 	}
 	return t.wait()
 }
 
-func (t *liveTab) update(a *App, msg tea.Msg) tea.Cmd {
+// focus shows one GPU, found by UUID (the Fleet tab's l).
+func (t *liveTab) focusGPU(c *tabContext, m focusGPUMsg) {
+	for i, d := range t.shownDevices() {
+		if d.UUID != "" && d.UUID == m.uuid {
+			t.sel, t.focus = i, true
+			c.send(switchTabMsg{tabLive})
+			return
+		}
+	}
+	c.setStatus("%s GPU %s is not one of this machine's GPUs", safe(m.host), safe(m.index))
+}
+
+func (t *liveTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
+	switch m := msg.(type) {
+	case focusGPUMsg:
+		t.focusGPU(c, m)
+		return nil
+	case exportMsg:
+		return exportLive(c, t)
+	}
 	if t.filterOn {
 		if m, ok := msg.(tea.KeyPressMsg); ok {
 			switch m.String() {
@@ -187,22 +221,22 @@ func (t *liveTab) update(a *App, msg tea.Msg) tea.Cmd {
 			}
 		case key.Matches(m, lkMetric):
 			t.metric = nextMetric(t.metric)
-			a.setStatus("chart: %s", t.metric)
+			c.setStatus("chart: %s", t.metric)
 		case key.Matches(m, lkView):
 			t.multiples = !t.multiples
 			if t.multiples {
-				a.setStatus("chart: one per GPU (when the window holds them)")
+				c.setStatus("chart: one per GPU (when the window holds them)")
 			} else {
-				a.setStatus("chart: every GPU in one, the selected one on top")
+				c.setStatus("chart: every GPU in one, the selected one on top")
 			}
 		case key.Matches(m, lkSort):
 			t.procSort = (t.procSort + 1) % 4
-			a.setStatus("processes sorted by %s", []string{"memory", "GPU", "PID", "user"}[t.procSort])
+			c.setStatus("processes sorted by %s", []string{"memory", "GPU", "PID", "user"}[t.procSort])
 		case key.Matches(m, lkFilter):
 			t.filterOn = true
 			return t.filter.Focus()
 		case key.Matches(m, kExport):
-			return exportLive(a, t)
+			return exportLive(c, t)
 		default:
 			listMove(&t.procs, m)
 		}
@@ -210,22 +244,22 @@ func (t *liveTab) update(a *App, msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (t *liveTab) view(a *App) string {
-	th := a.th
+func (t *liveTab) view(c *tabContext) string {
+	th := c.th
 	if t.sampler == nil {
-		return t.unavailableView(a)
+		return t.unavailableView(c)
 	}
 	st := t.state
 	if st.Samples == 0 && st.Err == nil {
-		return th.dim.Render("sampling " + a.opts.Live.Name() + "…")
+		return th.dim.Render("sampling " + c.opts.Live.Name() + "…")
 	}
 	var b strings.Builder
 	src := st.Source
-	if a.opts.Live.Simulated() {
+	if c.opts.Live.Simulated() {
 		src = th.warn.Render("SIMULATED") + " · " + src
 	}
-	head := fmt.Sprintf("%s · %s · every %v · %d samples of history", th.bold.Render("Live GPUs"), src, a.opts.Interval, t.historyLen())
-	if r := t.replayLine(a); r != "" {
+	head := fmt.Sprintf("%s · %s · every %v · %d samples of history", th.bold.Render("Live GPUs"), src, c.opts.Interval, t.historyLen())
+	if r := t.replayLine(c); r != "" {
 		// A replay says where it is first: the history counts every loop.
 		head = fmt.Sprintf("%s · %s · %s", th.bold.Render("Live GPUs"), r, src)
 	}
@@ -236,7 +270,7 @@ func (t *liveTab) view(a *App) string {
 	devs := t.shownDevices()
 	// Layout: cards, then the chart, then processes, sized to the screen.
 	compact := t.h < 30 || len(devs)*2 > t.h/2
-	cardLines := t.cards(a, devs, compact)
+	cardLines := t.cards(c, devs, compact)
 	b.WriteString(cardLines)
 	used := 1 + strings.Count(cardLines, "\n")
 	rest := t.h - used
@@ -245,10 +279,10 @@ func (t *liveTab) view(a *App) string {
 		chartH = max(0, rest-4)
 	}
 	if chartH >= 4 {
-		b.WriteString(t.chart(a, devs, chartH) + "\n")
+		b.WriteString(t.chart(c, devs, chartH) + "\n")
 		used += chartH
 	}
-	b.WriteString(t.processes(a, devs, t.h-used))
+	b.WriteString(t.processes(c, devs, t.h-used))
 	return b.String()
 }
 
@@ -285,8 +319,8 @@ var gpuColors = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", 
 
 func gpuColor(i int) string { return gpuColors[i%len(gpuColors)] }
 
-func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
-	th := a.th
+func (t *liveTab) cards(c *tabContext, devs []nvml.Device, compact bool) string {
+	th := c.th
 	var b strings.Builder
 	for i, d := range devs {
 		s := t.latest(d.Index)
@@ -355,8 +389,8 @@ func (t *liveTab) cards(a *App, devs []nvml.Device, compact bool) string {
 	return b.String()
 }
 
-func (t *liveTab) processes(a *App, devs []nvml.Device, h int) string {
-	th := a.th
+func (t *liveTab) processes(c *tabContext, devs []nvml.Device, h int) string {
+	th := c.th
 	if h < 3 {
 		return ""
 	}
@@ -435,12 +469,12 @@ func (t *liveTab) processes(a *App, devs []nvml.Device, h int) string {
 	return b.String()
 }
 
-func (t *liveTab) unavailableView(a *App) string {
-	th := a.th
+func (t *liveTab) unavailableView(c *tabContext) string {
+	th := c.th
 	var b strings.Builder
 	b.WriteString(th.title.Render("Live GPUs: not available") + "\n\n")
-	if a.opts.LiveErr != nil {
-		b.WriteString(th.errS.Width(max(10, t.w-1)).Render(a.opts.LiveErr.Error()) + "\n\n")
+	if c.opts.LiveErr != nil {
+		b.WriteString(th.errS.Width(max(10, t.w-1)).Render(c.opts.LiveErr.Error()) + "\n\n")
 	} else {
 		b.WriteString("Live GPU data was not requested for this session.\n\n")
 	}

@@ -109,23 +109,23 @@ func chartSpan(series ...[]float64) float64 {
 // chart draws the Live chart in h lines, its legend included: the focused
 // GPU's processes, one small chart per GPU, or every GPU in one chart with
 // the selected one drawn over the others (faint and dotted).
-func (t *liveTab) chart(a *App, devs []nvml.Device, h int) string {
+func (t *liveTab) chart(c *tabContext, devs []nvml.Device, h int) string {
 	switch {
 	case t.focus && t.metric == lmMemory && len(devs) == 1:
-		return t.processChart(a, devs[0], h)
+		return t.processChart(c, devs[0], h)
 	case t.multiples && len(devs) > 1:
-		if s, ok := t.smallMultiples(a, devs, h); ok {
+		if s, ok := t.smallMultiples(c, devs, h); ok {
 			return s
 		}
 		// Asked for, but no room: say so where the switch is named.
-		return t.overlayChart(a, devs, h, a.th.warn.Render("v: one chart per GPU needs a taller window"))
+		return t.overlayChart(c, devs, h, c.th.warn.Render("v: one chart per GPU needs a taller window"))
 	}
-	return t.overlayChart(a, devs, h, "v: a chart per GPU")
+	return t.overlayChart(c, devs, h, "v: a chart per GPU")
 }
 
 // overlayChart draws every GPU in one chart; view names what v does.
-func (t *liveTab) overlayChart(a *App, devs []nvml.Device, h int, view string) string {
-	th := a.th
+func (t *liveTab) overlayChart(c *tabContext, devs []nvml.Device, h int, view string) string {
+	th := c.th
 	sel := t.state.Devices[t.sel].Index
 	var series []chartSeries
 	var xss [][]float64
@@ -188,8 +188,8 @@ func (t *liveTab) metricValue(v float64) string {
 
 // smallMultiples draws one small chart per GPU on a grid, all to the same
 // scale; ok is false when the space cannot hold a readable chart for each.
-func (t *liveTab) smallMultiples(a *App, devs []nvml.Device, h int) (string, bool) {
-	th := a.th
+func (t *liveTab) smallMultiples(c *tabContext, devs []nvml.Device, h int) (string, bool) {
+	th := c.th
 	cols := max(1, min(len(devs), t.w/36))
 	rows := (len(devs) + cols - 1) / cols
 	cellH := (h - 1) / rows
@@ -255,8 +255,8 @@ func (t *liveTab) smallMultiples(a *App, devs []nvml.Device, h int) (string, boo
 
 // processChart draws the memory of the focused GPU's largest processes,
 // each its own colour and line pattern, under the GPU's total.
-func (t *liveTab) processChart(a *App, d nvml.Device, h int) string {
-	th := a.th
+func (t *liveTab) processChart(c *tabContext, d nvml.Device, h int) string {
+	th := c.th
 	procs := t.sampler.ProcessSeries(d.Index, 2*t.w, 6)
 	xs, ys := t.sampler.Series(d.Index, 2*t.w)
 	var series []chartSeries

@@ -120,9 +120,9 @@ func framePath(f *snapshot.Frame) string {
 
 // editFrame opens a frame's file at its line in $VISUAL or $EDITOR (vi
 // without either), when the file is on this machine.
-func editFrame(a *App, f *snapshot.Frame) tea.Cmd {
+func editFrame(c *tabContext, f *snapshot.Frame) tea.Cmd {
 	if _, err := os.Stat(f.Filename); err != nil || f.Filename == "" || f.Filename != safe(f.Filename) {
-		a.setStatus("%s is not a file on this machine", safe(f.Filename))
+		c.setStatus("%s is not a file on this machine", safe(f.Filename))
 		return nil
 	}
 	editor := os.Getenv("VISUAL")
@@ -137,8 +137,8 @@ func editFrame(a *App, f *snapshot.Frame) tea.Cmd {
 		args = append(args, fmt.Sprintf("+%d", f.Line))
 	}
 	args = append(args, f.Filename)
-	c := exec.Command(args[0], args[1:]...)
-	return tea.ExecProcess(c, func(err error) tea.Msg { return editorDoneMsg{err} })
+	cmd := exec.Command(args[0], args[1:]...)
+	return tea.ExecProcess(cmd, func(err error) tea.Msg { return editorDoneMsg{err} })
 }
 
 // editorDoneMsg reports the end of an editor opened with e.
@@ -158,7 +158,7 @@ func (o *stackOverlay) help() []key.Binding {
 	return []key.Binding{kUp, kDown, kPgUp, kPgDn, okNoise, okCopy, okEdit, kBack}
 }
 
-func (o *stackOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+func (o *stackOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
 		o.list.scroll(wheel(m))
@@ -172,15 +172,15 @@ func (o *stackOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
 		case key.Matches(m, okCopy):
 			if f := o.selected(); f != nil {
 				p := framePath(f)
-				a.setStatus("copied %s", p)
+				c.setStatus("copied %s", p)
 				return false, tea.SetClipboard(p)
 			}
-			a.setStatus("the selected line is not a frame")
+			c.setStatus("the selected line is not a frame")
 		case key.Matches(m, okEdit):
 			if f := o.selected(); f != nil {
-				return false, editFrame(a, f)
+				return false, editFrame(c, f)
 			}
-			a.setStatus("the selected line is not a frame")
+			c.setStatus("the selected line is not a frame")
 		case key.Matches(m, kBack), m.String() == "q", m.String() == "enter":
 			return true, nil
 		}
@@ -188,8 +188,8 @@ func (o *stackOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
 	return false, nil
 }
 
-func (o *stackOverlay) view(a *App, w, h int) string {
-	th := a.th
+func (o *stackOverlay) view(c *tabContext, w, h int) string {
+	th := c.th
 	idx := o.shown()
 	o.list.setHeight(h - 3)
 	o.list.setN(len(idx))
@@ -289,11 +289,13 @@ var (
 	okReload = key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload this source"))
 )
 
-func newPicker(a *App) *picker {
+// newPicker opens the list of sources on the one shown: the traces' when
+// onTraces, else the snapshot's.
+func newPicker(c *tabContext, onTraces bool) *picker {
 	p := &picker{}
-	p.list.setN(len(a.sources))
-	for i, s := range a.sources {
-		if s.ID == a.snapSel && a.active != 0 || s.ID == a.traceSel && a.active == 0 {
+	p.list.setN(len(c.sources))
+	for i, s := range c.sources {
+		if s.ID == c.snapSel && !onTraces || s.ID == c.traceSel && onTraces {
 			p.list.cursor = i
 		}
 	}
@@ -304,15 +306,15 @@ func (p *picker) help() []key.Binding {
 	return []key.Binding{kUp, kDown, okSelect, okMark, okDiff, okReload, kBack}
 }
 
-func (p *picker) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
-	p.list.setN(len(a.sources))
+func (p *picker) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
+	p.list.setN(len(c.sources))
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
 		p.list.scroll(wheel(m))
 	case tea.MouseClickMsg:
 		before := p.list.cursor
 		if p.list.click((m.Y - 2) / 2); before == p.list.cursor {
-			return p.choose(a)
+			return p.choose(c)
 		}
 	case tea.KeyPressMsg:
 		if listMove(&p.list, m) {
@@ -322,9 +324,9 @@ func (p *picker) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
 		case key.Matches(m, kBack), m.String() == "o", m.String() == "q":
 			return true, nil
 		case key.Matches(m, okSelect):
-			return p.choose(a)
+			return p.choose(c)
 		case key.Matches(m, okMark):
-			if s := p.cur(a); s != nil && s.Kind.IsSnapshot() && s.Kind != model.KindRanks {
+			if s := p.cur(c); s != nil && s.Kind.IsSnapshot() && s.Kind != model.KindRanks {
 				if i := indexOf(p.marked, s.ID); i >= 0 {
 					p.marked = append(p.marked[:i], p.marked[i+1:]...)
 				} else {
@@ -336,20 +338,20 @@ func (p *picker) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
 			}
 		case key.Matches(m, okDiff):
 			if len(p.marked) != 2 {
-				a.setStatus("mark two snapshots with space first")
+				c.setStatus("mark two snapshots with space first")
 				return false, nil
 			}
-			x, y := a.source(p.marked[0]), a.source(p.marked[1])
+			x, y := c.source(p.marked[0]), c.source(p.marked[1])
 			if x == nil || y == nil || x.State != model.Loaded || y.State != model.Loaded {
-				a.setStatus("both marked snapshots must be loaded")
+				c.setStatus("both marked snapshots must be loaded")
 				return false, nil
 			}
-			a.overlay = newDiffOverlay(x, y)
+			c.send(openOverlayMsg{newDiffOverlay(x, y)})
 			return false, nil
 		case key.Matches(m, okReload):
-			if s := p.cur(a); s != nil && s.Kind != model.KindUnknown && s.Kind != model.KindLive {
-				a.ws.Reload(s.ID)
-				a.setStatus("reloading %s", s.Name())
+			if s := p.cur(c); s != nil && s.Kind != model.KindUnknown && s.Kind != model.KindLive {
+				c.send(reloadMsg{s.ID})
+				c.setStatus("reloading %s", s.Name())
 			}
 		}
 	}
@@ -365,35 +367,35 @@ func indexOf(v []int, x int) int {
 	return -1
 }
 
-func (p *picker) cur(a *App) *model.Source {
-	if p.list.cursor < 0 || p.list.cursor >= len(a.sources) {
+func (p *picker) cur(c *tabContext) *model.Source {
+	if p.list.cursor < 0 || p.list.cursor >= len(c.sources) {
 		return nil
 	}
-	return a.sources[p.list.cursor]
+	return c.sources[p.list.cursor]
 }
 
-func (p *picker) choose(a *App) (bool, tea.Cmd) {
-	s := p.cur(a)
+func (p *picker) choose(c *tabContext) (bool, tea.Cmd) {
+	s := p.cur(c)
 	if s == nil {
 		return false, nil
 	}
 	if s.State != model.Loaded {
-		a.setStatus("%s is %s", s.Name(), s.State)
+		c.setStatus("%s is %s", s.Name(), s.State)
 		return false, nil
 	}
-	a.selectSource(s)
+	c.send(selectSourceMsg{s.ID})
 	return true, nil
 }
 
-func (p *picker) view(a *App, w, h int) string {
-	th := a.th
-	p.list.setN(len(a.sources))
+func (p *picker) view(c *tabContext, w, h int) string {
+	th := c.th
+	p.list.setN(len(c.sources))
 	p.list.setHeight(max(1, (h-4)/2))
 	var b strings.Builder
-	b.WriteString(fit(th.bold.Render("Sources")+fmt.Sprintf(" · %d opened · enter show · space mark · d diff marked · r reload · esc close", len(a.sources)), w) + "\n\n")
+	b.WriteString(fit(th.bold.Render("Sources")+fmt.Sprintf(" · %d opened · enter show · space mark · d diff marked · r reload · esc close", len(c.sources)), w) + "\n\n")
 	from, to := p.list.visible()
 	for i := from; i < to; i++ {
-		s := a.sources[i]
+		s := c.sources[i]
 		icon := th.ok.Render("✓")
 		switch s.State {
 		case model.Loading, model.Pending:
@@ -409,7 +411,7 @@ func (p *picker) view(a *App, w, h int) string {
 			mark = th.accent.Render("●")
 		}
 		cur := " "
-		if s.ID == a.traceSel || s.ID == a.snapSel {
+		if s.ID == c.traceSel || s.ID == c.snapSel {
 			cur = th.accent.Render("▶")
 		}
 		head := fmt.Sprintf("%s%s %s %-11s ", cur, mark, icon, s.Kind)
@@ -437,7 +439,7 @@ func (p *picker) view(a *App, w, h int) string {
 		}
 		b.WriteString(fit(detail, w) + "\n")
 	}
-	if s := p.cur(a); s != nil {
+	if s := p.cur(c); s != nil {
 		if probs := s.Problems(); len(probs) > 1 {
 			b.WriteString("\n" + th.bold.Render("Problems of "+s.Name()) + "\n")
 			for _, pr := range probs {
@@ -479,7 +481,7 @@ type textOverlay struct {
 
 func (o *textOverlay) help() []key.Binding { return []key.Binding{kUp, kDown, kPgUp, kPgDn, kBack} }
 
-func (o *textOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+func (o *textOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 	return scrollOverlay(&o.list, msg, "R"), nil
 }
 
@@ -499,7 +501,7 @@ func scrollOverlay(list *scroller, msg tea.Msg, closers ...string) (closed bool)
 	return false
 }
 
-func (o *textOverlay) view(a *App, w, h int) string {
+func (o *textOverlay) view(c *tabContext, w, h int) string {
 	var lines []string
 	for _, it := range o.items {
 		for i, l := range wrapWords(it, max(20, w-4)) {
@@ -515,11 +517,11 @@ func (o *textOverlay) view(a *App, w, h int) string {
 	o.list.setN(len(lines))
 	o.list.cursor = o.list.offset
 	var b strings.Builder
-	b.WriteString(fit(a.th.bold.Render(o.title)+a.th.dim.Render(" · esc closes"), w) + "\n")
+	b.WriteString(fit(c.th.bold.Render(o.title)+c.th.dim.Render(" · esc closes"), w) + "\n")
 	from, to := o.list.visible()
 	for i := from; i < to; i++ {
 		b.WriteString(fit(lines[i], w) + "\n")
 	}
-	b.WriteString(a.th.dim.Render(o.list.hint()))
+	b.WriteString(c.th.dim.Render(o.list.hint()))
 	return b.String()
 }

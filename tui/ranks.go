@@ -76,7 +76,7 @@ func iterName(k snapshot.IterationKey) string {
 	return s
 }
 
-func (v *ranksView) update(a *App, t *snapTab, msg tea.Msg) tea.Cmd {
+func (v *ranksView) update(c *tabContext, t *snapTab, msg tea.Msg) tea.Cmd {
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
 		v.list.scroll(wheel(m))
@@ -90,9 +90,9 @@ func (v *ranksView) update(a *App, t *snapTab, msg tea.Msg) tea.Cmd {
 			if n := v.iter + d; n >= 0 && n < len(v.iters) {
 				v.iter = n
 				v.fill()
-				a.setStatus("%s", iterName(v.iters[v.iter]))
+				c.setStatus("%s", iterName(v.iters[v.iter]))
 			} else {
-				a.setStatus("no more iterations that way")
+				c.setStatus("no more iterations that way")
 			}
 		case "s":
 			v.byPeak = !v.byPeak
@@ -101,10 +101,10 @@ func (v *ranksView) update(a *App, t *snapTab, msg tea.Msg) tea.Cmd {
 			if v.list.cursor < len(v.rows) {
 				r := v.rows[v.list.cursor]
 				if r.Err != nil {
-					a.setStatus("rank %d could not be read: %v", r.Label.Rank, r.Err)
+					c.setStatus("rank %d could not be read: %v", r.Label.Rank, r.Err)
 					return nil
 				}
-				t.drill(a, v.src.ID, r.Path)
+				t.drill(c, v.src.ID, r.Path)
 			}
 		default:
 			listMove(&v.list, m)
@@ -115,17 +115,15 @@ func (v *ranksView) update(a *App, t *snapTab, msg tea.Msg) tea.Cmd {
 
 // drill opens one rank's snapshot on the Snapshot tab; esc comes back to
 // the rank set.
-func (t *snapTab) drill(a *App, rankSet int, path string) {
-	id := a.ws.OpenSnapshot(path)
-	a.snapSel, a.snapChosen = id, true
+func (t *snapTab) drill(c *tabContext, rankSet int, path string) {
 	t.back = rankSet
-	a.refresh()
-	a.setStatus("%s · esc goes back to the ranks", snapshot.ParseLabel(path))
+	c.send(openSnapshotMsg{path})
+	c.setStatus("%s · esc goes back to the ranks", snapshot.ParseLabel(path))
 }
 
 // stepRank opens the same rank of the previous or next iteration.
-func (t *snapTab) stepRank(a *App, d int) bool {
-	rs := a.source(t.back)
+func (t *snapTab) stepRank(c *tabContext, d int) bool {
+	rs := c.source(t.back)
 	if rs == nil || t.src == nil || len(t.src.Paths) == 0 {
 		return false
 	}
@@ -135,17 +133,17 @@ func (t *snapTab) stepRank(a *App, d int) bool {
 	for j := i + d; i >= 0 && j >= 0 && j < len(iters); j += d {
 		for _, r := range iters[j].Of(rs.Ranks) {
 			if r.Label.Rank == cur.Rank && r.Err == nil {
-				t.drill(a, rs.ID, r.Path)
+				t.drill(c, rs.ID, r.Path)
 				return true
 			}
 		}
 	}
-	a.setStatus("rank %d has no snapshot in another iteration that way", cur.Rank)
+	c.setStatus("rank %d has no snapshot in another iteration that way", cur.Rank)
 	return true
 }
 
-func (v *ranksView) view(a *App, w, h int) string {
-	th := a.th
+func (v *ranksView) view(c *tabContext, w, h int) string {
+	th := c.th
 	var b strings.Builder
 	total := len(v.src.Ranks)
 	head := fmt.Sprintf("%s · %d snapshots", safe(v.src.Name()), total)
@@ -230,6 +228,54 @@ func (v *ranksView) view(a *App, w, h int) string {
 
 // rankSetHint is what the allocation views show for a rank folder: they
 // need one rank's snapshot.
-func rankSetHint(a *App, s *model.Source) string {
-	return a.th.bold.Render(safe(s.Name())) + "\n\n" + fmt.Sprintf("A folder of %d per-rank snapshots. Open one on the Snapshot tab (2, then enter on a rank)\nto see its allocations and timeline here.", len(s.Ranks))
+func rankSetHint(c *tabContext, s *model.Source) string {
+	return c.th.bold.Render(safe(s.Name())) + "\n\n" + fmt.Sprintf("A folder of %d per-rank snapshots. Open one on the Snapshot tab (2, then enter on a rank)\nto see its allocations and timeline here.", len(s.Ranks))
+}
+
+// openRank opens rank n of the rank folder shown (or of the one the
+// snapshot shown was opened from), in the iteration shown (:rank N).
+func (t *snapTab) openRank(c *tabContext, n int) {
+	rs := t.src
+	step, exit := -1, false
+	if rs != nil && rs.Kind != model.KindRanks && t.back != 0 && len(rs.Paths) > 0 {
+		l := snapshot.ParseLabel(rs.Paths[0])
+		step, exit = l.Step, l.Exit
+		rs = c.source(t.back)
+	} else if rs != nil && rs.Kind == model.KindRanks && t.ranks.iter < len(t.ranks.iters) {
+		k := t.ranks.iters[t.ranks.iter]
+		step, exit = k.Step, k.Exit
+	}
+	if rs == nil || rs.Kind != model.KindRanks {
+		c.setStatus("no rank folder or traces open: memscope DIR opens a folder of per-rank snapshots")
+		return
+	}
+	for _, r := range (snapshot.IterationKey{Step: step, Exit: exit}).Of(rs.Ranks) {
+		if r.Label.Rank == n {
+			if r.Err != nil {
+				c.setStatus("rank %d could not be read: %s", n, safe(r.Err.Error()))
+				return
+			}
+			c.send(switchTabMsg{tabSnapshot})
+			t.drill(c, rs.ID, r.Path)
+			return
+		}
+	}
+	c.setStatus("no rank %d in this iteration", n)
+}
+
+// rankNumbers lists the ranks of the rank folder shown or of the one the
+// snapshot shown was opened from; nil when there is none.
+func (t *snapTab) rankNumbers(c *tabContext) []int {
+	var out []int
+	switch {
+	case t.src != nil && t.src.Kind == model.KindRanks:
+		for _, r := range t.ranks.rows {
+			out = append(out, r.Label.Rank)
+		}
+	case c.source(t.back) != nil:
+		for _, r := range c.source(t.back).Ranks {
+			out = append(out, r.Label.Rank)
+		}
+	}
+	return out
 }

@@ -46,7 +46,7 @@ func TestRankOverview(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
 		a := newTestApp(t, size[0], size[1], dir)
 		press(a, "2")
-		src := a.source(a.snapSel)
+		src := a.source(a.c.snapSel)
 		if src == nil || src.Kind != model.KindRanks {
 			t.Fatalf("snapshot tab shows %v", src)
 		}
@@ -76,7 +76,7 @@ func TestRankOverview(t *testing.T) {
 		press(a, "home", "down", "enter")
 		a.ws.Wait()
 		a.refresh()
-		cur := a.source(a.snapSel)
+		cur := a.source(a.c.snapSel)
 		if cur == nil || cur.Kind != model.KindSnapshot || cur.Paths[0] != want.Path {
 			t.Fatalf("enter opened %v, want %s", cur, want.Path)
 		}
@@ -86,11 +86,11 @@ func TestRankOverview(t *testing.T) {
 		press(a, "]")
 		a.ws.Wait()
 		a.refresh()
-		if cur := a.source(a.snapSel); !strings.Contains(cur.Paths[0], "iteration_10") || !strings.HasSuffix(cur.Paths[0], filepath.Base(want.Path)) {
+		if cur := a.source(a.c.snapSel); !strings.Contains(cur.Paths[0], "iteration_10") || !strings.HasSuffix(cur.Paths[0], filepath.Base(want.Path)) {
 			t.Errorf("] opened %s, want the same rank in step 10", cur.Paths[0])
 		}
 		press(a, "esc")
-		if src := a.source(a.snapSel); src.Kind != model.KindRanks {
+		if src := a.source(a.c.snapSel); src.Kind != model.KindRanks {
 			t.Errorf("esc went to %v, want the ranks", src)
 		}
 		press(a, "3")

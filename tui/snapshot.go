@@ -37,10 +37,12 @@ const (
 
 // snapTab shows one allocator snapshot or estimate.
 type snapTab struct {
-	w, h   int
-	src    *model.Source
-	gen    int
-	sel    *selection // the App's; this tab changes the device
+	w, h int
+	src  *model.Source
+	gen  int
+	// devIx is the device shown: the shared selection's, which this tab
+	// changes by sending selectDeviceMsg.
+	devIx  int
 	mode   snapMode
 	tree   *treeView
 	icy    map[int]*icicle // flame graph per device
@@ -79,12 +81,14 @@ var (
 	skNext    = key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n/N", "next / previous match"))
 )
 
-func newSnapTab(sel *selection) *snapTab {
+func newSnapTab() *snapTab {
 	ti := textinput.New()
 	ti.Prompt = "/"
 	ti.Placeholder = "file, function, category…"
-	return &snapTab{trees: map[[2]int]*treeView{}, icy: map[int]*icicle{}, sel: sel, search: ti}
+	return &snapTab{trees: map[[2]int]*treeView{}, icy: map[int]*icicle{}, search: ti}
 }
+
+func (t *snapTab) id() tabID { return tabSnapshot }
 
 func (t *snapTab) name() string { return "Snapshot" }
 
@@ -105,7 +109,13 @@ func (t *snapTab) help() []key.Binding {
 
 func (t *snapTab) resize(w, h int) { t.w, t.h = w, h }
 
-func (t *snapTab) setSource(a *App, s *model.Source) {
+func (t *snapTab) setSource(c *tabContext, s *model.Source) {
+	t.devIx = c.sel.dev
+	defer func() {
+		if t.devIx != c.sel.dev {
+			c.send(selectDeviceMsg{t.devIx})
+		}
+	}()
 	if s != nil && s.Kind == model.KindRanks {
 		t.ranks.setSource(s)
 		t.src, t.back = s, 0
@@ -140,52 +150,67 @@ func (t *snapTab) setSource(a *App, s *model.Source) {
 	}
 	t.gen = s.Generation
 	if !sameFile {
-		t.sel.dev = 0
+		t.devIx = 0
 		t.mode = smCategory
 		if s.Estimate != nil {
 			t.mode = smMerged
 			// Open on the largest device, not on a small CPU one.
 			for i, d := range s.Estimate.Devices {
-				if d.PeakBytes > s.Estimate.Devices[t.sel.dev].PeakBytes {
-					t.sel.dev = i
+				if d.PeakBytes > s.Estimate.Devices[t.devIx].PeakBytes {
+					t.devIx = i
 				}
 			}
 		}
 	}
-	if t.sel.dev >= t.numDevices() {
-		t.sel.dev = 0
+	if t.devIx >= t.numDevices() {
+		t.devIx = 0
 	}
 }
 
-func (t *snapTab) numDevices() int {
+func (t *snapTab) numDevices() int { return numDevices(t.src) }
+
+// numDevices counts the devices of a snapshot or estimate.
+func numDevices(s *model.Source) int {
 	switch {
-	case t.src == nil:
+	case s == nil:
 		return 0
-	case t.src.Analysis != nil:
-		return len(t.src.Analysis.Devices)
-	case t.src.Estimate != nil:
-		return len(t.src.Estimate.Devices)
+	case s.Analysis != nil:
+		return len(s.Analysis.Devices)
+	case s.Estimate != nil:
+		return len(s.Estimate.Devices)
 	}
 	return 0
 }
 
+// deviceName names device i of a snapshot (cuda:N) or estimate.
+func deviceName(s *model.Source, i int) string {
+	switch {
+	case s == nil || i < 0:
+	case s.Analysis != nil && i < len(s.Analysis.Devices):
+		return fmt.Sprintf("cuda:%d", s.Analysis.Devices[i].Device)
+	case s.Estimate != nil && i < len(s.Estimate.Devices):
+		return s.Estimate.Devices[i].Device
+	}
+	return ""
+}
+
 func (t *snapTab) dev() *snapshot.DeviceStats {
-	if t.src == nil || t.src.Analysis == nil || t.sel.dev >= len(t.src.Analysis.Devices) {
+	if t.src == nil || t.src.Analysis == nil || t.devIx >= len(t.src.Analysis.Devices) {
 		return nil
 	}
-	return &t.src.Analysis.Devices[t.sel.dev]
+	return &t.src.Analysis.Devices[t.devIx]
 }
 
 func (t *snapTab) est() *estimate.DeviceStats {
-	if t.src == nil || t.src.Estimate == nil || t.sel.dev >= len(t.src.Estimate.Devices) {
+	if t.src == nil || t.src.Estimate == nil || t.devIx >= len(t.src.Estimate.Devices) {
 		return nil
 	}
-	return &t.src.Estimate.Devices[t.sel.dev]
+	return &t.src.Estimate.Devices[t.devIx]
 }
 
 // currentTree builds (once) the tree for the device and mode.
-func (t *snapTab) currentTree(a *App) *treeView {
-	k := [2]int{t.sel.dev, int(t.mode)}
+func (t *snapTab) currentTree(c *tabContext) *treeView {
+	k := [2]int{t.devIx, int(t.mode)}
 	if tv := t.trees[k]; tv != nil {
 		return tv
 	}
@@ -194,12 +219,12 @@ func (t *snapTab) currentTree(a *App) *treeView {
 		switch t.mode {
 		case smCategory:
 			tv = newTreeView(snapshot.CategoryTree(d.Allocations), d.ActiveBytes)
-			tv.color = func(l string) lipgloss.Style { return a.th.category(l) }
+			tv.colored = true
 		case smStack:
 			tv = newTreeView(snapshot.StackTree(d.Allocations), d.ActiveBytes)
 		case smRole:
 			tv = newTreeView(snapshot.RoleTree(d.Allocations), d.ActiveBytes)
-			tv.color = func(l string) lipgloss.Style { return a.th.category(l) }
+			tv.colored = true
 		}
 	}
 	if e := t.est(); e != nil && t.mode == smModules {
@@ -230,11 +255,11 @@ func (t *snapTab) currentIcicle() *icicle {
 	if d == nil {
 		return nil
 	}
-	if ic := t.icy[t.sel.dev]; ic != nil {
+	if ic := t.icy[t.devIx]; ic != nil {
 		return ic
 	}
 	ic := newIcicle(snapshot.FlameTree(t.src.Analysis.PeakLive(d)))
-	t.icy[t.sel.dev] = ic
+	t.icy[t.devIx] = ic
 	return ic
 }
 
@@ -245,26 +270,34 @@ func (t *snapTab) recLines() int {
 	return 1
 }
 
-func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
+func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
+	switch m := msg.(type) {
+	case openRankMsg:
+		t.openRank(c, m.n)
+		return nil
+	case exportMsg:
+		if t.src != nil && t.src.State == model.Loaded && t.src.Kind != model.KindRanks {
+			return exportSnapshot(c, t)
+		}
+		return nil
+	}
 	if t.src != nil && t.src.Kind == model.KindRanks {
 		if t.src.State != model.Loaded {
 			return nil
 		}
-		return t.ranks.update(a, t, msg)
+		return t.ranks.update(c, t, msg)
 	}
 	if t.searching {
-		return t.searchKey(a, msg)
+		return t.searchKey(c, msg)
 	}
 	if m, ok := msg.(tea.KeyPressMsg); ok && t.back != 0 {
 		switch {
 		case key.Matches(m, kBack) && t.mode != smSegments:
-			back := t.back
-			a.snapSel, a.snapChosen = back, true
-			a.refresh()
+			c.send(selectSourceMsg{t.back})
 			return nil
 		case m.String() == "[" || m.String() == "]":
 			d := map[string]int{"[": -1, "]": 1}[m.String()]
-			t.stepRank(a, d)
+			t.stepRank(c, d)
 			return nil
 		}
 	}
@@ -284,25 +317,26 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 			return nil
 		case key.Matches(m, skIcicle) && t.src.Analysis != nil:
 			t.mode = smIcicle
-			a.setStatus("flame graph of the memory live at the peak (frames memory_viz hides left out)")
+			c.setStatus("flame graph of the memory live at the peak (frames memory_viz hides left out)")
 			return nil
 		case key.Matches(m, skSearch) && (t.mode == smCategory || t.mode == smRole || t.mode == smStack || t.mode == smModules):
 			t.searching = true
 			t.search.SetValue("") // a new search, as in less and vim
 			return t.search.Focus()
 		case key.Matches(m, skNext) && t.query != "":
-			if tv := t.currentTree(a); tv != nil && !tv.find(t.query, m.String() == "n", false) {
-				a.setStatus("no match for %q", t.query)
+			if tv := t.currentTree(c); tv != nil && !tv.find(t.query, m.String() == "n", false) {
+				c.setStatus("no match for %q", t.query)
 			}
 			return nil
 		case key.Matches(m, skDevice):
 			if n := t.numDevices(); n > 1 {
-				t.sel.dev = (t.sel.dev + 1) % n
-				a.setStatus("device %s", t.deviceName())
+				t.devIx = (t.devIx + 1) % n
+				c.send(selectDeviceMsg{t.devIx})
+				c.setStatus("device %s", t.deviceName())
 			}
 			return nil
 		case key.Matches(m, skGroup):
-			t.cycleMode(a)
+			t.cycleMode(c)
 			return nil
 		case key.Matches(m, skSegMap) && t.src.Analysis != nil:
 			if t.mode == smSegments {
@@ -320,7 +354,7 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 			}
 			return nil
 		case key.Matches(m, kExport):
-			return exportSnapshot(a, t)
+			return exportSnapshot(c, t)
 		case key.Matches(m, skRecs):
 			if d := t.dev(); d != nil && len(d.Recommendations) > 0 {
 				o := &textOverlay{title: fmt.Sprintf("Recommendations for %s cuda:%d", safe(t.src.Name()), d.Device)}
@@ -334,12 +368,12 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 					}
 					o.items = append(o.items, mark+" "+safe(r.Text))
 				}
-				a.overlay = o
+				c.send(openOverlayMsg{o})
 			}
 			return nil
 		case t.mode == smVersus:
 			if e := t.est(); e != nil {
-				t.versusUpdate(a, m, e)
+				t.versusUpdate(c, m, e)
 			}
 			return nil
 		case key.Matches(m, kBack) && t.mode == smSegments:
@@ -366,8 +400,8 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 					g := e.StackGroups[t.groups.cursor]
 					// An estimated tensor's stack: the location rules of
 					// estimates apply (Module set).
-					a.overlay = newAllocStackOverlay(fmt.Sprintf("%s in %s created here", bytesStr(g.Bytes), plural(g.Tensors, "tensor")),
-						&snapshot.Allocation{Frames: g.Frames, Module: "(stack group)", CategoryFrame: -1})
+					c.send(openOverlayMsg{newAllocStackOverlay(fmt.Sprintf("%s in %s created here", bytesStr(g.Bytes), plural(g.Tensors, "tensor")),
+						&snapshot.Allocation{Frames: g.Frames, Module: "(stack group)", CategoryFrame: -1})})
 				}
 			}
 		}
@@ -378,7 +412,7 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.groups.click(m.Y - hb - 1)
 		}
 	default:
-		tv := t.currentTree(a)
+		tv := t.currentTree(c)
 		if tv == nil {
 			return nil
 		}
@@ -389,7 +423,7 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 		if m, ok := msg.(tea.KeyPressMsg); ok && (key.Matches(m, skStackUp) || m.String() == "enter") {
 			if r := tv.cur(); r != nil && r.node.Alloc != nil {
 				al := r.node.Alloc
-				a.overlay = newAllocStackOverlay(allocTitle(al), al)
+				c.send(openOverlayMsg{newAllocStackOverlay(allocTitle(al), al)})
 				return nil
 			}
 		}
@@ -400,7 +434,7 @@ func (t *snapTab) update(a *App, msg tea.Msg) tea.Cmd {
 
 // searchKey handles keys while a search is typed: each change jumps to
 // the first match from the cursor; enter keeps it, esc ends the search.
-func (t *snapTab) searchKey(a *App, msg tea.Msg) tea.Cmd {
+func (t *snapTab) searchKey(c *tabContext, msg tea.Msg) tea.Cmd {
 	if m, ok := msg.(tea.KeyPressMsg); ok {
 		switch m.String() {
 		case "esc", "enter":
@@ -416,8 +450,8 @@ func (t *snapTab) searchKey(a *App, msg tea.Msg) tea.Cmd {
 	t.search, cmd = t.search.Update(msg)
 	if q := t.search.Value(); q != t.query {
 		t.query = q
-		if tv := t.currentTree(a); tv != nil && q != "" && !tv.find(q, true, true) {
-			a.setStatus("no match for %q", q)
+		if tv := t.currentTree(c); tv != nil && q != "" && !tv.find(q, true, true) {
+			c.setStatus("no match for %q", q)
 		}
 	}
 	return cmd
@@ -443,47 +477,39 @@ func allocTitle(al *snapshot.Allocation) string {
 	return s
 }
 
-func (t *snapTab) cycleMode(a *App) {
+func (t *snapTab) cycleMode(c *tabContext) {
 	if t.src.Estimate != nil {
 		order := []snapMode{smMerged, smModules, smPhases, smGroups}
 		i := slices.Index(order, t.mode)
 		t.mode = order[(i+1)%len(order)]
-		a.setStatus("view: %s", map[snapMode]string{smMerged: "merged modules", smModules: "module tree", smPhases: "phases", smGroups: "stack groups"}[t.mode])
+		c.setStatus("view: %s", map[snapMode]string{smMerged: "merged modules", smModules: "module tree", smPhases: "phases", smGroups: "stack groups"}[t.mode])
 		return
 	}
 	switch t.mode {
 	case smCategory:
 		t.mode = smRole
-		a.setStatus("grouped by role → call site (what the memory is)")
+		c.setStatus("grouped by role → call site (what the memory is)")
 	case smRole:
 		t.mode = smStack
-		a.setStatus("grouped by call stack (outermost frame first)")
+		c.setStatus("grouped by call stack (outermost frame first)")
 	default:
 		t.mode = smCategory
-		a.setStatus("grouped by category → call site")
+		c.setStatus("grouped by category → call site")
 	}
 }
 
-func (t *snapTab) deviceName() string {
-	if d := t.dev(); d != nil {
-		return fmt.Sprintf("cuda:%d", d.Device)
-	}
-	if e := t.est(); e != nil {
-		return e.Device
-	}
-	return ""
-}
+func (t *snapTab) deviceName() string { return deviceName(t.src, t.devIx) }
 
-func (t *snapTab) view(a *App) string {
-	th := a.th
+func (t *snapTab) view(c *tabContext) string {
+	th := c.th
 	if t.src == nil {
-		return noSnapshotView(a)
+		return noSnapshotView(c)
 	}
 	if t.src.State != model.Loaded {
 		return th.dim.Render("loading " + t.src.Name() + "…")
 	}
 	if t.src.Kind == model.KindRanks {
-		return t.ranks.view(a, t.w, t.h)
+		return t.ranks.view(c, t.w, t.h)
 	}
 	if t.numDevices() == 0 {
 		if t.src.Estimate != nil {
@@ -492,15 +518,15 @@ func (t *snapTab) view(a *App) string {
 		return th.bold.Render(t.src.Name()) + "\n\n" + "This snapshot has no segments and no trace entries: nothing was allocated while recording."
 	}
 	if t.src.Estimate != nil {
-		return t.estimateView(a)
+		return t.estimateView(c)
 	}
 	d := t.dev()
 	var b strings.Builder
-	b.WriteString(t.headerView(a, d) + "\n")
+	b.WriteString(t.headerView(c, d) + "\n")
 	bh := t.bodyHeight()
 	switch t.mode {
 	case smSegments:
-		b.WriteString(block(t.segmentMap(a, d, t.h-t.headerLines()), t.w, t.h-t.headerLines()))
+		b.WriteString(block(t.segmentMap(c, d, t.h-t.headerLines()), t.w, t.h-t.headerLines()))
 		return b.String()
 	case smIcicle:
 		h := t.h - t.headerLines()
@@ -508,21 +534,21 @@ func (t *snapTab) view(a *App) string {
 		return b.String()
 	default:
 		if d.ActiveBlocks == 0 {
-			b.WriteString(block(t.nothingLive(a, d), t.w, bh) + "\n")
+			b.WriteString(block(t.nothingLive(c, d), t.w, bh) + "\n")
 			break
 		}
-		tv := t.currentTree(a)
+		tv := t.currentTree(c)
 		b.WriteString(block(tv.view(th, t.w, bh), t.w, bh) + "\n")
 	}
-	b.WriteString(t.recView(a, d))
+	b.WriteString(t.recView(c, d))
 	return b.String()
 }
 
 // nothingLive explains an empty tree: every block is cached (inactive) at
 // the moment of the snapshot, which is common after a step or
 // empty_cache(); the memory that mattered is in the trace.
-func (t *snapTab) nothingLive(a *App, d *snapshot.DeviceStats) string {
-	th := a.th
+func (t *snapTab) nothingLive(c *tabContext, d *snapshot.DeviceStats) string {
+	th := c.th
 	w := max(20, t.w-1)
 	para := func(st lipgloss.Style, text string) string {
 		var out []string
@@ -545,24 +571,24 @@ func (t *snapTab) nothingLive(a *App, d *snapshot.DeviceStats) string {
 	return b.String()
 }
 
-func noSnapshotView(a *App) string {
+func noSnapshotView(c *tabContext) string {
 	var b strings.Builder
-	b.WriteString(a.th.title.Render("No snapshot loaded") + "\n\n")
+	b.WriteString(c.th.title.Render("No snapshot loaded") + "\n\n")
 	b.WriteString("Open an allocator snapshot (torch.cuda.memory._dump_snapshot pickle, .pickle.gz, JSON\n")
 	b.WriteString("or memory_viz HTML) or a PyTorch-Memory-Profiler peak snapshot: memscope FILE|DIR.\n")
-	for _, s := range a.sources {
+	for _, s := range c.sources {
 		if (s.Kind.IsSnapshot() || s.Kind == model.KindUnknown) && s.State == model.Failed {
-			b.WriteString("\n" + a.th.errS.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
+			b.WriteString("\n" + c.th.errS.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
 		}
 	}
 	return b.String()
 }
 
-func (t *snapTab) headerView(a *App, d *snapshot.DeviceStats) string {
-	th := a.th
+func (t *snapTab) headerView(c *tabContext, d *snapshot.DeviceStats) string {
+	th := c.th
 	devs := ""
 	if n := t.numDevices(); n > 1 {
-		devs = fmt.Sprintf(" (%d/%d, d next)", t.sel.dev+1, n)
+		devs = fmt.Sprintf(" (%d/%d, d next)", t.devIx+1, n)
 	}
 	// The figures first, the name (in the tab bar as well) in what is
 	// left, cut in the middle: 80 columns keep allocated and active.
@@ -637,8 +663,8 @@ func rolesLine(th theme, d *snapshot.DeviceStats) string {
 	return th.bold.Render("roles "+where+":") + " " + strings.Join(parts, " · ")
 }
 
-func (t *snapTab) recView(a *App, d *snapshot.DeviceStats) string {
-	th := a.th
+func (t *snapTab) recView(c *tabContext, d *snapshot.DeviceStats) string {
+	th := c.th
 	if len(d.Recommendations) == 0 {
 		return th.ok.Render(fit("✓ no recommendations: the allocator state looks healthy", t.w))
 	}
@@ -665,8 +691,8 @@ func (t *snapTab) recView(a *App, d *snapshot.DeviceStats) string {
 
 // segmentMap draws each segment as a row of cells coloured by the state of
 // the bytes they cover.
-func (t *snapTab) segmentMap(a *App, d *snapshot.DeviceStats, h int) string {
-	th := a.th
+func (t *snapTab) segmentMap(c *tabContext, d *snapshot.DeviceStats, h int) string {
+	th := c.th
 	var segs []*snapshot.Segment
 	s := t.src.Analysis.Snapshot
 	for i := range s.Segments {

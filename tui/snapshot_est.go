@@ -13,13 +13,13 @@ import (
 	"memscope/snapshot/estimate"
 )
 
-func (t *snapTab) estimateView(a *App) string {
-	th := a.th
+func (t *snapTab) estimateView(c *tabContext) string {
+	th := c.th
 	e := t.est()
 	var b strings.Builder
 	devs := ""
 	if n := t.numDevices(); n > 1 {
-		devs = fmt.Sprintf(" (%d/%d, d next)", t.sel.dev+1, n)
+		devs = fmt.Sprintf(" (%d/%d, d next)", t.devIx+1, n)
 	}
 	b.WriteString(fit(fmt.Sprintf("%s %s%s · %s · estimated peak %s · listed %s in %s · unlisted %s",
 		th.bold.Render(t.src.Name()), e.Device, devs, th.warn.Render("ESTIMATE"), bytesStr(e.PeakBytes),
@@ -38,15 +38,15 @@ func (t *snapTab) estimateView(a *App) string {
 	h := t.h - 3
 	switch t.mode {
 	case smModules:
-		b.WriteString(block(t.currentTree(a).view(th, t.w, h), t.w, h))
+		b.WriteString(block(t.currentTree(c).view(th, t.w, h), t.w, h))
 	case smPhases:
-		b.WriteString(block(t.phaseView(a, e, h), t.w, h))
+		b.WriteString(block(t.phaseView(c, e, h), t.w, h))
 	case smGroups:
-		b.WriteString(block(t.groupView(a, e, h), t.w, h))
+		b.WriteString(block(t.groupView(c, e, h), t.w, h))
 	case smVersus:
-		b.WriteString(block(t.versusView(a, e, h), t.w, h))
+		b.WriteString(block(t.versusView(c, e, h), t.w, h))
 	default:
-		b.WriteString(block(t.mergedView(a, e, h), t.w, h))
+		b.WriteString(block(t.mergedView(c, e, h), t.w, h))
 	}
 	return b.String()
 }
@@ -59,8 +59,8 @@ func (t *snapTab) frac(e *estimate.DeviceStats, v int64) float64 {
 	return float64(v) / float64(d)
 }
 
-func (t *snapTab) mergedView(a *App, e *estimate.DeviceStats, h int) string {
-	th := a.th
+func (t *snapTab) mergedView(c *tabContext, e *estimate.DeviceStats, h int) string {
+	th := c.th
 	t.groups.setHeight(h - 1)
 	t.groups.setN(len(e.Modules) + 1)
 	var b strings.Builder
@@ -85,8 +85,8 @@ func (t *snapTab) mergedView(a *App, e *estimate.DeviceStats, h int) string {
 	return b.String()
 }
 
-func (t *snapTab) phaseView(a *App, e *estimate.DeviceStats, h int) string {
-	th := a.th
+func (t *snapTab) phaseView(c *tabContext, e *estimate.DeviceStats, h int) string {
+	th := c.th
 	t.groups.setHeight(h - 1)
 	t.groups.setN(len(e.Phases) + 1)
 	nameW := 12
@@ -113,8 +113,8 @@ func (t *snapTab) phaseView(a *App, e *estimate.DeviceStats, h int) string {
 	return b.String()
 }
 
-func (t *snapTab) groupView(a *App, e *estimate.DeviceStats, h int) string {
-	th := a.th
+func (t *snapTab) groupView(c *tabContext, e *estimate.DeviceStats, h int) string {
+	th := c.th
 	t.groups.setHeight(h - 1)
 	t.groups.setN(len(e.StackGroups))
 	var b strings.Builder
@@ -145,9 +145,9 @@ type versusKey struct {
 type versusPick struct{ src, dev int }
 
 // measuredCandidates lists every device of every loaded allocator snapshot.
-func measuredCandidates(a *App) []versusPick {
+func measuredCandidates(c *tabContext) []versusPick {
 	var out []versusPick
-	for _, s := range a.sources {
+	for _, s := range c.sources {
 		if s.Kind != model.KindSnapshot || s.State != model.Loaded || s.Analysis == nil {
 			continue
 		}
@@ -158,22 +158,13 @@ func measuredCandidates(a *App) []versusPick {
 	return out
 }
 
-func (a *App) sourceByID(id int) *model.Source {
-	for _, s := range a.sources {
-		if s.ID == id {
-			return s
-		}
-	}
-	return nil
-}
-
 // measuredFor finds the allocator snapshot to set beside an estimate's
 // device: the user's pick, else a snapshot whose file name has the same
 // rank label. Device indices are never used to guess: they match unrelated
 // runs. how says which rule paired them.
-func (t *snapTab) measuredFor(a *App, e *estimate.DeviceStats) (src *model.Source, d *snapshot.DeviceStats, how string) {
+func (t *snapTab) measuredFor(c *tabContext, e *estimate.DeviceStats) (src *model.Source, d *snapshot.DeviceStats, how string) {
 	if p, ok := t.versus[versusKey{t.src.ID, e.Device}]; ok {
-		if s := a.sourceByID(p.src); s != nil && s.State == model.Loaded && s.Analysis != nil {
+		if s := c.source(p.src); s != nil && s.State == model.Loaded && s.Analysis != nil {
 			if d := s.Analysis.Device(p.dev); d != nil {
 				return s, d, "your pick"
 			}
@@ -185,7 +176,7 @@ func (t *snapTab) measuredFor(a *App, e *estimate.DeviceStats) (src *model.Sourc
 	}
 	devN := -1
 	fmt.Sscanf(e.Device[strings.LastIndexByte(e.Device, ':')+1:], "%d", &devN)
-	for _, s := range a.sources {
+	for _, s := range c.sources {
 		if s.Kind != model.KindSnapshot || s.State != model.Loaded || s.Analysis == nil || len(s.Analysis.Devices) == 0 {
 			continue
 		}
@@ -203,9 +194,9 @@ func (t *snapTab) measuredFor(a *App, e *estimate.DeviceStats) (src *model.Sourc
 
 // versusUpdate handles keys of the estimate-vs-measured view: p opens the
 // list of measured devices, enter there picks one.
-func (t *snapTab) versusUpdate(a *App, m tea.KeyPressMsg, e *estimate.DeviceStats) {
-	cands := measuredCandidates(a)
-	if _, d, _ := t.measuredFor(a, e); d == nil && len(cands) > 0 {
+func (t *snapTab) versusUpdate(c *tabContext, m tea.KeyPressMsg, e *estimate.DeviceStats) {
+	cands := measuredCandidates(c)
+	if _, d, _ := t.measuredFor(c, e); d == nil && len(cands) > 0 {
 		t.choosing = true
 	}
 	if key.Matches(m, skPick) && len(cands) > 0 {
@@ -231,15 +222,15 @@ func (t *snapTab) versusUpdate(a *App, m tea.KeyPressMsg, e *estimate.DeviceStat
 	}
 }
 
-func (t *snapTab) versusView(a *App, e *estimate.DeviceStats, h int) string {
-	th := a.th
-	src, meas, how := t.measuredFor(a, e)
-	cands := measuredCandidates(a)
+func (t *snapTab) versusView(c *tabContext, e *estimate.DeviceStats, h int) string {
+	th := c.th
+	src, meas, how := t.measuredFor(c, e)
+	cands := measuredCandidates(c)
 	if len(cands) == 0 {
 		return th.dim.Render("No allocator snapshot is loaded to compare with.\n\nOpen one beside this estimate (memscope ESTIMATE.json SNAPSHOT.pickle). Files whose names\ncarry the same rank (rank3_…) pair by themselves; otherwise press c and pick one.")
 	}
 	if t.choosing || meas == nil {
-		return t.pickView(a, cands, h)
+		return t.pickView(c, cands, h)
 	}
 	rows := estimate.CompareByCategory(e, src.Analysis.PeakLive(meas))
 	var b strings.Builder
@@ -268,8 +259,8 @@ func (t *snapTab) versusView(a *App, e *estimate.DeviceStats, h int) string {
 }
 
 // pickView lists the measured devices to choose from.
-func (t *snapTab) pickView(a *App, cands []versusPick, h int) string {
-	th := a.th
+func (t *snapTab) pickView(c *tabContext, cands []versusPick, h int) string {
+	th := c.th
 	var b strings.Builder
 	b.WriteString(fit("Which allocator snapshot did this estimate predict? (enter picks · esc back)", t.w) + "\n")
 	b.WriteString(th.dim.Render(fit("Only files whose names carry the same rank pair by themselves; device numbers are not a match.", t.w)) + "\n")
@@ -278,12 +269,12 @@ func (t *snapTab) pickView(a *App, cands []versusPick, h int) string {
 	t.cands.setN(len(cands))
 	from, to := t.cands.visible()
 	for i := from; i < to; i++ {
-		c := cands[i]
-		s := a.sourceByID(c.src)
-		d := s.Analysis.Device(c.dev)
+		p := cands[i]
+		s := c.source(p.src)
+		d := s.Analysis.Device(p.dev)
 		// The path is cut from the left: files in one folder differ at
 		// their names' ends (bf16 and fp32 variants), which must show.
-		line := fmt.Sprintf("cuda:%-3d %12s  %s", c.dev, bytesStr(d.Peak.Active),
+		line := fmt.Sprintf("cuda:%-3d %12s  %s", p.dev, bytesStr(d.Peak.Active),
 			strings.TrimRight(fitTail(textsafe.Safe(s.Path), max(8, t.w-24)), " "))
 		if i == t.cands.cursor {
 			line = th.sel.Render(fit(line, t.w))

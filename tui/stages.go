@@ -18,13 +18,12 @@ type stagesOverlay struct {
 	dev   int
 	st    *snapshot.DeviceStats
 	tl    *snapshot.Timeline
-	tab   *timelineTab
 	list  scroller
 	notes []string
 }
 
 func newStagesOverlay(t *timelineTab, st *snapshot.DeviceStats) *stagesOverlay {
-	o := &stagesOverlay{dev: st.Device, st: st, tl: t.tl, tab: t}
+	o := &stagesOverlay{dev: st.Device, st: st, tl: t.tl}
 	o.notes = anomalyNotes(st, t.tl)
 	// Start on the stage around the cursor, if any.
 	for i, s := range st.Stages {
@@ -78,7 +77,7 @@ func (o *stagesOverlay) help() []key.Binding {
 		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "jump to the stage's peak on the Timeline")), kBack}
 }
 
-func (o *stagesOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
+func (o *stagesOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 	if m, ok := msg.(tea.KeyPressMsg); ok && m.String() == "enter" {
 		if o.list.cursor < len(o.st.Stages) {
 			s := &o.st.Stages[o.list.cursor]
@@ -86,18 +85,18 @@ func (o *stagesOverlay) update(a *App, msg tea.Msg) (bool, tea.Cmd) {
 			if at < 0 {
 				at = s.First - 1
 			}
-			o.tab.moveCursor(at)
-			a.setStatus("%s #%d: peak %s (%s over the stage)", safe(s.Name), s.Occurrence, bytesStr(s.Peak), signed(s.Delta()))
+			c.send(toTab{tabTimeline, seekEventMsg{at}})
+			c.setStatus("%s #%d: peak %s (%s over the stage)", safe(s.Name), s.Occurrence, bytesStr(s.Peak), signed(s.Delta()))
 		}
 		return true, nil
 	}
 	return scrollOverlay(&o.list, msg, "s"), nil
 }
 
-func (o *stagesOverlay) view(a *App, w, h int) string {
+func (o *stagesOverlay) view(c *tabContext, w, h int) string {
 	var b strings.Builder
-	b.WriteString(fit(a.th.bold.Render(fmt.Sprintf("Stages · cuda:%d · %d annotated ranges", o.dev, len(o.st.Stages)))+
-		a.th.dim.Render(" · enter: its peak on the Timeline · esc closes"), w) + "\n")
+	b.WriteString(fit(c.th.bold.Render(fmt.Sprintf("Stages · cuda:%d · %d annotated ranges", o.dev, len(o.st.Stages)))+
+		c.th.dim.Render(" · enter: its peak on the Timeline · esc closes"), w) + "\n")
 	used := 1
 	for _, n := range o.notes {
 		for _, l := range wrapWords(safe(n), max(20, w-2)) {
@@ -122,7 +121,7 @@ func (o *stagesOverlay) view(a *App, w, h int) string {
 	}
 	// The stage's run among those of its name (1st, 2nd…), not a count.
 	head += fmt.Sprintf(" %4s  %s", "RUN", "TOP CALL SITE AT ITS PEAK")
-	b.WriteString(a.th.header.Render(fit(head, w)) + "\n")
+	b.WriteString(c.th.header.Render(fit(head, w)) + "\n")
 	used++
 	o.list.setHeight(h - used - 1)
 	o.list.setN(len(o.st.Stages))
@@ -149,11 +148,11 @@ func (o *stagesOverlay) view(a *App, w, h int) string {
 		}
 		line += " " + fitLeft(ordinal(s.Occurrence+1), 4) + "  " + top
 		if i == o.list.cursor {
-			line = a.th.sel.Render(fit(line, w))
+			line = c.th.sel.Render(fit(line, w))
 		}
 		b.WriteString(fit(line, w) + "\n")
 	}
-	b.WriteString(a.th.dim.Render(o.list.hint()))
+	b.WriteString(c.th.dim.Render(o.list.hint()))
 	return b.String()
 }
 

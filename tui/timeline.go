@@ -49,20 +49,23 @@ type timelineTab struct {
 	// lines draws active and reserved as lines; otherwise (the default)
 	// active memory is stacked in bands by category, role or call site
 	// (bandBy), cached for the window in stack*.
-	lines      bool
-	bandBy     snapshot.BandBy
-	bands      *snapshot.Bands
-	bandsKey   [2]any
-	stackKey   [5]int
-	stackCols  [][]int64
-	stackResv  []int64
-	stackMax   float64
+	lines     bool
+	bandBy    snapshot.BandBy
+	bands     *snapshot.Bands
+	bandsKey  [2]any
+	stackKey  [5]int
+	stackCols [][]int64
+	stackResv []int64
+	stackMax  float64
+	// atCursor holds each band's bytes at the cursor (atCursorAt).
+	atCursor   []int64
+	atCursorAt int
 	stackEvent []int
 	// stackByTime is set when the columns are equal slices of time (x
 	// axis in time and the trace has times), not of events.
 	stackByTime bool
 	// chart caches the decimated series of the current window.
-	chartKey [5]int
+	chartKey [4]int
 	chartS   []chartSeries
 	chartMax float64
 }
@@ -97,6 +100,8 @@ const stateDelay = 120 * time.Millisecond
 
 func newTimelineTab() *timelineTab { return &timelineTab{} }
 
+func (t *timelineTab) id() tabID { return tabTimeline }
+
 func (t *timelineTab) name() string { return "Timeline" }
 
 func (t *timelineTab) capturing() bool { return false }
@@ -105,10 +110,14 @@ func (t *timelineTab) help() []key.Binding {
 	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkLines, mkFlat, mkOpen, kExpAll, mkState, mkStages, skDevice, kExport}
 }
 
-func (t *timelineTab) resize(w, h int) { t.w, t.h = w, h }
+func (t *timelineTab) resize(w, h int) {
+	t.w, t.h = w, h
+	t.prepare()
+}
 
-func (t *timelineTab) setSource(a *App, s *model.Source) {
-	dev := a.sel.dev
+func (t *timelineTab) setSource(c *tabContext, s *model.Source) {
+	defer t.prepare()
+	dev := c.sel.dev
 	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
 		return
 	}
@@ -141,6 +150,7 @@ func (t *timelineTab) setSource(a *App, s *model.Source) {
 	}
 	t.liveAt = -2
 	t.chartS = nil
+	t.bands, t.stackCols = nil, nil
 }
 
 func (t *timelineTab) clampWindow() {
@@ -163,8 +173,23 @@ func (t *timelineTab) moveCursor(to int) {
 	t.clampWindow()
 }
 
-func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
-	t.setSource(a, t.src)
+func (t *timelineTab) update(c *tabContext, msg tea.Msg) (cmd tea.Cmd) {
+	defer t.prepare()
+	switch m := msg.(type) {
+	case showStagesMsg:
+		t.showStages(c)
+		return nil
+	case seekEventMsg:
+		if t.tl != nil {
+			t.moveCursor(m.at)
+		}
+		return nil
+	case exportMsg:
+		if t.tl != nil {
+			return exportTimeline(c, t)
+		}
+		return nil
+	}
 	if t.tl == nil {
 		return nil
 	}
@@ -208,10 +233,10 @@ func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 			t.x1 = t.x0 + span
 			t.cursor = max(t.x0, min(t.x1-1, t.cursor))
 		case "[", "]":
-			t.jumpMarker(a, m.String() == "]")
+			t.jumpMarker(c, m.String() == "]")
 		case "p":
 			t.moveCursor(t.tl.Peak.EventIndex)
-			a.setStatus("peak: %s active", bytesStr(t.tl.Peak.Active))
+			c.setStatus("peak: %s active", bytesStr(t.tl.Peak.Active))
 		case "+", "=":
 			span := max(20, (t.x1-t.x0)/2)
 			t.x0 = t.cursor - span/2
@@ -227,9 +252,8 @@ func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 		case "x":
 			t.byTime = !t.byTime
 		case "d":
-			if nd := a.snap.numDevices(); nd > 1 {
-				a.sel.dev = (a.sel.dev + 1) % nd
-				t.setSource(a, t.src)
+			if nd := numDevices(t.src); nd > 1 {
+				c.send(selectDeviceMsg{(c.sel.dev + 1) % nd})
 			}
 		case "m":
 			t.showState = !t.showState
@@ -240,11 +264,11 @@ func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 			t.stackCols = nil
 			switch t.bandBy {
 			case snapshot.BandSite:
-				a.setStatus("chart stacked by call site (the largest at the peak)")
+				c.setStatus("chart stacked by call site (the largest at the peak)")
 			case snapshot.BandRole:
-				a.setStatus("chart stacked by role (parameter, gradient, optimizer state, activation…)")
+				c.setStatus("chart stacked by role (parameter, gradient, optimizer state, activation…)")
 			default:
-				a.setStatus("chart stacked by category")
+				c.setStatus("chart stacked by category")
 			}
 		case "v":
 			t.lines = !t.lines
@@ -252,16 +276,16 @@ func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 			t.flat = !t.flat
 			t.ltree = nil
 			if t.flat {
-				a.setStatus("live set: flat list, largest first")
+				c.setStatus("live set: flat list, largest first")
 			} else {
-				a.setStatus("live set: by category → call site → allocation")
+				c.setStatus("live set: by category → call site → allocation")
 			}
 		case "enter":
 			t.ensureLive()
 			if !t.flat && t.ltree != nil {
 				if r := t.ltree.cur(); r != nil && r.node.Alloc != nil {
 					al := r.node.Alloc
-					a.overlay = newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)
+					c.send(openOverlayMsg{newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)})
 				} else {
 					t.ltree.update(m)
 				}
@@ -269,14 +293,12 @@ func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 			}
 			if t.list.cursor >= 0 && t.list.cursor < len(t.live) {
 				al := &t.live[t.list.cursor]
-				a.overlay = newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)
+				c.send(openOverlayMsg{newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)})
 			}
 		case "e":
-			return exportTimeline(a, t)
+			return exportTimeline(c, t)
 		case "s":
-			if st := t.src.Analysis.Device(t.tl.Device); st != nil {
-				a.overlay = newStagesOverlay(t, st)
-			}
+			t.showStages(c)
 			return nil
 		default:
 			if t.showState {
@@ -296,7 +318,7 @@ func (t *timelineTab) update(a *App, msg tea.Msg) (cmd tea.Cmd) {
 	return nil
 }
 
-func (t *timelineTab) jumpMarker(a *App, next bool) {
+func (t *timelineTab) jumpMarker(c *tabContext, next bool) {
 	ms := t.tl.Markers
 	best := -1
 	for i, m := range ms {
@@ -309,11 +331,11 @@ func (t *timelineTab) jumpMarker(a *App, next bool) {
 		}
 	}
 	if best < 0 {
-		a.setStatus("no more annotations that way")
+		c.setStatus("no more annotations that way")
 		return
 	}
 	t.moveCursor(ms[best].Index)
-	a.setStatus("%s", ms[best].Label)
+	c.setStatus("%s", ms[best].Label)
 }
 
 func (t *timelineTab) chartHeight() int { return max(5, (t.h-4)*55/100) }
@@ -344,6 +366,7 @@ func (t *timelineTab) ensureLive() {
 			}
 		}
 		tv := newTreeView(snapshot.CategoryTree(t.tl.LiveAt(t.cursor, liveTreeCap)), t.liveB)
+		tv.colored = true
 		if t.ltree != nil {
 			tv.expanded = map[string]bool{}
 			tv.restore(keep)
@@ -352,17 +375,16 @@ func (t *timelineTab) ensureLive() {
 	}
 }
 
-func (t *timelineTab) view(a *App) string {
-	th := a.th
-	t.setSource(a, t.src)
+func (t *timelineTab) view(c *tabContext) string {
+	th := c.th
 	if t.src == nil {
-		return noSnapshotView(a)
+		return noSnapshotView(c)
 	}
 	if t.src.State != model.Loaded {
 		return th.dim.Render("loading " + t.src.Name() + "…")
 	}
 	if t.src.Kind == model.KindRanks {
-		return rankSetHint(a, t.src)
+		return rankSetHint(c, t.src)
 	}
 	if t.src.Estimate != nil {
 		return th.dim.Render("An estimate has no allocation trace: the timeline needs an allocator snapshot recorded with\ntorch.cuda.memory._record_memory_history().")
@@ -402,16 +424,14 @@ func (t *timelineTab) view(a *App) string {
 	}
 	b.WriteString(fit(readout, t.w) + "\n")
 	chartH := t.chartHeight()
-	b.WriteString(t.chart(a, chartH) + "\n")
+	b.WriteString(t.chart(c, chartH) + "\n")
 	b.WriteString(th.dim.Render(fit(fmt.Sprintf("events %d–%d of %d · ←/→ cursor · [ ] annotations · p peak · +/- zoom · < > pan · x axis (%s) · %s",
 		t.x0, t.x1-1, n, map[bool]string{true: "time", false: "event index"}[t.byTime], tl.Note), t.w)) + "\n")
 	if t.showState {
-		b.WriteString(t.stateView(a))
+		b.WriteString(t.stateView(c))
 		return b.String()
 	}
-	// Live allocations at the cursor: the totals by one scan, the rows only
-	// as far as the list shows.
-	t.ensureLive()
+	// Live allocations at the cursor (prepare found them).
 	var cs []string
 	for i, c := range t.liveC {
 		if i == 4 {
@@ -421,7 +441,6 @@ func (t *timelineTab) view(a *App) string {
 	}
 	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Live at the cursor: %s in %s", bytesStr(t.liveB), plural(t.liveN, "allocation")))+" · "+strings.Join(cs, " · "), t.w) + "\n")
 	if !t.flat && t.ltree != nil {
-		t.ltree.color = func(l string) lipgloss.Style { return th.category(l) }
 		more := ""
 		if t.liveN > liveTreeCap {
 			more = fmt.Sprintf(" (the largest %d of %d)", liveTreeCap, t.liveN)
@@ -456,11 +475,11 @@ func (t *timelineTab) xv(i int) float64 {
 
 // series returns the window's allocated and reserved series, decimated to
 // a few points per column with peaks kept, cached while the window stays.
-func (t *timelineTab) series(a *App, cols int) ([]chartSeries, float64) {
+func (t *timelineTab) prepareSeries(cols int) {
 	tl := t.tl
-	k := [5]int{t.x0, t.x1, map[bool]int{true: 1}[t.byTime], cols, map[bool]int{true: 1}[a.th.dark]}
+	k := [4]int{t.x0, t.x1, map[bool]int{true: 1}[t.byTime], cols}
 	if k == t.chartKey && t.chartS != nil {
-		return t.chartS, t.chartMax
+		return
 	}
 	x0, x1 := t.x0, t.x1
 	pick := func(src []int64) ([]float64, []float64, float64) {
@@ -479,11 +498,10 @@ func (t *timelineTab) series(a *App, cols int) ([]chartSeries, float64) {
 	}
 	ax, ay, am := pick(tl.Active)
 	rx, ry, rm := pick(tl.Reserved)
-	th := a.th
-	t.chartS = []chartSeries{{xs: rx, ys: ry, style: th.fg(palette.Reserved)}, {xs: ax, ys: ay, style: th.fg(palette.Real)}}
+	// Styled when drawn: the theme may change after.
+	t.chartS = []chartSeries{{xs: rx, ys: ry}, {xs: ax, ys: ay}}
 	t.chartMax = math.Max(am, rm)
 	t.chartKey = k
-	return t.chartS, t.chartMax
 }
 
 // columnEvents picks the event each of cols columns shows over events
@@ -546,25 +564,9 @@ const maxBands = 8
 
 // stacked draws active memory stacked in bands over the window, the
 // reserved line over it, the bands at the cursor named in the legend.
-func (t *timelineTab) stacked(a *App, h int) string {
-	th := a.th
+func (t *timelineTab) stacked(c *tabContext, h int) string {
+	th := c.th
 	tl := t.tl
-	if k := [2]any{tl, t.bandBy}; t.bands == nil || t.bandsKey != k {
-		t.bands, t.bandsKey = tl.Bands(t.bandBy, maxBands), k
-		t.stackCols = nil
-	}
-	cols := max(1, t.w-11)
-	if k := [5]int{t.x0, t.x1, cols, int(t.bandBy), map[bool]int{true: 1}[t.byTime]}; t.stackCols == nil || t.stackKey != k {
-		t.stackEvent, t.stackByTime = columnEvents(tl, t.x0, t.x1, cols, t.byTime)
-		t.stackCols = tl.Totals(t.bands, t.stackEvent)
-		t.stackResv = make([]int64, cols)
-		t.stackMax = 0
-		for c, e := range t.stackEvent {
-			t.stackResv[c] = tl.ReservedAt(e)
-			t.stackMax = max(t.stackMax, float64(t.stackResv[c]), float64(tl.ActiveAt(e)))
-		}
-		t.stackKey = k
-	}
 	names := t.bands.Names
 	styles := make([]lipgloss.Style, len(names))
 	glyphs := make([]string, len(names))
@@ -580,7 +582,7 @@ func (t *timelineTab) stacked(a *App, h int) string {
 		}
 	}
 	// The legend names each band with its bytes at the cursor.
-	atCursor := tl.Totals(t.bands, []int{t.cursor})[0]
+	atCursor := t.atCursor
 	var legend []string
 	for i, n := range names {
 		if atCursor[i] == 0 {
@@ -620,17 +622,19 @@ func (t *timelineTab) stacked(a *App, h int) string {
 	return fit(strings.Join(legend, "  "), t.w) + "\n" + chart
 }
 
-func (t *timelineTab) chart(a *App, h int) string {
+func (t *timelineTab) chart(c *tabContext, h int) string {
 	if !t.lines {
-		return t.stacked(a, h)
+		return t.stacked(c, h)
 	}
-	th := a.th
+	th := c.th
 	tl := t.tl
 	x0, x1 := t.x0, t.x1
 	if x1 <= x0 {
 		return ""
 	}
-	series, ymax := t.series(a, t.w)
+	series := []chartSeries{t.chartS[0], t.chartS[1]}
+	series[0].style, series[1].style = th.fg(palette.Reserved), th.fg(palette.Real)
+	ymax := t.chartMax
 	lines := []chartLine{}
 	for _, m := range tl.Markers {
 		if m.Index < x0 || m.Index >= x1 {
@@ -662,11 +666,8 @@ func (t *timelineTab) chart(a *App, h int) string {
 // stateView draws the allocator state right after the cursor's event:
 // every segment to one scale, live blocks at their requested sizes,
 // pending frees marked, with the free memory and fragmentation there.
-func (t *timelineTab) stateView(a *App) string {
-	th := a.th
-	if t.state == nil {
-		t.state, t.stateAt = t.tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
-	}
+func (t *timelineTab) stateView(c *tabContext) string {
+	th := c.th
 	st := t.state
 	var b strings.Builder
 	following := ""
@@ -678,9 +679,6 @@ func (t *timelineTab) stateView(a *App) string {
 	b.WriteString(fit(fmt.Sprintf("free %s · largest free %s · external fragmentation %.1f%% · %s block (requested size) %s pending free %s free",
 		bytesStr(st.Free), bytesStr(st.LargestFree), st.ExternalPct, th.fg(palette.Allocated).Render(cellRune(th, cellAllocated)),
 		th.fg(palette.PendingFree).Render(cellRune(th, cellPending)), th.fg(palette.CachedFree).Render(cellRune(th, cellFree))), t.w) + "\n")
-	listH := max(1, t.h-t.chartHeight()-6)
-	t.stateList.setHeight(listH)
-	t.stateList.setN(len(st.Segments))
 	var largest int64
 	for _, sg := range st.Segments {
 		largest = max(largest, sg.Size)
@@ -729,5 +727,60 @@ func (t *timelineTab) stateView(a *App) string {
 func (t *timelineTab) onStateTick(m stateTick) {
 	if t.tl != nil && t.showState && m.cursor == t.cursor && t.stateAt != t.cursor {
 		t.state, t.stateAt = t.tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
+		t.prepare()
 	}
+}
+
+// showStages opens the stages view (s, :stages).
+func (t *timelineTab) showStages(c *tabContext) {
+	if t.tl == nil || t.src == nil || t.src.Analysis == nil {
+		c.setStatus("no allocation trace to take stages from")
+		return
+	}
+	if st := t.src.Analysis.Device(t.tl.Device); st != nil {
+		c.send(openOverlayMsg{newStagesOverlay(t, st)})
+	}
+}
+
+// prepare does the work the view needs for the cursor, window, size and
+// grouping now (bands, columns, the live set, the allocator state), so
+// that view only draws. Each piece is cached by what it depends on.
+func (t *timelineTab) prepare() {
+	if t.tl == nil || len(t.tl.Events) == 0 || t.x1 <= t.x0 {
+		return
+	}
+	tl := t.tl
+	if t.lines {
+		t.prepareSeries(t.w)
+	} else {
+		if k := [2]any{tl, t.bandBy}; t.bands == nil || t.bandsKey != k {
+			t.bands, t.bandsKey = tl.Bands(t.bandBy, maxBands), k
+			t.stackCols = nil
+		}
+		cols := max(1, t.w-11)
+		if k := [5]int{t.x0, t.x1, cols, int(t.bandBy), map[bool]int{true: 1}[t.byTime]}; t.stackCols == nil || t.stackKey != k {
+			t.stackEvent, t.stackByTime = columnEvents(tl, t.x0, t.x1, cols, t.byTime)
+			t.stackCols = tl.Totals(t.bands, t.stackEvent)
+			t.stackResv = make([]int64, cols)
+			t.stackMax = 0
+			for c, e := range t.stackEvent {
+				t.stackResv[c] = tl.ReservedAt(e)
+				t.stackMax = max(t.stackMax, float64(t.stackResv[c]), float64(tl.ActiveAt(e)))
+			}
+			t.stackKey = k
+			t.atCursorAt = -2
+		}
+		if t.atCursorAt != t.cursor {
+			t.atCursor, t.atCursorAt = tl.Totals(t.bands, []int{t.cursor})[0], t.cursor
+		}
+	}
+	if t.showState {
+		if t.state == nil {
+			t.state, t.stateAt = tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
+		}
+		t.stateList.setHeight(max(1, t.h-t.chartHeight()-6))
+		t.stateList.setN(len(t.state.Segments))
+		return
+	}
+	t.ensureLive()
 }

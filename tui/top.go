@@ -65,6 +65,8 @@ func newTopTab() *topTab {
 	return &topTab{filter: ti, desc: true}
 }
 
+func (t *topTab) id() tabID { return tabTop }
+
 func (t *topTab) name() string { return "Top" }
 
 func (t *topTab) capturing() bool { return t.filterOn }
@@ -79,8 +81,8 @@ func (t *topTab) resize(w, h int) {
 	t.filter.SetWidth(max(10, w-20))
 }
 
-func (t *topTab) setSource(a *App, s *model.Source) {
-	dev := a.sel.dev
+func (t *topTab) setSource(c *tabContext, s *model.Source) {
+	dev := c.sel.dev
 	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
 		return
 	}
@@ -269,8 +271,10 @@ func (t *topTab) refilter() {
 	t.list.setN(len(t.view_))
 }
 
-func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
-	t.setSource(a, t.src) // follows the Snapshot tab's device
+func (t *topTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
+	if _, ok := msg.(exportMsg); ok {
+		return exportTop(c, t)
+	}
 	if t.filterOn {
 		if m, ok := msg.(tea.KeyPressMsg); ok {
 			switch m.String() {
@@ -309,7 +313,7 @@ func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
 		}
 		before := t.list.cursor
 		if t.list.click(m.Y-2) && before == t.list.cursor {
-			t.openStack(a)
+			t.openStack(c)
 		}
 	case tea.KeyPressMsg:
 		if listMove(&t.list, m) {
@@ -320,7 +324,7 @@ func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.sortCol = (t.sortCol + 1) % len(t.columns())
 			t.desc = t.columns()[t.sortCol].right // numbers largest first, text A→Z
 			t.refilter()
-			a.setStatus("sorted by %s", strings.ToLower(t.columns()[t.sortCol].title))
+			c.setStatus("sorted by %s", strings.ToLower(t.columns()[t.sortCol].title))
 		case key.Matches(m, pkReverse):
 			t.desc = !t.desc
 			t.refilter()
@@ -329,23 +333,23 @@ func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
 			t.filter.SetValue(t.query)
 			return t.filter.Focus()
 		case key.Matches(m, pkStack):
-			t.openStack(a)
+			t.openStack(c)
 		case key.Matches(m, pkPeak) && t.hasTrace():
 			t.atSnapshot = !t.atSnapshot
 			t.sortCol, t.desc = 0, true
 			src := t.src
 			t.src = nil // rebuild the rows
-			t.setSource(a, src)
+			t.setSource(c, src)
 			if t.peak {
-				a.setStatus("Top: the live set at the peak")
+				c.setStatus("Top: the live set at the peak")
 			} else {
-				a.setStatus("Top: the active blocks at the snapshot")
+				c.setStatus("Top: the active blocks at the snapshot")
 			}
 		case key.Matches(m, pkDevice):
-			if n := a.snap.numDevices(); n > 1 {
-				a.sel.dev = (a.sel.dev + 1) % n
-				t.setSource(a, t.src)
-				a.setStatus("device %s", a.snap.deviceName())
+			if n := numDevices(t.src); n > 1 {
+				dev := (t.dev + 1) % n
+				c.send(selectDeviceMsg{dev})
+				c.setStatus("device %s", deviceName(t.src, dev))
 			}
 		case key.Matches(m, kBack):
 			if t.query != "" {
@@ -353,7 +357,7 @@ func (t *topTab) update(a *App, msg tea.Msg) tea.Cmd {
 				t.refilter()
 			}
 		case key.Matches(m, kExport):
-			return exportTop(a, t)
+			return exportTop(c, t)
 		}
 	}
 	return nil
@@ -388,25 +392,24 @@ func (t *topTab) clickHeader(x int) {
 	}
 }
 
-func (t *topTab) openStack(a *App) {
+func (t *topTab) openStack(c *tabContext) {
 	if t.list.cursor < 0 || t.list.cursor >= len(t.view_) {
 		return
 	}
 	al := &t.allocs[t.view_[t.list.cursor]]
-	a.overlay = newAllocStackOverlay(allocTitle(al), al)
+	c.send(openOverlayMsg{newAllocStackOverlay(allocTitle(al), al)})
 }
 
-func (t *topTab) view(a *App) string {
-	th := a.th
-	t.setSource(a, t.src)
+func (t *topTab) view(c *tabContext) string {
+	th := c.th
 	if t.src == nil {
-		return noSnapshotView(a)
+		return noSnapshotView(c)
 	}
 	if t.src.State != model.Loaded {
 		return th.dim.Render("loading " + t.src.Name() + "…")
 	}
 	if t.src.Kind == model.KindRanks {
-		return rankSetHint(a, t.src)
+		return rankSetHint(c, t.src)
 	}
 	var total int64
 	for _, i := range t.view_ {
@@ -423,11 +426,11 @@ func (t *topTab) view(a *App) string {
 			what = fmt.Sprintf("live at the peak (after event %d)", t.peakEvent)
 		}
 	}
-	head := fmt.Sprintf("%s · %s %s · %s shown", th.bold.Render(t.src.Name()), a.snap.deviceName(), what, plural(len(t.view_), "row"))
+	head := fmt.Sprintf("%s · %s %s · %s shown", th.bold.Render(t.src.Name()), deviceName(t.src, t.dev), what, plural(len(t.view_), "row"))
 	if t.query != "" {
 		// First, so a narrow window cuts the file name, not the filter.
 		head = th.warn.Render(fmt.Sprintf("filter %q: %s in %s (esc clears)", safe(t.query), bytesStr(total), plural(len(t.view_), "row"))) +
-			" · " + th.bold.Render(t.src.Name()) + " · " + a.snap.deviceName()
+			" · " + th.bold.Render(t.src.Name()) + " · " + deviceName(t.src, t.dev)
 	}
 	b.WriteString(fit(head, t.w) + "\n")
 	cols := t.columns()

@@ -94,6 +94,8 @@ func newTracesTab() *tracesTab {
 	return &tracesTab{sparkMemo: map[sparkKey]string{}, filter: ti}
 }
 
+func (t *tracesTab) id() tabID { return tabTraces }
+
 func (t *tracesTab) name() string { return "Traces" }
 
 func (t *tracesTab) capturing() bool { return t.filterOn }
@@ -107,7 +109,7 @@ func (t *tracesTab) resize(w, h int) {
 	t.list.setHeight(h - 3)
 }
 
-func (t *tracesTab) setSource(a *App, s *model.Source) {
+func (t *tracesTab) setSource(c *tabContext, s *model.Source) {
 	if s == t.src && (s == nil || s.Generation == t.gen) {
 		return
 	}
@@ -262,8 +264,13 @@ func (t *tracesTab) cur() *traceRow {
 	return &t.rows[t.list.cursor]
 }
 
-func (t *tracesTab) update(a *App, msg tea.Msg) tea.Cmd {
+func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	switch m := msg.(type) {
+	case openRankMsg:
+		t.openRank(c, m)
+		return nil
+	case exportMsg:
+		return exportTraces(c, t)
 	case tea.MouseWheelMsg:
 		d := 3
 		if m.Button == tea.MouseWheelUp {
@@ -300,7 +307,7 @@ func (t *tracesTab) update(a *App, msg tea.Msg) tea.Cmd {
 			return cmd
 		}
 		if t.mode == modeDetail {
-			return t.detailKey(a, m)
+			return t.detailKey(c, m)
 		}
 		if key.Matches(m, tkFilter) {
 			t.filterOn = true
@@ -325,9 +332,9 @@ func (t *tracesTab) update(a *App, msg tea.Msg) tea.Cmd {
 				}
 			}
 			if t.sortErr {
-				a.setStatus("sorted by |peak error|, largest first")
+				c.setStatus("sorted by |peak error|, largest first")
 			} else {
-				a.setStatus("sorted by rank")
+				c.setStatus("sorted by rank")
 			}
 		case key.Matches(m, tkDetail):
 			if r := t.cur(); r != nil {
@@ -345,13 +352,13 @@ func (t *tracesTab) update(a *App, msg tea.Msg) tea.Cmd {
 		case key.Matches(m, kBack):
 			t.mode = modeList
 		case key.Matches(m, kExport):
-			return exportTraces(a, t)
+			return exportTraces(c, t)
 		}
 	}
 	return nil
 }
 
-func (t *tracesTab) detailKey(a *App, m tea.KeyPressMsg) tea.Cmd {
+func (t *tracesTab) detailKey(c *tabContext, m tea.KeyPressMsg) tea.Cmd {
 	r := t.cur()
 	switch {
 	case key.Matches(m, kBack):
@@ -382,45 +389,45 @@ func (t *tracesTab) detailKey(a *App, m tea.KeyPressMsg) tea.Cmd {
 		t.list.move(1)
 		t.iterIdx = -1
 	case key.Matches(m, kExport):
-		return exportTraces(a, t)
+		return exportTraces(c, t)
 	}
 	return nil
 }
 
-func (t *tracesTab) view(a *App) string {
-	th := a.th
+func (t *tracesTab) view(c *tabContext) string {
+	th := c.th
 	if t.src == nil {
-		return t.emptyView(a)
+		return t.emptyView(c)
 	}
 	if t.src.State != model.Loaded {
 		return th.dim.Render("loading " + t.src.Name() + "…")
 	}
 	switch t.mode {
 	case modeDetail:
-		return t.detailView(a)
+		return t.detailView(c)
 	case modeHeatmap:
-		return t.heatmapView(a)
+		return t.heatmapView(c)
 	}
-	return t.listView(a)
+	return t.listView(c)
 }
 
-func (t *tracesTab) emptyView(a *App) string {
+func (t *tracesTab) emptyView(c *tabContext) string {
 	var b strings.Builder
-	b.WriteString(a.th.title.Render("No traces loaded") + "\n\n")
+	b.WriteString(c.th.title.Render("No traces loaded") + "\n\n")
 	b.WriteString("Open per-rank memory traces: memscope DIR (memory_trace_rank*.json, torchtitan\n")
 	b.WriteString("memory exports or training logs), or a parent holding memory_traces/ and\n")
 	b.WriteString("memory_traces_scaling/ to compare a real run with its simulation.\n")
 	// Paths that could not be opened at all (missing, unreadable, nothing
 	// known inside) are said here, where the user looks first.
-	for _, s := range a.sources {
+	for _, s := range c.sources {
 		if (s.Kind.IsTrace() || s.Kind == model.KindUnknown) && s.State == model.Failed {
-			b.WriteString("\n" + a.th.errS.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
+			b.WriteString("\n" + c.th.errS.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
 		}
 	}
 	return b.String()
 }
 
-func (t *tracesTab) header(a *App) string {
+func (t *tracesTab) header(c *tabContext) string {
 	s := t.src
 	var parts []string
 	if s.Comparison != nil {
@@ -434,20 +441,20 @@ func (t *tracesTab) header(a *App) string {
 			}
 		}
 		if n := len(sum.Underestimated); n > 0 {
-			parts = append(parts, a.th.errS.Render(fmt.Sprintf("▼ %s underestimated by the simulation", plural(n, "rank"))))
+			parts = append(parts, c.th.errS.Render(fmt.Sprintf("▼ %s underestimated by the simulation", plural(n, "rank"))))
 		}
 	} else {
 		parts = append(parts, plural(len(t.rows), "rank")+" (one run: no simulation to compare)")
 	}
 	if n := s.ErrorCount(); n > 0 {
-		parts = append(parts, a.th.errS.Render(fmt.Sprintf("✗ %s (o)", plural(n, "file error"))))
+		parts = append(parts, c.th.errS.Render(fmt.Sprintf("✗ %s (o)", plural(n, "file error"))))
 	}
 	order := "rank"
 	if t.sortErr {
 		order = "|error|"
 	}
 	parts = append(parts, "sort: "+order)
-	return a.th.bold.Render(s.Name()) + "  " + strings.Join(parts, " · ")
+	return c.th.bold.Render(s.Name()) + "  " + strings.Join(parts, " · ")
 }
 
 // errStyle colours a peak error by sign and size: below zero (the plan
@@ -481,12 +488,12 @@ func (t *tracesTab) spark(it *trace.Iteration, w int, st lipgloss.Style) string 
 	return s
 }
 
-func (t *tracesTab) listView(a *App) string {
-	th := a.th
+func (t *tracesTab) listView(c *tabContext) string {
+	th := c.th
 	fixed := 6 + 11 + 11 + 10 + 8 + 12 + 7 + 3
 	sw := max(4, (t.w-fixed)/2)
 	var b strings.Builder
-	b.WriteString(fit(t.header(a), t.w) + "\n")
+	b.WriteString(fit(t.header(c), t.w) + "\n")
 	// Narrow sparklines get short whole words, not "REAL …" and "SIMUL…".
 	realHdr, simHdr := "REAL allocated, "+t.axisLabel(), "SIMULATED, same axis"
 	if sw < len(simHdr) {
@@ -553,12 +560,12 @@ func ratioStr(v float64) string {
 // stripStyle drops ANSI styling (for the reverse-video selected row).
 func stripStyle(s string) string { return ansiStrip(s) }
 
-func (t *tracesTab) detailView(a *App) string {
-	th := a.th
+func (t *tracesTab) detailView(c *tabContext) string {
+	th := c.th
 	r := t.cur()
 	if r == nil {
 		t.mode = modeList
-		return t.listView(a)
+		return t.listView(c)
 	}
 	realIt := r.realIt
 	if r.real != nil && t.iterIdx >= 0 && t.iterIdx < len(r.real.Iterations) {
@@ -751,8 +758,8 @@ func pctStr(v float64) string {
 
 var heatRunes = []rune(" ░▒▓█")
 
-func (t *tracesTab) heatmapView(a *App) string {
-	th := a.th
+func (t *tracesTab) heatmapView(c *tabContext) string {
+	th := c.th
 	var b strings.Builder
 	which := "real"
 	if t.heatSim {
@@ -825,4 +832,32 @@ func ramp(f float64) string {
 		c[k] = int(stops[i][k] + (stops[i+1][k]-stops[i][k])*u)
 	}
 	return fmt.Sprintf("#%02x%02x%02x", c[0], c[1], c[2])
+}
+
+// openRank shows rank n's detail (:rank N); without such a rank it passes
+// the request on when the message says where.
+func (t *tracesTab) openRank(c *tabContext, m openRankMsg) {
+	for i, r := range t.rows {
+		if r.rank == m.n {
+			c.send(switchTabMsg{tabTraces})
+			t.list.cursor = i
+			t.list.clamp()
+			t.mode, t.iterIdx = modeDetail, -1
+			return
+		}
+	}
+	if m.orElse != nil {
+		c.send(toTab{*m.orElse, openRankMsg{n: m.n}})
+		return
+	}
+	c.setStatus("no rank %d among the traces", m.n)
+}
+
+// rankNumbers lists the ranks of the traces shown.
+func (t *tracesTab) rankNumbers() []int {
+	var out []int
+	for _, r := range t.rows {
+		out = append(out, r.rank)
+	}
+	return out
 }

@@ -19,8 +19,8 @@ type treeView struct {
 	expanded map[string]bool
 	rows     []treeRow
 	list     scroller
-	// color picks a style for a top-level label (categories).
-	color func(label string) lipgloss.Style
+	// colored draws top-level labels in their category's colour.
+	colored bool
 }
 
 type treeRow struct {
@@ -265,8 +265,8 @@ func (t *treeView) view(th theme, w, h int) string {
 		}
 		label := safe(n.Label) // call sites and frames come from the file
 		st := lipgloss.NewStyle()
-		if r.depth == 0 && t.color != nil {
-			st = t.color(n.Label)
+		if r.depth == 0 && t.colored {
+			st = th.category(n.Label)
 			label = st.Render("■ ") + label
 		}
 		if n.Alloc != nil {

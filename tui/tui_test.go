@@ -136,7 +136,7 @@ func TestGolden(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
 		a := newTestApp(t, size[0], size[1], testInputs...)
 		for i, tab := range a.tabs {
-			a.active = i
+			a.active = a.tabs[i].id()
 			name := strings.ToLower(tab.name()) + "_" + itoa(size[0]) + "x" + itoa(size[1])
 			t.Run(name, func(t *testing.T) {
 				s := screen(a)
@@ -166,7 +166,7 @@ func TestSmallTerminalsDegrade(t *testing.T) {
 	for _, size := range [][2]int{{40, 12}, {20, 5}, {10, 3}} {
 		a := newTestApp(t, size[0], size[1], testInputs...)
 		for i := range a.tabs {
-			a.active = i
+			a.active = a.tabs[i].id()
 			checkScreen(t, screen(a), size[0], size[1])
 		}
 		press(a, "?")
@@ -177,7 +177,7 @@ func TestSmallTerminalsDegrade(t *testing.T) {
 func TestTabsKeys(t *testing.T) {
 	a := newTestApp(t, 100, 30, testInputs...)
 	press(a, "2")
-	if a.active != 1 || !strings.Contains(screen(a), "efficiency") {
+	if a.active != tabSnapshot || !strings.Contains(screen(a), "efficiency") {
 		t.Fatalf("2 should show the Snapshot tab:\n%s", screen(a))
 	}
 	press(a, "tab")
@@ -185,7 +185,7 @@ func TestTabsKeys(t *testing.T) {
 		t.Errorf("tab: active %d", a.active)
 	}
 	a.Update(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift})
-	if a.active != 1 {
+	if a.active != tabSnapshot {
 		t.Errorf("shift+tab: active %d", a.active)
 	}
 	press(a, "?")
@@ -199,7 +199,7 @@ func TestTabsKeys(t *testing.T) {
 	// Clicking a tab title selects it.
 	r := a.tabRanges()[4]
 	a.Update(tea.MouseClickMsg{X: r[0] + 1, Y: 0, Button: tea.MouseLeft})
-	if a.active != 4 {
+	if a.active != tabTimeline {
 		t.Errorf("click on the Timeline title: active %d", a.active)
 	}
 }
@@ -263,14 +263,14 @@ func TestSnapshotTreeExpands(t *testing.T) {
 	a := newTestApp(t, 120, 40, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
 	press(a, "2")
 	before := strings.Count(screen(a), "▸") + strings.Count(screen(a), "▾")
-	rows := len(a.snap.currentTree(a).rows)
+	rows := len(a.snap.currentTree(&a.c).rows)
 	press(a, "down", "right")
-	after := len(a.snap.currentTree(a).rows)
+	after := len(a.snap.currentTree(&a.c).rows)
 	if after <= rows {
 		t.Errorf("→ should expand the selected node: rows %d -> %d (markers before %d)", rows, after, before)
 	}
 	press(a, "left")
-	if got := len(a.snap.currentTree(a).rows); got != rows {
+	if got := len(a.snap.currentTree(&a.c).rows); got != rows {
 		t.Errorf("← should collapse it again: rows %d, want %d", got, rows)
 	}
 	press(a, "g")
@@ -485,7 +485,7 @@ func TestEstimateVersusMeasured(t *testing.T) {
 		}
 		a := newTestApp(t, 160, 30, filepath.Join(dir, estName), filepath.Join(dir, measName))
 		press(a, "o")
-		for i, s := range a.sources {
+		for i, s := range a.c.sources {
 			if s.Kind == model.KindEstimate {
 				a.overlay.(*picker).list.cursor = i
 			}
@@ -494,7 +494,7 @@ func TestEstimateVersusMeasured(t *testing.T) {
 		return a
 	}
 	measuredPeak := func(a *App) int64 {
-		for _, s := range a.sources {
+		for _, s := range a.c.sources {
 			if s.Kind == model.KindSnapshot {
 				return s.Analysis.Devices[0].Peak.Active
 			}
@@ -570,7 +570,7 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 	// Snapshot: * expands everything under the cursor; s on an allocation
 	// shows its stack.
 	press(a, "2")
-	tv := a.snap.currentTree(a)
+	tv := a.snap.currentTree(&a.c)
 	before := len(tv.rows)
 	press(a, "*")
 	if len(tv.rows) <= before {
@@ -650,10 +650,10 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 func TestExport(t *testing.T) {
 	dir := t.TempDir()
 	a := newTestApp(t, 120, 40, testInputs...)
-	a.opts.ExportDir = dir
+	a.c.opts.ExportDir = dir
 	for _, tab := range []string{"1", "2", "3", "5"} {
 		press(a, tab)
-		cmd := a.tabs[a.active].update(a, tea.KeyPressMsg{Code: 'e', Text: "e"})
+		cmd := a.tabs[a.active].update(&a.c, tea.KeyPressMsg{Code: 'e', Text: "e"})
 		if cmd == nil {
 			t.Fatalf("tab %s: e returned nothing", tab)
 		}
@@ -766,8 +766,8 @@ type panicTab struct {
 	inView bool
 }
 
-func (p *panicTab) update(*App, tea.Msg) tea.Cmd { panic("boom in update") }
-func (p *panicTab) view(*App) string {
+func (p *panicTab) update(*tabContext, tea.Msg) tea.Cmd { panic("boom in update") }
+func (p *panicTab) view(*tabContext) string {
 	if p.inView {
 		panic("boom in view")
 	}
@@ -834,7 +834,7 @@ func TestFileStringsNeverReachTheTerminalRaw(t *testing.T) {
 	}
 	pick := func(kind model.Kind) {
 		press(a, "o")
-		for i, s := range a.sources {
+		for i, s := range a.c.sources {
 			if s.Kind == kind {
 				a.overlay.(*picker).list.cursor = i
 			}
@@ -893,7 +893,7 @@ func TestStateSurvivesCopiesAndReloads(t *testing.T) {
 	}
 	a := newTestApp(t, 120, 40, p)
 	press(a, "2", "down", "right", "down", "down")
-	tree := a.snap.currentTree(a)
+	tree := a.snap.currentTree(&a.c)
 	cursor := tree.cur().path
 	open := len(tree.rows)
 	press(a, "3", "down", "down", "down", "5", "left", "left")
@@ -901,19 +901,19 @@ func TestStateSurvivesCopiesAndReloads(t *testing.T) {
 
 	a.ws.MarkDemo() // copies every source, as a progress tick does
 	a.refresh()
-	if a.snap.currentTree(a) != tree || a.top.list.cursor != topCursor || a.timeline.cursor != tlCursor {
+	if a.snap.currentTree(&a.c) != tree || a.top.list.cursor != topCursor || a.timeline.cursor != tlCursor {
 		t.Error("a copy of the same data rebuilt the views")
 	}
 
-	id := a.sources[0].ID
-	gen := a.sources[0].Generation
+	id := a.c.sources[0].ID
+	gen := a.c.sources[0].Generation
 	a.ws.Reload(id)
 	a.ws.Wait()
 	a.refresh()
-	if a.sources[0].Generation == gen {
+	if a.c.sources[0].Generation == gen {
 		t.Fatal("the reload did not happen")
 	}
-	tree2 := a.snap.currentTree(a)
+	tree2 := a.snap.currentTree(&a.c)
 	if tree2 == tree || tree2.cur() == nil || tree2.cur().path != cursor || len(tree2.rows) != open {
 		t.Errorf("after a reload the tree has %d rows (want %d), cursor %v (want %s)", len(tree2.rows), open, tree2.cur(), cursor)
 	}
@@ -1020,7 +1020,7 @@ func TestSnapshotTreeSearch(t *testing.T) {
 	for _, r := range "entrance" {
 		press(a, string(r))
 	}
-	tv := a.snap.currentTree(a)
+	tv := a.snap.currentTree(&a.c)
 	if r := tv.cur(); r == nil || !strings.Contains(r.node.Label, "entrance.py") {
 		t.Fatalf("the cursor is on the call site in entrance.py: %+v\n%s", r, screen(a))
 	}
@@ -1099,7 +1099,7 @@ func TestHelpListsEveryKey(t *testing.T) {
 // e exports the history and processes; a tab change drops the message.
 func TestLiveFilterIsShown(t *testing.T) {
 	a := newTestApp(t, 80, 24, testInputs...)
-	a.opts.ExportDir = t.TempDir()
+	a.c.opts.ExportDir = t.TempDir()
 	press(a, "4", "/")
 	for _, r := range "local-rank 3" {
 		press(a, string(r))
@@ -1118,7 +1118,7 @@ func TestLiveFilterIsShown(t *testing.T) {
 		t.Fatal("e did nothing on Live")
 	}
 	a.Update(cmd())
-	files, _ := filepath.Glob(filepath.Join(a.opts.ExportDir, "memscope_live_*"))
+	files, _ := filepath.Glob(filepath.Join(a.c.opts.ExportDir, "memscope_live_*"))
 	if len(files) != 2 || !strings.Contains(a.status, "exported") {
 		t.Fatalf("export: %v, status %q", files, a.status)
 	}
@@ -1150,7 +1150,7 @@ func TestNothingOpenedOpensLive(t *testing.T) {
 	ws := model.New(context.Background(), nil)
 	a := New(context.Background(), ws, Options{LiveErr: fmt.Errorf("NVML initialisation failed: no driver")})
 	a.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	if a.active != 3 {
+	if a.active != tabLive {
 		t.Fatalf("opened on tab %d, want Live", a.active+1)
 	}
 	if s := screen(a); !strings.Contains(s, "Live GPUs: not available") || strings.Contains(s, "error") && strings.Contains(s, "✗") {
@@ -1340,7 +1340,7 @@ func TestDiffSitesKeepTheirEnd(t *testing.T) {
 		t.Fatalf("no diff:\n%s", screen(a))
 	}
 	found := false
-	for _, l := range o.lines(a, 80) {
+	for _, l := range o.lines(&a.c, 80) {
 		l = strings.TrimRight(ansi.Strip(l), " ")
 		if strings.Contains(l, "linear.py:15") {
 			found = true
@@ -1398,26 +1398,26 @@ func TestHelpScrolls(t *testing.T) {
 func TestStackCopyAndEdit(t *testing.T) {
 	a := newTestApp(t, 120, 30, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
 	press(a, "3", "enter")
-	o, ok := a.overlay.(*stackOverlay)
+	_, ok := a.overlay.(*stackOverlay)
 	if !ok {
 		t.Fatal("no stack")
 	}
 	screen(a) // places the cursor on the site
-	o.update(a, tea.KeyPressMsg{Code: 'y', Text: "y"})
+	a.overlayUpdate(tea.KeyPressMsg{Code: 'y', Text: "y"})
 	if !strings.Contains(a.status, "copied ") || !strings.HasSuffix(a.status, "entrance.py:89") {
 		t.Errorf("y: status %q, want the site's path:line", a.status)
 	}
-	if _, c := o.update(a, tea.KeyPressMsg{Code: 'y', Text: "y"}); c == nil {
+	if c := a.overlayUpdate(tea.KeyPressMsg{Code: 'y', Text: "y"}); c == nil {
 		t.Error("y returns no clipboard command")
 	}
-	o.update(a, tea.KeyPressMsg{Code: 'e', Text: "e"})
+	a.overlayUpdate(tea.KeyPressMsg{Code: 'e', Text: "e"})
 	if !strings.Contains(a.status, "is not a file on this machine") {
 		t.Errorf("e on a file from another machine: status %q", a.status)
 	}
 	local := filepath.Join(t.TempDir(), "model.py")
 	os.WriteFile(local, []byte("x = 1\n"), 0o644)
 	t.Setenv("EDITOR", "true")
-	if c := editFrame(a, &snapshot.Frame{Filename: local, Line: 1, Name: "f"}); c == nil {
+	if c := editFrame(&a.c, &snapshot.Frame{Filename: local, Line: 1, Name: "f"}); c == nil {
 		t.Error("e on a local file starts no editor")
 	}
 }
