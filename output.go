@@ -70,17 +70,3 @@ func newRunFolder(root, name string, paths []string) (string, error) {
 	}
 	return dir, nil
 }
-
-func writePictureLinks(b *strings.Builder, dir string, pics []string) {
-	if len(pics) == 0 {
-		return
-	}
-	b.WriteString("## Pictures\n\n")
-	for _, p := range pics {
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			rel = p
-		}
-		fmt.Fprintf(b, "![%s](%s)\n\n", strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)), filepath.ToSlash(rel))
-	}
-}

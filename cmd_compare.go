@@ -14,6 +14,7 @@ import (
 	"memscope/internal/units"
 	"memscope/model"
 	"memscope/plot"
+	"memscope/snapshot/report"
 	"memscope/trace"
 )
 
@@ -175,7 +176,7 @@ func saveCompareFolder(root, name string, paths []string, ext string, c *trace.C
 	for _, e := range c.Errors {
 		fmt.Fprintf(&b, "- error: %v\n", e.Err)
 	}
-	writePictureLinks(&b, dir, pics)
+	report.PictureLinks(&b, dir, pics)
 	return dir, os.WriteFile(filepath.Join(dir, "README.md"), []byte(b.String()), 0o644)
 }
 

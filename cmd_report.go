@@ -8,15 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/charmbracelet/x/term"
-	"github.com/schollz/progressbar/v3"
-
 	"memscope/internal/textsafe"
-	"memscope/internal/units"
 	"memscope/model"
 	"memscope/plot"
 	"memscope/snapshot"
@@ -325,142 +319,5 @@ func saveReportFolder(root, name string, paths []string, ext string, reports []r
 	if err != nil {
 		return dir, err
 	}
-	return dir, os.WriteFile(filepath.Join(dir, "README.md"), []byte(reportFindings(paths, reports, dir, pics)), 0o644)
-}
-
-// reportFindings is the README.md of a saved report: the figures that
-// matter, the recommendations, and links to the pictures.
-func reportFindings(paths []string, reports []report.FileReport, dir string, pics []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Memory report\n\nInputs: %s  \nMade by `memscope report` on %s.\n\n", strings.Join(paths, ", "), time.Now().Format("2006-01-02 15:04"))
-	for _, r := range reports {
-		fmt.Fprintf(&b, "## %s\n\n", r.Path)
-		if r.Err != nil {
-			fmt.Fprintf(&b, "Could not be read: %v\n\n", r.Err)
-			continue
-		}
-		if a := r.Analysis; a != nil {
-			for _, d := range a.Devices {
-				fmt.Fprintf(&b, "**cuda:%d**: reserved %s, allocated %s, efficiency %.1f%% (%s); cached free %s, rounding waste %s.\n\n",
-					d.Device, units.Bytes(d.ReservedBytes), units.Bytes(d.AllocatedBytes), d.EfficiencyPct, d.Rating,
-					units.Bytes(d.InactiveBytes), units.Bytes(d.RoundingWaste))
-				if len(d.Categories) > 0 {
-					b.WriteString("| category | bytes | blocks |\n|---|---:|---:|\n")
-					for _, c := range d.Categories {
-						fmt.Fprintf(&b, "| %s | %s | %d |\n", c.Name, units.Bytes(c.Bytes), c.Blocks)
-					}
-					b.WriteString("\n")
-				}
-				if tl := a.Timeline(d.Device); tl != nil {
-					fmt.Fprintf(&b, "Peak %s at trace entry %d (%s).\n\n", units.Bytes(tl.Peak.Active), tl.Peak.EventIndex, tl.Note)
-				}
-				for _, rec := range d.Recommendations {
-					fmt.Fprintf(&b, "- %s\n", rec.Text)
-				}
-				b.WriteString("\n")
-			}
-		}
-		if e := r.Estimate; e != nil {
-			for _, d := range e.Devices {
-				tensors := fmt.Sprintf("%d tensors", d.Tensors)
-				if d.Tensors == 1 {
-					tensors = "1 tensor"
-				}
-				fmt.Fprintf(&b, "**%s** (estimate): peak %s, listed %s in %s, unlisted %s.\n\n", d.Device,
-					units.Bytes(d.PeakBytes), units.Bytes(d.ListedBytes), tensors, units.Bytes(d.UnlistedBytes))
-				for i, m := range d.Modules {
-					if i == 5 {
-						break
-					}
-					fmt.Fprintf(&b, "- %s: %s in %d instances\n", m.Pattern, units.Bytes(m.Bytes), m.Instances)
-				}
-				b.WriteString("\n")
-			}
-		}
-	}
-	writePictureLinks(&b, dir, pics)
-	return b.String()
-}
-
-// progressDelay is how long loading runs before a progress bar appears:
-// quick reports stay clean.
-const progressDelay = time.Second
-
-// loadProgress draws one bar on a terminal for all the files of a report:
-// bytes decoded over the total, and the phase of the file last heard from.
-// A nil *loadProgress does nothing.
-type loadProgress struct {
-	mu    sync.Mutex
-	w     *gateWriter
-	start time.Time
-	delay time.Duration
-	now   func() time.Time
-	total int64
-	done  map[int]int64
-	sum   int64
-	bar   *progressbar.ProgressBar
-}
-
-// newLoadProgress returns nil unless w is a terminal (tty) and there are
-// bytes to read.
-func newLoadProgress(w io.Writer, tty bool, total int64, delay time.Duration, now func() time.Time) *loadProgress {
-	if !tty || total <= 0 {
-		return nil
-	}
-	p := &loadProgress{w: &gateWriter{w: w}, start: now(), delay: delay, now: now, total: total, done: map[int]int64{}}
-	// The bar starts with the load, so its rate and time left are right,
-	// but writes nothing until the delay has passed.
-	p.bar = progressbar.NewOptions64(p.total, progressbar.OptionSetWriter(p.w), progressbar.OptionShowBytes(true),
-		progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetPredictTime(true), progressbar.OptionUseIECUnits(true))
-	return p
-}
-
-// gateWriter drops writes until opened.
-type gateWriter struct {
-	w    io.Writer
-	open bool
-}
-
-func (g *gateWriter) Write(b []byte) (int, error) {
-	if !g.open {
-		return len(b), nil
-	}
-	return g.w.Write(b)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(f.Fd())
-}
-
-// update records that file i has n bytes done and is in phase.
-func (p *loadProgress) update(i int, n int64, phase string) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.sum += n - p.done[i]
-	p.done[i] = n
-	if !p.w.open && p.now().Sub(p.start) >= p.delay {
-		p.w.open = true
-	}
-	// A file name goes to the terminal: escape it.
-	p.bar.Describe(textsafe.Safe(phase))
-	_ = p.bar.Set64(min(p.sum, p.total))
-}
-
-// finish clears the bar, if one was drawn.
-func (p *loadProgress) finish() {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.w.open {
-		_ = p.bar.Clear()
-	}
-	p.w.open = false
-	_ = p.bar.Exit()
+	return dir, os.WriteFile(filepath.Join(dir, "README.md"), []byte(report.Findings(paths, reports, dir, pics)), 0o644)
 }

@@ -77,7 +77,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 			if err != nil {
 				return false, err
 			}
-			writeFleetText(stdout, *pf.url, fl)
+			fleet.WriteText(stdout, *pf.url, fl)
 			fmt.Fprintln(stdout)
 		}
 		return printReports(ctx, paths, implicit, rules, stdout)
