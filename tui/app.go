@@ -18,6 +18,7 @@ import (
 	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/nvml"
+	"memscope/tui/widget"
 )
 
 // Options configure the explorer.
@@ -108,7 +109,7 @@ func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	a := &App{c: tabContext{ctx: ctx, opts: opts, th: newTheme(true)}, ws: ws, w: 80, h: 24}
+	a := &App{c: tabContext{ctx: ctx, opts: opts, th: widget.NewTheme(true)}, ws: ws, w: 80, h: 24}
 	a.traces = newTracesTab()
 	a.snap = newSnapTab()
 	a.top = newTopTab()
@@ -378,7 +379,7 @@ func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 		a.resize()
 		return a, nil
 	case tea.BackgroundColorMsg:
-		a.c.th = newTheme(msg.IsDark())
+		a.c.th = widget.NewTheme(msg.IsDark())
 		return a, nil
 	case wsChangedMsg:
 		a.refresh()
@@ -523,7 +524,7 @@ func (a *App) tabRanges() [][2]int {
 	x := 0
 	var out [][2]int
 	for i, t := range a.tabs {
-		w := lipgloss.Width(a.c.th.tabOff.Render(fmt.Sprintf("%d %s", i+1, t.name())))
+		w := lipgloss.Width(a.c.th.TabOff.Render(fmt.Sprintf("%d %s", i+1, t.name())))
 		out = append(out, [2]int{x, x + w})
 		x += w
 	}
@@ -572,7 +573,7 @@ func (a *App) View() (v tea.View) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.panics++
-			v = tea.NewView(block(fmt.Sprintf("memscope: internal error while drawing: %v\n(press any key; q quits)", r), a.w, a.h))
+			v = tea.NewView(widget.Block(fmt.Sprintf("memscope: internal error while drawing: %v\n(press any key; q quits)", r), a.w, a.h))
 			v.AltScreen = true
 		}
 	}()
@@ -588,19 +589,19 @@ func (a *App) View() (v tea.View) {
 
 func (a *App) render() string {
 	if a.w < 20 || a.h < 5 {
-		return block("memscope: window too small\nq quits", a.w, a.h)
+		return widget.Block("memscope: window too small\nq quits", a.w, a.h)
 	}
 	bh := a.bodyHeight()
 	var body string
 	switch {
 	case a.internalErr != "":
-		body = block(a.c.th.errS.Render(a.internalErr)+"\n\npress any key to continue", a.w, bh)
+		body = widget.Block(a.c.th.Err.Render(a.internalErr)+"\n\npress any key to continue", a.w, bh)
 	case a.showHelp:
 		body = a.helpView(bh)
 	case a.overlay != nil:
-		body = block(a.overlay.view(&a.c, a.w, bh), a.w, bh)
+		body = widget.Block(a.overlay.view(&a.c, a.w, bh), a.w, bh)
 	default:
-		body = block(a.tab(a.active).view(&a.c), a.w, bh)
+		body = widget.Block(a.tab(a.active).view(&a.c), a.w, bh)
 	}
 	if a.cmd != nil {
 		return a.tabBar() + "\n" + body + "\n" + a.cmd.view(&a.c, a.w)
@@ -613,20 +614,20 @@ func (a *App) tabBar() string {
 	for i, t := range a.tabs {
 		label := fmt.Sprintf("%d %s", i+1, t.name())
 		if t.id() == a.active {
-			b.WriteString(a.c.th.tabOn.Render(label))
+			b.WriteString(a.c.th.TabOn.Render(label))
 		} else {
-			b.WriteString(a.c.th.tabOff.Render(label))
+			b.WriteString(a.c.th.TabOff.Render(label))
 		}
 	}
 	left := b.String()
 	right := ""
 	if s := a.activeSource(); s != nil {
 		room := max(8, a.w-lipgloss.Width(left)-2)
-		right = a.c.th.dim.Render(strings.TrimRight(fitMiddle(safe(s.Name()), room), " ") + " ")
+		right = a.c.th.Dim.Render(strings.TrimRight(widget.FitMiddle(safe(s.Name()), room), " ") + " ")
 	}
 	gap := a.w - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
-		return fit(left, a.w)
+		return widget.Fit(left, a.w)
 	}
 	return left + strings.Repeat(" ", gap) + right
 }
@@ -680,7 +681,7 @@ func (a *App) statusLine() string {
 	if gap >= 1 {
 		line = left + strings.Repeat(" ", gap) + right
 	}
-	return a.c.th.status.Render(fit(line, a.w))
+	return a.c.th.Status.Render(widget.Fit(line, a.w))
 }
 
 func hbarPlain(frac float64, w int) string {
@@ -713,7 +714,7 @@ func (a *App) helpView(h int) string {
 			}
 		}
 		dw := max(10, w-kw-2)
-		out := []string{a.c.th.bold.Render(g.title)}
+		out := []string{a.c.th.Bold.Render(g.title)}
 		for _, b := range g.keys {
 			if !b.Enabled() {
 				continue
@@ -724,7 +725,7 @@ func (a *App) helpView(h int) string {
 				if i == 0 {
 					k = b.Help().Key
 				}
-				out = append(out, a.c.th.key.Render(fit(k, kw))+"  "+a.c.th.dim.Render(l))
+				out = append(out, a.c.th.Key.Render(widget.Fit(k, kw))+"  "+a.c.th.Dim.Render(l))
 			}
 		}
 		return out
@@ -757,7 +758,7 @@ func (a *App) helpView(h int) string {
 			if i < len(cols[1]) {
 				r = cols[1][i]
 			}
-			lines = append(lines, fit(l, widths[0]+4)+r)
+			lines = append(lines, widget.Fit(l, widths[0]+4)+r)
 		}
 	} else {
 		// Stacked: the view's keys, then the global ones compactly.
@@ -769,25 +770,25 @@ func (a *App) helpView(h int) string {
 		for i, l := range wrapWords(strings.Join(parts, " · "), a.w-12) {
 			head := "           "
 			if i == 0 {
-				head = a.c.th.bold.Render("Everywhere") + " "
+				head = a.c.th.Bold.Render("Everywhere") + " "
 			}
 			lines = append(lines, head+l)
 		}
 	}
-	foot := a.c.th.dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help")
+	foot := a.c.th.Dim.Render("mouse: click tabs and rows, wheel scrolls · any key closes this help")
 	switch {
 	case len(lines) > h-1:
 		// Scrolled by ↑/↓ (the offset is clamped here, not stored: the
 		// help's length depends on the window).
 		off := min(a.helpOff, len(lines)-(h-1))
-		foot = a.c.th.warn.Render(fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn scroll · any other key closes",
+		foot = a.c.th.Warn.Render(fmt.Sprintf("lines %d–%d of %d · ↑/↓ pgup/pgdn scroll · any other key closes",
 			off+1, off+h-1, len(lines)))
 		lines = lines[off : off+h-1]
 	case len(lines) < h-1:
 		lines = append(lines, "")
 	}
 	lines = append(lines, foot)
-	return block(strings.Join(lines, "\n"), a.w, h)
+	return widget.Block(strings.Join(lines, "\n"), a.w, h)
 }
 
 // wrapWords breaks s into lines of at most w cells at spaces.

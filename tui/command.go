@@ -11,6 +11,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+
+	"memscope/tui/widget"
 )
 
 var kCommand = key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command line (:timeline, :rank 3, :open PATH, :export; tab completes)"))
@@ -173,9 +175,9 @@ func (l *cmdLine) view(c *tabContext, w int) string {
 		if len(shown) > 12 {
 			shown, more = shown[:12], fmt.Sprintf(" … %d more", len(l.cands)-12)
 		}
-		s += "   " + c.th.dim.Render(safe(strings.Join(shown, "  "))+more)
+		s += "   " + c.th.Dim.Render(safe(strings.Join(shown, "  "))+more)
 	}
-	return fit(s, w)
+	return widget.Fit(s, w)
 }
 
 // cmdRank opens rank N: on a rank folder (or one of its ranks), the rank's

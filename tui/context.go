@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"memscope/model"
+	"memscope/tui/widget"
 )
 
 // tabContext is all a tab or overlay sees of the program (gh-dash's
@@ -16,7 +17,7 @@ import (
 // it and never keeps it.
 type tabContext struct {
 	ctx     context.Context
-	th      theme
+	th      widget.Theme
 	opts    Options
 	sources []*model.Source
 	// sel is the selection the snapshot tabs share.

@@ -17,6 +17,7 @@ import (
 	"memscope/fleet"
 	"memscope/internal/textsafe"
 	"memscope/internal/units"
+	"memscope/tui/widget"
 )
 
 // FleetSource is where the Fleet tab reads the cluster (a *fleet.Client).
@@ -40,10 +41,10 @@ type fleetTab struct {
 	took   time.Duration // the last refresh, latest figures and history
 	hosts  []fleetHost   // sorted and filtered
 	sortBy int
-	list   scroller // hosts
-	gpus   scroller // the open host's GPUs
-	level  int      // 0 hosts, 1 a host's GPUs, 2 one GPU's chart
-	host   string   // the open host
+	list   widget.Scroller // hosts
+	gpus   widget.Scroller // the open host's GPUs
+	level  int             // 0 hosts, 1 a host's GPUs, 2 one GPU's chart
+	host   string          // the open host
 	filter textinput.Model
 	typing bool
 	query  string
@@ -102,7 +103,7 @@ func (t *fleetTab) name() string { return "Fleet" }
 func (t *fleetTab) capturing() bool { return t.typing }
 
 func (t *fleetTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, fkOpen, kBack, fkSort, fkFilter, fkRefresh, fkLive, kExport}
+	return []key.Binding{widget.KeyUp, widget.KeyDown, fkOpen, widget.KeyBack, fkSort, fkFilter, fkRefresh, fkLive, kExport}
 }
 
 func (t *fleetTab) resize(w, h int) { t.w, t.h = w, h }
@@ -236,12 +237,12 @@ func (t *fleetTab) rebuild(c *tabContext) {
 		}
 		return cmp.Compare(x.name, y.name)
 	})
-	t.list.setN(len(t.hosts))
+	t.list.SetN(len(t.hosts))
 	if t.level > 0 {
 		if h := t.openHost(); h == nil {
 			t.level = 0
 		} else {
-			t.gpus.setN(len(h.gpus))
+			t.gpus.SetN(len(h.gpus))
 		}
 	}
 }
@@ -283,7 +284,7 @@ func (t *fleetTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 		t.filter, cmd = t.filter.Update(msg)
 		if t.filter.Value() != t.query {
 			t.query = t.filter.Value()
-			t.list.home()
+			t.list.Home()
 			t.rebuild(c)
 		}
 		return cmd
@@ -294,9 +295,9 @@ func (t *fleetTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	}
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		cur.scroll(wheel(m))
+		cur.Scroll(wheel(m))
 	case tea.MouseClickMsg:
-		if cur.click(m.Y - t.top) {
+		if cur.Click(m.Y - t.top) {
 			return nil
 		}
 	case tea.KeyPressMsg:
@@ -304,13 +305,13 @@ func (t *fleetTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 		case key.Matches(m, fkOpen):
 			switch {
 			case t.level == 0 && len(t.hosts) > 0:
-				t.host, t.level = t.hosts[t.list.cursor].name, 1
-				t.gpus = scroller{height: t.gpus.height}
-				t.gpus.setN(len(t.hosts[t.list.cursor].gpus))
+				t.host, t.level = t.hosts[t.list.Cursor].name, 1
+				t.gpus = widget.Scroller{Height: t.gpus.Height}
+				t.gpus.SetN(len(t.hosts[t.list.Cursor].gpus))
 			case t.level == 1:
 				t.level = 2
 			}
-		case key.Matches(m, kBack):
+		case key.Matches(m, widget.KeyBack):
 			switch {
 			case t.level > 0:
 				t.level--
@@ -335,7 +336,7 @@ func (t *fleetTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 		case key.Matches(m, kExport):
 			return exportFleet(c, t)
 		default:
-			listMove(cur, m)
+			widget.ListMove(cur, m)
 		}
 	}
 	return nil
@@ -358,10 +359,10 @@ func (t *fleetTab) selectedGPU() *fleet.GPU {
 		return nil
 	}
 	h := t.openHost()
-	if h == nil || t.gpus.cursor >= len(h.gpus) {
+	if h == nil || t.gpus.Cursor >= len(h.gpus) {
 		return nil
 	}
-	return h.gpus[t.gpus.cursor]
+	return h.gpus[t.gpus.Cursor]
 }
 
 // Used-fraction levels: a glyph and a colour each, so the grid reads the
@@ -377,11 +378,11 @@ var fleetLevels = []struct {
 func (t *fleetTab) cell(c *tabContext, g *fleet.GPU) string {
 	fr := g.UsedFraction()
 	if math.IsNaN(fr) {
-		return c.th.dim.Render("?")
+		return c.th.Dim.Render("?")
 	}
 	for _, l := range fleetLevels {
 		if fr < l.below {
-			return c.th.fg(l.color).Render(l.glyph)
+			return c.th.Fg(l.color).Render(l.glyph)
 		}
 	}
 	return "?"
@@ -395,7 +396,7 @@ func (t *fleetTab) legend(c *tabContext) string {
 		if math.IsInf(l.below, 1) {
 			label = fmt.Sprintf("≥%.0f%%", 100*lo)
 		}
-		parts = append(parts, c.th.fg(l.color).Render(l.glyph)+" "+label)
+		parts = append(parts, c.th.Fg(l.color).Render(l.glyph)+" "+label)
 		lo = l.below
 	}
 	parts = append(parts, "? no reading")
@@ -405,10 +406,10 @@ func (t *fleetTab) legend(c *tabContext) string {
 func (t *fleetTab) view(c *tabContext) string {
 	if t.data == nil {
 		var b strings.Builder
-		b.WriteString(c.th.title.Render("Fleet") + " · " + textsafe.Safe(t.src.Options().URL) + "\n\n")
+		b.WriteString(c.th.Title.Render("Fleet") + " · " + textsafe.Safe(t.src.Options().URL) + "\n\n")
 		switch {
 		case t.err != nil:
-			b.WriteString(c.th.errS.Render("✗ "+textsafe.Safe(t.err.Error())) + "\n\n")
+			b.WriteString(c.th.Err.Render("✗ "+textsafe.Safe(t.err.Error())) + "\n\n")
 			b.WriteString(fmt.Sprintf("retrying every %s; r retries now", t.interval()))
 		default:
 			b.WriteString("asking Prometheus for the fleet's GPUs…")
@@ -438,7 +439,7 @@ func (t *fleetTab) header(c *tabContext) string {
 			total += g.Total
 		}
 	}
-	parts := []string{c.th.title.Render("Fleet"), fmt.Sprintf("%d hosts", len(t.data.Hosts())), plural(len(t.data.GPUs), "GPU")}
+	parts := []string{c.th.Title.Render("Fleet"), fmt.Sprintf("%d hosts", len(t.data.Hosts())), plural(len(t.data.GPUs), "GPU")}
 	if total > 0 {
 		parts = append(parts, fmt.Sprintf("%s of %s used (%.0f%%)", units.Bytes(used), units.Bytes(total), 100*float64(used)/float64(total)))
 	}
@@ -456,24 +457,24 @@ func (t *fleetTab) errLine(c *tabContext) []string {
 	if t.err == nil {
 		return nil
 	}
-	return []string{fit(c.th.errS.Render(fmt.Sprintf("✗ %s ago: %s", time.Since(t.errAt).Truncate(time.Second), textsafe.Safe(t.err.Error()))), t.w)}
+	return []string{widget.Fit(c.th.Err.Render(fmt.Sprintf("✗ %s ago: %s", time.Since(t.errAt).Truncate(time.Second), textsafe.Safe(t.err.Error()))), t.w)}
 }
 
 // controls says the sort and the filter, so neither is ever hidden.
 func (t *fleetTab) controls(c *tabContext) string {
-	f := c.th.dim.Render("none (/)")
+	f := c.th.Dim.Render("none (/)")
 	switch {
 	case t.typing:
 		f = t.filter.View()
 	case t.query != "":
-		f = c.th.warn.Render(fmt.Sprintf("%q", textsafe.Safe(t.query))) + c.th.dim.Render(fmt.Sprintf(" %d of %d hosts (esc clears)", len(t.hosts), len(t.data.Hosts())))
+		f = c.th.Warn.Render(fmt.Sprintf("%q", textsafe.Safe(t.query))) + c.th.Dim.Render(fmt.Sprintf(" %d of %d hosts (esc clears)", len(t.hosts), len(t.data.Hosts())))
 	}
-	return fmt.Sprintf("sort %s (s) · filter %s", c.th.bold.Render(fleetSorts[t.sortBy]), f)
+	return fmt.Sprintf("sort %s (s) · filter %s", c.th.Bold.Render(fleetSorts[t.sortBy]), f)
 }
 
 func (t *fleetTab) gridView(c *tabContext) string {
-	lines := append([]string{fit(t.header(c), t.w)}, t.errLine(c)...)
-	lines = append(lines, fit(t.controls(c), t.w))
+	lines := append([]string{widget.Fit(t.header(c), t.w)}, t.errLine(c)...)
+	lines = append(lines, widget.Fit(t.controls(c), t.w))
 	cells := 0
 	nameW := 8
 	for _, h := range t.hosts {
@@ -488,12 +489,12 @@ func (t *fleetTab) gridView(c *tabContext) string {
 	nameW = min(nameW, max(12, t.w/4))
 	cellW := max(cells, 4)
 	usedW := 22
-	hdr := fit("HOST", nameW) + " " + fit("GPUS", cellW) + " " + fitLeft("USED / TOTAL", usedW) + "  " + fitLeft("USED", 5) + "  " + fitLeft("IMBAL", 5) + "  POD"
-	lines = append(lines, c.th.header.Render(fit(hdr, t.w)))
+	hdr := widget.Fit("HOST", nameW) + " " + widget.Fit("GPUS", cellW) + " " + widget.FitLeft("USED / TOTAL", usedW) + "  " + widget.FitLeft("USED", 5) + "  " + widget.FitLeft("IMBAL", 5) + "  POD"
+	lines = append(lines, c.th.Header.Render(widget.Fit(hdr, t.w)))
 	bodyH := max(1, t.h-len(lines)-1)
-	t.list.setHeight(bodyH)
+	t.list.SetHeight(bodyH)
 	t.top = len(lines)
-	lo, hi := t.list.visible()
+	lo, hi := t.list.Visible()
 	for i := lo; i < hi; i++ {
 		h := &t.hosts[i]
 		var cb strings.Builder
@@ -510,38 +511,38 @@ func (t *fleetTab) gridView(c *tabContext) string {
 		if h.sum.Imbalance > 0 {
 			imb = fmt.Sprintf("%.2f", h.sum.Imbalance)
 		}
-		name := fitMiddle(textsafe.Safe(h.name), nameW)
+		name := widget.FitMiddle(textsafe.Safe(h.name), nameW)
 		if h.local > 0 {
-			name = fitMiddle(textsafe.Safe(h.name), nameW-2) + " ◆"
+			name = widget.FitMiddle(textsafe.Safe(h.name), nameW-2) + " ◆"
 		}
-		row := name + " " + fit(cb.String(), cellW) + " " +
-			fitLeft(units.Bytes(h.sum.Used)+" / "+units.Bytes(h.sum.Total), usedW) + "  " + fitLeft(pct, 5) + "  " + fitLeft(imb, 5) + "  " + textsafe.Safe(h.pods)
+		row := name + " " + widget.Fit(cb.String(), cellW) + " " +
+			widget.FitLeft(units.Bytes(h.sum.Used)+" / "+units.Bytes(h.sum.Total), usedW) + "  " + widget.FitLeft(pct, 5) + "  " + widget.FitLeft(imb, 5) + "  " + textsafe.Safe(h.pods)
 		if h.sum.Unknown > 0 {
-			row += c.th.warn.Render(fmt.Sprintf(" %d without a reading", h.sum.Unknown))
+			row += c.th.Warn.Render(fmt.Sprintf(" %d without a reading", h.sum.Unknown))
 		}
-		row = fit(row, t.w)
-		if i == t.list.cursor {
-			row = c.th.sel.Render(ansiStrip(row))
+		row = widget.Fit(row, t.w)
+		if i == t.list.Cursor {
+			row = c.th.Sel.Render(ansiStrip(row))
 		}
 		lines = append(lines, row)
 	}
 	if len(t.hosts) == 0 {
-		lines = append(lines, c.th.dim.Render("no host matches the filter (esc clears it)"))
+		lines = append(lines, c.th.Dim.Render("no host matches the filter (esc clears it)"))
 	}
 	for len(lines) < t.h-1 {
 		lines = append(lines, "")
 	}
 	foot := t.legend(c)
-	if s := t.list.hint(); s != "" {
-		foot += c.th.dim.Render("  · " + s)
+	if s := t.list.Hint(); s != "" {
+		foot += c.th.Dim.Render("  · " + s)
 	}
-	foot += c.th.dim.Render("  · ◆ local GPU · enter opens")
-	lines = append(lines[:t.h-1], fit(foot, t.w))
+	foot += c.th.Dim.Render("  · ◆ local GPU · enter opens")
+	lines = append(lines[:t.h-1], widget.Fit(foot, t.w))
 	return strings.Join(lines, "\n")
 }
 
 func (t *fleetTab) hostView(c *tabContext, h *fleetHost) string {
-	title := c.th.title.Render(textsafe.Safe(h.name)) + " · " + plural(len(h.gpus), "GPU")
+	title := c.th.Title.Render(textsafe.Safe(h.name)) + " · " + plural(len(h.gpus), "GPU")
 	if len(h.gpus) > 0 && h.gpus[0].Model != "" {
 		title += " · " + textsafe.Safe(h.gpus[0].Model)
 	}
@@ -549,19 +550,19 @@ func (t *fleetTab) hostView(c *tabContext, h *fleetHost) string {
 	if h.sum.Imbalance > 0 {
 		title += fmt.Sprintf(" · imbalance %.2f", h.sum.Imbalance)
 	}
-	lines := append([]string{fit(title, t.w)}, t.errLine(c)...)
-	lines = append(lines, fit(t.controlsHost(c), t.w))
+	lines := append([]string{widget.Fit(title, t.w)}, t.errLine(c)...)
+	lines = append(lines, widget.Fit(t.controlsHost(c), t.w))
 	barW := 10
 	histW := max(0, t.w-(4+barW+6+18+10+6+7+14+8))
 	rng := model0(t.data.Range)
-	hdr := fit("GPU", 4) + fit("USED", barW+6) + fitLeft("USED / TOTAL", 18) + fitLeft("MAX "+rng, 10) + fitLeft("UTIL", 6) + fitLeft("POWER", 7) + "  " + fit("POD", 12)
+	hdr := widget.Fit("GPU", 4) + widget.Fit("USED", barW+6) + widget.FitLeft("USED / TOTAL", 18) + widget.FitLeft("MAX "+rng, 10) + widget.FitLeft("UTIL", 6) + widget.FitLeft("POWER", 7) + "  " + widget.Fit("POD", 12)
 	if histW >= 8 {
 		hdr += "  HISTORY " + rng
 	}
-	lines = append(lines, c.th.header.Render(fit(hdr, t.w)))
-	t.gpus.setHeight(max(1, t.h-len(lines)-1))
+	lines = append(lines, c.th.Header.Render(widget.Fit(hdr, t.w)))
+	t.gpus.SetHeight(max(1, t.h-len(lines)-1))
 	t.top = len(lines)
-	lo, hi := t.gpus.visible()
+	lo, hi := t.gpus.Visible()
 	for i := lo; i < hi; i++ {
 		g := h.gpus[i]
 		fr := g.UsedFraction()
@@ -577,26 +578,26 @@ func (t *fleetTab) hostView(c *tabContext, h *fleetHost) string {
 		if g.Namespace != "" && pod != "" {
 			pod = g.Namespace + "/" + pod
 		}
-		row := fit(idx, 4) + t.cell(c, g) + hbar(fr, barW-1, t.levelStyle(c, fr)) + " " + pct + " " +
-			fitLeft(usedOfTotal(g.Used, g.Total), 18) + fitLeft(bytesOrDash(g.MaxUsed), 10) +
-			fitLeft(naPct(g.Util), 6) + fitLeft(naW(g.Power), 7) + "  " + fitMiddle(textsafe.Safe(pod), 12)
+		row := widget.Fit(idx, 4) + t.cell(c, g) + widget.HBar(fr, barW-1, t.levelStyle(c, fr)) + " " + pct + " " +
+			widget.FitLeft(usedOfTotal(g.Used, g.Total), 18) + widget.FitLeft(bytesOrDash(g.MaxUsed), 10) +
+			widget.FitLeft(naPct(g.Util), 6) + widget.FitLeft(naW(g.Power), 7) + "  " + widget.FitMiddle(textsafe.Safe(pod), 12)
 		if histW >= 8 {
 			row += "  " + t.sparkline(c, g, histW-2)
 		}
-		row = fit(row, t.w)
-		if i == t.gpus.cursor {
-			row = c.th.sel.Render(ansiStrip(row))
+		row = widget.Fit(row, t.w)
+		if i == t.gpus.Cursor {
+			row = c.th.Sel.Render(ansiStrip(row))
 		}
 		lines = append(lines, row)
 	}
 	for len(lines) < t.h-1 {
 		lines = append(lines, "")
 	}
-	foot := c.th.dim.Render("enter: chart · esc: all hosts · ! stale (no sample in 5 min)")
+	foot := c.th.Dim.Render("enter: chart · esc: all hosts · ! stale (no sample in 5 min)")
 	if g := t.selectedGPU(); g != nil && t.isLocal(g) {
-		foot = c.th.accent.Render("◆ this GPU is local: L shows it on the Live tab") + c.th.dim.Render(" · esc: all hosts")
+		foot = c.th.Accent.Render("◆ this GPU is local: L shows it on the Live tab") + c.th.Dim.Render(" · esc: all hosts")
 	}
-	lines = append(lines[:t.h-1], fit(foot, t.w))
+	lines = append(lines[:t.h-1], widget.Fit(foot, t.w))
 	return strings.Join(lines, "\n")
 }
 
@@ -611,7 +612,7 @@ func (t *fleetTab) controlsHost(c *tabContext) string {
 		}
 	}
 	if len(names) == 0 {
-		return c.th.dim.Render("no pod labels (dcgm-exporter adds them on Kubernetes)")
+		return c.th.Dim.Render("no pod labels (dcgm-exporter adds them on Kubernetes)")
 	}
 	return "pods: " + textsafe.Safe(strings.Join(names, ", "))
 }
@@ -621,10 +622,10 @@ func (t *fleetTab) isLocal(g *fleet.GPU) bool { return g.UUID != "" && t.local[g
 func (t *fleetTab) levelStyle(c *tabContext, fr float64) lipgloss.Style {
 	for _, l := range fleetLevels {
 		if fr < l.below {
-			return c.th.fg(l.color)
+			return c.th.Fg(l.color)
 		}
 	}
-	return c.th.dim
+	return c.th.Dim
 }
 
 // sparkline draws FB_USED over the whole range in w columns, scaled from
@@ -632,9 +633,9 @@ func (t *fleetTab) levelStyle(c *tabContext, fr float64) lipgloss.Style {
 func (t *fleetTab) sparkline(c *tabContext, g *fleet.GPU, w int) string {
 	if len(g.History) == 0 || w <= 0 {
 		if !t.data.HasHistory {
-			return c.th.dim.Render("…")
+			return c.th.Dim.Render("…")
 		}
-		return c.th.dim.Render("no history")
+		return c.th.Dim.Render("no history")
 	}
 	end := t.data.At
 	start := end.Add(-t.data.Range)
@@ -654,17 +655,17 @@ func (t *fleetTab) sparkline(c *tabContext, g *fleet.GPU, w int) string {
 	if hi <= 0 {
 		hi = float64(g.MaxUsed)
 	}
-	return spark(cols, 0, hi, c.th.accent)
+	return widget.Spark(cols, 0, hi, c.th.Accent)
 }
 
 func (t *fleetTab) gpuView(c *tabContext, g *fleet.GPU) string {
-	title := fmt.Sprintf("%s · GPU %s · %s", c.th.title.Render(textsafe.Safe(g.Host)), textsafe.Safe(g.Index), textsafe.Safe(g.Model))
+	title := fmt.Sprintf("%s · GPU %s · %s", c.th.Title.Render(textsafe.Safe(g.Host)), textsafe.Safe(g.Index), textsafe.Safe(g.Model))
 	sub := fmt.Sprintf("used %s of %s · max %s over %s · UUID %s", bytesOrDash(g.Used), bytesOrDash(g.Total), bytesOrDash(g.MaxUsed),
 		model0(t.data.Range), textsafe.Safe(g.UUID))
-	lines := []string{fit(title, t.w), fit(sub, t.w)}
+	lines := []string{widget.Fit(title, t.w), widget.Fit(sub, t.w)}
 	chartH := max(3, t.h-len(lines)-1)
 	if len(g.History) == 0 {
-		lines = append(lines, c.th.dim.Render("no history in the range (yet)"))
+		lines = append(lines, c.th.Dim.Render("no history in the range (yet)"))
 	} else {
 		xs := make([]float64, len(g.History))
 		ys := make([]float64, len(g.History))
@@ -680,27 +681,27 @@ func (t *fleetTab) gpuView(c *tabContext, g *fleet.GPU) string {
 		if xmin >= 0 {
 			xmin = -1
 		}
-		spec := chartSpec{w: t.w, h: chartH, xmin: xmin, xmax: 0, ymin: 0, ymax: ymax / (1 << 30) * 1.05,
-			xfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0fm", v) },
-			yfmt: func(_ int, v float64) string { return fmt.Sprintf("%.0f GiB", v) },
-			axis: c.th.dim, label: c.th.dim,
-			series: []chartSeries{{xs: xs, ys: ys, style: c.th.accent}}}
+		spec := widget.ChartSpec{W: t.w, H: chartH, Xmin: xmin, Xmax: 0, Ymin: 0, Ymax: ymax / (1 << 30) * 1.05,
+			XFmt: func(_ int, v float64) string { return fmt.Sprintf("%.0fm", v) },
+			YFmt: func(_ int, v float64) string { return fmt.Sprintf("%.0f GiB", v) },
+			Axis: c.th.Dim, Label: c.th.Dim,
+			Series: []widget.Series{{Xs: xs, Ys: ys, Style: c.th.Accent}}}
 		if g.Total > 0 {
-			spec.lines = append(spec.lines, chartLine{at: float64(g.Total) / (1 << 30), style: c.th.errS, dotted: true})
+			spec.Lines = append(spec.Lines, widget.Line{At: float64(g.Total) / (1 << 30), Style: c.th.Err, Dotted: true})
 		}
 		if g.MaxUsed > 0 {
 			// The maximum over the range, which the chart's samples (one a
 			// step) can miss: drawn, so the "max" above is on the chart.
-			spec.lines = append(spec.lines, chartLine{at: float64(g.MaxUsed) / (1 << 30), style: c.th.warn, dotted: true})
+			spec.Lines = append(spec.Lines, widget.Line{At: float64(g.MaxUsed) / (1 << 30), Style: c.th.Warn, Dotted: true})
 		}
-		lines = append(lines, renderChart(spec))
+		lines = append(lines, widget.Chart(spec))
 	}
 	foot := "x: minutes before now · y: GiB · dotted: total (red) and the range's max (amber), which samples one a step can miss · esc: back"
 	if t.isLocal(g) {
 		foot = "◆ local: L shows it on the Live tab · " + foot
 	}
 	body := strings.Join(lines, "\n")
-	return block(body, t.w, t.h-1) + "\n" + fit(c.th.dim.Render(foot), t.w)
+	return widget.Block(body, t.w, t.h-1) + "\n" + widget.Fit(c.th.Dim.Render(foot), t.w)
 }
 
 func bytesOrDash(n int64) string {

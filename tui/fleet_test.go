@@ -170,7 +170,7 @@ func TestFleetKeys(t *testing.T) {
 	press(a, "esc")
 	// enter opens a host; a GPU without a reading says so.
 	press(a, "home")
-	for a.fleet.hosts[a.fleet.list.cursor].name != "node-002" {
+	for a.fleet.hosts[a.fleet.list.Cursor].name != "node-002" {
 		press(a, "down")
 	}
 	press(a, "enter")
@@ -181,7 +181,7 @@ func TestFleetKeys(t *testing.T) {
 	press(a, "esc")
 	// A local GPU: node-003 shares UUIDs with this machine's GPUs; L shows
 	// the selected one on the Live tab.
-	for a.fleet.hosts[a.fleet.list.cursor].name != "node-003" {
+	for a.fleet.hosts[a.fleet.list.Cursor].name != "node-003" {
 		press(a, "down")
 	}
 	if !strings.Contains(screen(a), "node-003 ◆") {

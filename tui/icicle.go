@@ -10,6 +10,7 @@ import (
 
 	"memscope/internal/palette"
 	"memscope/snapshot"
+	"memscope/tui/widget"
 )
 
 // icicle is a flame graph drawn top-down (memory_viz's flame graph of the
@@ -109,7 +110,7 @@ func frameLabel(n *snapshot.TreeNode) string {
 
 // view draws the icicle in w×h: the rows, then the cursor's frame in full
 // and the keys.
-func (ic *icicle) view(th theme, w, h int) string {
+func (ic *icicle) view(th widget.Theme, w, h int) string {
 	top := ic.chain[ic.zoom]
 	rows := max(1, h-2)
 	lines := make([]string, 0, h)
@@ -132,16 +133,16 @@ func (ic *icicle) view(th theme, w, h int) string {
 			}
 			width := s.x1 - s.x0
 			label := safe(frameLabel(s.n))
-			cell := "▏" + fit(label, width-1)
+			cell := "▏" + widget.Fit(label, width-1)
 			if width == 1 {
 				cell = "▏"
 			}
-			st := th.fg(palette.Band(k + r))
+			st := th.Fg(palette.Band(k + r))
 			switch {
 			case s.n == ic.cur():
-				st = th.sel
+				st = th.Sel
 			case onChain[s.n]:
-				st = th.bold
+				st = th.Bold
 			}
 			b.WriteString(st.Render(cell))
 			x = s.x1
@@ -160,7 +161,7 @@ func (ic *icicle) view(th theme, w, h int) string {
 				}
 			}
 		}
-		lines = append(lines, fit(b.String(), w))
+		lines = append(lines, widget.Fit(b.String(), w))
 		if len(next) == 0 {
 			break
 		}
@@ -178,11 +179,11 @@ func (ic *icicle) view(th theme, w, h int) string {
 	if c.Frame != nil {
 		what = snapshot.SiteText(*c.Frame)
 	}
-	lines = append(lines, fitTail(fmt.Sprintf("%s · %s (%.1f%%) in %s", safe(what), bytesStr(c.Bytes), pct, plural(c.Blocks, "allocation")), w))
+	lines = append(lines, widget.FitTail(fmt.Sprintf("%s · %s (%.1f%%) in %s", safe(what), bytesStr(c.Bytes), pct, plural(c.Blocks, "allocation")), w))
 	hint := "↑ caller · ↓ largest callee · ←/→ siblings · enter zoom in"
 	if ic.zoom > 0 {
 		hint += " · esc zoom out"
 	}
-	lines = append(lines, th.dim.Render(fit(hint+" · i tree view", w)))
+	lines = append(lines, th.Dim.Render(widget.Fit(hint+" · i tree view", w)))
 	return lipgloss.JoinVertical(lipgloss.Left, lines...)
 }

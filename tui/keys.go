@@ -26,41 +26,4 @@ func (k globalKeys) list() []key.Binding {
 	return []key.Binding{k.tabs, k.next, k.prev, k.sources, kCommand, k.help, k.quit, k.forceQuit}
 }
 
-// Shared list keys.
-var (
-	kUp     = key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up"))
-	kDown   = key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down"))
-	kPgUp   = key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up"))
-	kPgDn   = key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down"))
-	kHome   = key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "first"))
-	kEnd    = key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "last"))
-	kEnter  = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open"))
-	kBack   = key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back"))
-	kExport = key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export picture + table"))
-)
-
-// listMove applies the shared list keys to a scroller; false if the key is
-// not one of them.
-func listMove(s *scroller, msg any) bool {
-	k, ok := msg.(interface{ String() string })
-	if !ok {
-		return false
-	}
-	switch {
-	case key.Matches(k, kUp):
-		s.move(-1)
-	case key.Matches(k, kDown):
-		s.move(1)
-	case key.Matches(k, kPgUp):
-		s.page(-1)
-	case key.Matches(k, kPgDn):
-		s.page(1)
-	case key.Matches(k, kHome):
-		s.home()
-	case key.Matches(k, kEnd):
-		s.end()
-	default:
-		return false
-	}
-	return true
-}
+var kExport = key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export picture + table"))

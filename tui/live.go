@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"memscope/nvml"
+	"memscope/tui/widget"
 )
 
 // liveTab shows the GPUs of a live (or simulated, or replayed) source.
@@ -25,7 +26,7 @@ type liveTab struct {
 	told     map[string]bool // the UUIDs the Fleet tab was last told (localGPUsMsg)
 	sel      int             // selected device position
 	focus    bool
-	procs    scroller
+	procs    widget.Scroller
 	procSort int
 	filter   textinput.Model
 	filterOn bool
@@ -66,7 +67,7 @@ func (t *liveTab) name() string { return "Live" }
 func (t *liveTab) capturing() bool { return t.filterOn }
 
 func (t *liveTab) help() []key.Binding {
-	keys := []key.Binding{lkGPU, lkFocus, lkMetric, lkView, kUp, kDown, lkSort, lkFilter, kBack, kExport}
+	keys := []key.Binding{lkGPU, lkFocus, lkMetric, lkView, widget.KeyUp, widget.KeyDown, lkSort, lkFilter, widget.KeyBack, kExport}
 	if t.player() != nil {
 		keys = append(keys, lkPause, lkSeek)
 	}
@@ -101,7 +102,7 @@ func (t *liveTab) replayLine(c *tabContext) string {
 	at, span, loop, paused := p.Position()
 	state := "playing"
 	if paused {
-		state = c.th.warn.Render("paused")
+		state = c.th.Warn.Render("paused")
 	}
 	return fmt.Sprintf("replay %.1fs of %.1fs · loop %d · %s · space pause · [ ] seek", at, span, loop+1, state)
 }
@@ -185,7 +186,7 @@ func (t *liveTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	}
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		t.procs.scroll(wheel(m))
+		t.procs.Scroll(wheel(m))
 	case tea.KeyPressMsg:
 		n := len(t.state.Devices)
 		switch {
@@ -210,7 +211,7 @@ func (t *liveTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			return nil
 		case key.Matches(m, lkFocus):
 			t.focus = n > 0
-		case key.Matches(m, kBack):
+		case key.Matches(m, widget.KeyBack):
 			switch {
 			case t.query != "":
 				// esc clears a filter before anything else, as it says.
@@ -238,7 +239,7 @@ func (t *liveTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 		case key.Matches(m, kExport):
 			return exportLive(c, t)
 		default:
-			listMove(&t.procs, m)
+			widget.ListMove(&t.procs, m)
 		}
 	}
 	return nil
@@ -251,22 +252,22 @@ func (t *liveTab) view(c *tabContext) string {
 	}
 	st := t.state
 	if st.Samples == 0 && st.Err == nil {
-		return th.dim.Render("sampling " + c.opts.Live.Name() + "…")
+		return th.Dim.Render("sampling " + c.opts.Live.Name() + "…")
 	}
 	var b strings.Builder
 	src := st.Source
 	if c.opts.Live.Simulated() {
-		src = th.warn.Render("SIMULATED") + " · " + src
+		src = th.Warn.Render("SIMULATED") + " · " + src
 	}
-	head := fmt.Sprintf("%s · %s · every %v · %d samples of history", th.bold.Render("Live GPUs"), src, c.opts.Interval, t.historyLen())
+	head := fmt.Sprintf("%s · %s · every %v · %d samples of history", th.Bold.Render("Live GPUs"), src, c.opts.Interval, t.historyLen())
 	if r := t.replayLine(c); r != "" {
 		// A replay says where it is first: the history counts every loop.
-		head = fmt.Sprintf("%s · %s · %s", th.bold.Render("Live GPUs"), r, src)
+		head = fmt.Sprintf("%s · %s · %s", th.Bold.Render("Live GPUs"), r, src)
 	}
 	if st.Err != nil {
-		head += " · " + th.errS.Render("error: "+st.Err.Error()+" (retrying)")
+		head += " · " + th.Err.Render("error: "+st.Err.Error()+" (retrying)")
 	}
-	b.WriteString(fit(head, t.w) + "\n")
+	b.WriteString(widget.Fit(head, t.w) + "\n")
 	devs := t.shownDevices()
 	// Layout: cards, then the chart, then processes, sized to the screen.
 	compact := t.h < 30 || len(devs)*2 > t.h/2
@@ -329,30 +330,30 @@ func (t *liveTab) cards(c *tabContext, devs []nvml.Device, compact bool) string 
 		if d.Parent >= 0 {
 			name = fmt.Sprintf("GPU %d %s", d.Parent, d.MIG)
 		}
-		dot := th.fg(gpuColor(i)).Render("●")
+		dot := th.Fg(gpuColor(i)).Render("●")
 		if s == nil {
-			b.WriteString(fit(fmt.Sprintf("%s %s %s  (no sample yet)", dot, name, d.Name), t.w) + "\n")
+			b.WriteString(widget.Fit(fmt.Sprintf("%s %s %s  (no sample yet)", dot, name, d.Name), t.w) + "\n")
 			continue
 		}
 		if s.Err != nil {
-			b.WriteString(fit(fmt.Sprintf("%s %s %s  %s", dot, name, d.Name, th.errS.Render(s.Err.Error())), t.w) + "\n")
+			b.WriteString(widget.Fit(fmt.Sprintf("%s %s %s  %s", dot, name, d.Name, th.Err.Render(s.Err.Error())), t.w) + "\n")
 			continue
 		}
 		frac := 0.0
 		if s.Total > 0 {
 			frac = float64(s.Used) / float64(s.Total)
 		}
-		barSt := th.ok
+		barSt := th.OK
 		switch {
 		case frac > 0.95:
-			barSt = th.errS
+			barSt = th.Err
 		case frac > 0.85:
-			barSt = th.warn
+			barSt = th.Warn
 		}
 		// Near the limit is said in words too, not only in colour.
 		hot := ""
 		if frac > 0.9 {
-			hot = " " + th.errS.Render("▲ near limit")
+			hot = " " + th.Err.Render("▲ near limit")
 		}
 		resv := ""
 		if s.MemV1 {
@@ -369,22 +370,22 @@ func (t *liveTab) cards(c *tabContext, devs []nvml.Device, compact bool) string 
 			na(s.TempC, "%.0f°C"), power, na(s.SMClockMHz, "%.0f MHz"))
 		label := fmt.Sprintf("%s %-9s", dot, name)
 		if selected {
-			label = th.sel.Render(ansiStrip(label))
+			label = th.Sel.Render(ansiStrip(label))
 		}
 		if compact {
 			barW := max(6, t.w/5)
 			short := fmt.Sprintf("%s/%s  util %s  %s  %s", bytesStr(s.Used), bytesStr(s.Total), na(s.UtilGPU, "%.0f%%"), na(s.TempC, "%.0f°C"), na(s.PowerW, "%.0fW"))
 			mark := " "
 			if hot != "" {
-				mark = th.errS.Render("▲") // ▲: near the limit (the full view says so in words)
+				mark = th.Err.Render("▲") // ▲: near the limit (the full view says so in words)
 			}
-			line := fmt.Sprintf("%s %s %5.1f%%%s%s", label, hbar(frac, barW, barSt), 100*frac, mark, short)
-			b.WriteString(fit(line, t.w) + "\n")
+			line := fmt.Sprintf("%s %s %5.1f%%%s%s", label, widget.HBar(frac, barW, barSt), 100*frac, mark, short)
+			b.WriteString(widget.Fit(line, t.w) + "\n")
 			continue
 		}
-		b.WriteString(fit(fmt.Sprintf("%s %s · %s", label, d.Name, stats), t.w) + "\n")
+		b.WriteString(widget.Fit(fmt.Sprintf("%s %s · %s", label, d.Name, stats), t.w) + "\n")
 		barW := max(10, (t.w-12)/2)
-		b.WriteString(fit(fmt.Sprintf("            %s %5.1f%%  %s%s", hbar(frac, barW, barSt), 100*frac, mem, hot), t.w) + "\n")
+		b.WriteString(widget.Fit(fmt.Sprintf("            %s %5.1f%%  %s%s", widget.HBar(frac, barW, barSt), 100*frac, mem, hot), t.w) + "\n")
 	}
 	return b.String()
 }
@@ -422,11 +423,11 @@ func (t *liveTab) processes(c *tabContext, devs []nvml.Device, h int) string {
 		}
 		return cmp.Compare(y.Used, x.Used)
 	})
-	t.procs.setHeight(h - 2)
-	t.procs.setN(len(rows))
+	t.procs.SetHeight(h - 2)
+	t.procs.SetN(len(rows))
 	var b strings.Builder
-	b.WriteString(th.header.Render(fit(fmt.Sprintf("%8s %-10s %4s %10s  %s", "PID", "USER", "GPU", "GPU MEM", "COMMAND"), t.w)) + "\n")
-	from, to := t.procs.visible()
+	b.WriteString(th.Header.Render(widget.Fit(fmt.Sprintf("%8s %-10s %4s %10s  %s", "PID", "USER", "GPU", "GPU MEM", "COMMAND"), t.w)) + "\n")
+	from, to := t.procs.Visible()
 	for i := from; i < to; i++ {
 		p := rows[i]
 		mem := bytesStr(p.Used)
@@ -438,23 +439,23 @@ func (t *liveTab) processes(c *tabContext, devs []nvml.Device, h int) string {
 			user = "?"
 		}
 		// A process chooses its own name and command line: escape them.
-		line := fmt.Sprintf("%8d %-10s %4d %10s  %s", p.PID, fit(safe(user), 10), p.GPU, mem, safe(p.Command))
+		line := fmt.Sprintf("%8d %-10s %4d %10s  %s", p.PID, widget.Fit(safe(user), 10), p.GPU, mem, safe(p.Command))
 		if !p.Visible {
-			line = th.dim.Render(line)
+			line = th.Dim.Render(line)
 		}
-		if i == t.procs.cursor {
-			line = th.sel.Render(fit(ansiStrip(line), t.w))
+		if i == t.procs.Cursor {
+			line = th.Sel.Render(widget.Fit(ansiStrip(line), t.w))
 		}
-		b.WriteString(fit(line, t.w) + "\n")
+		b.WriteString(widget.Fit(line, t.w) + "\n")
 	}
 	if len(rows) == 0 {
 		msg := "no compute processes"
 		if t.query != "" {
 			msg = "no process matches the filter (esc clears it)"
 		}
-		b.WriteString(th.dim.Render(msg) + "\n")
+		b.WriteString(th.Dim.Render(msg) + "\n")
 	}
-	for i := max(1, to-from); i < t.procs.height; i++ {
+	for i := max(1, to-from); i < t.procs.Height; i++ {
 		b.WriteString("\n")
 	}
 	switch {
@@ -462,9 +463,9 @@ func (t *liveTab) processes(c *tabContext, devs []nvml.Device, h int) string {
 		b.WriteString(t.filter.View())
 	case t.query != "":
 		// A filter is never silent: the footer says what it hides.
-		b.WriteString(th.warn.Render(fit(fmt.Sprintf("filter %q: %d processes shown · esc clears", safe(t.query), len(rows)), t.w)))
+		b.WriteString(th.Warn.Render(widget.Fit(fmt.Sprintf("filter %q: %d processes shown · esc clears", safe(t.query), len(rows)), t.w)))
 	default:
-		b.WriteString(th.dim.Render(fit("←/→ GPU · enter focus · s sort · / filter · e export", t.w)))
+		b.WriteString(th.Dim.Render(widget.Fit("←/→ GPU · enter focus · s sort · / filter · e export", t.w)))
 	}
 	return b.String()
 }
@@ -472,9 +473,9 @@ func (t *liveTab) processes(c *tabContext, devs []nvml.Device, h int) string {
 func (t *liveTab) unavailableView(c *tabContext) string {
 	th := c.th
 	var b strings.Builder
-	b.WriteString(th.title.Render("Live GPUs: not available") + "\n\n")
+	b.WriteString(th.Title.Render("Live GPUs: not available") + "\n\n")
 	if c.opts.LiveErr != nil {
-		b.WriteString(th.errS.Width(max(10, t.w-1)).Render(c.opts.LiveErr.Error()) + "\n\n")
+		b.WriteString(th.Err.Width(max(10, t.w-1)).Render(c.opts.LiveErr.Error()) + "\n\n")
 	} else {
 		b.WriteString("Live GPU data was not requested for this session.\n\n")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"memscope/internal/textsafe"
 	"memscope/nvml"
+	"memscope/tui/widget"
 )
 
 // liveMetric is what the Live chart plots.
@@ -118,7 +119,7 @@ func (t *liveTab) chart(c *tabContext, devs []nvml.Device, h int) string {
 			return s
 		}
 		// Asked for, but no room: say so where the switch is named.
-		return t.overlayChart(c, devs, h, c.th.warn.Render("v: one chart per GPU needs a taller window"))
+		return t.overlayChart(c, devs, h, c.th.Warn.Render("v: one chart per GPU needs a taller window"))
 	}
 	return t.overlayChart(c, devs, h, "v: a chart per GPU")
 }
@@ -127,9 +128,9 @@ func (t *liveTab) chart(c *tabContext, devs []nvml.Device, h int) string {
 func (t *liveTab) overlayChart(c *tabContext, devs []nvml.Device, h int, view string) string {
 	th := c.th
 	sel := t.state.Devices[t.sel].Index
-	var series []chartSeries
+	var series []widget.Series
 	var xss [][]float64
-	var selSeries *chartSeries
+	var selSeries *widget.Series
 	var selLast float64
 	for i, d := range devs {
 		xs, ys := t.sampler.SeriesOf(d.Index, 2*t.w, t.metric.figOf())
@@ -137,13 +138,13 @@ func (t *liveTab) overlayChart(c *tabContext, devs []nvml.Device, h int, view st
 			continue
 		}
 		xss = append(xss, xs)
-		s := chartSeries{xs: xs, ys: ys, style: th.fg(gpuColor(i))}
+		s := widget.Series{Xs: xs, Ys: ys, Style: th.Fg(gpuColor(i))}
 		if d.Index == sel || len(devs) == 1 {
 			selSeries, selLast = &s, ys[len(ys)-1]
 			continue
 		}
 		// The others stay visible as context, quietly.
-		s.style, s.dash = th.dim, dashDotted
+		s.Style, s.Dash = th.Dim, widget.DashDotted
 		series = append(series, s)
 	}
 	if selSeries != nil {
@@ -152,20 +153,20 @@ func (t *liveTab) overlayChart(c *tabContext, devs []nvml.Device, h int, view st
 	ymax, yfmt := t.yRange(devs)
 	span := chartSpan(xss...)
 	unit, xfmt := timeAxis(span)
-	out := renderChart(chartSpec{w: t.w, h: h - 1, xmin: -span, xmax: 0, ymin: 0, ymax: ymax, xfmt: xfmt, yfmt: yfmt,
-		series: series, axis: th.dim, label: th.dim})
+	out := widget.Chart(widget.ChartSpec{W: t.w, H: h - 1, Xmin: -span, Xmax: 0, Ymin: 0, Ymax: ymax, XFmt: xfmt, YFmt: yfmt,
+		Series: series, Axis: th.Dim, Label: th.Dim})
 	// Legend: what each line is, told apart by pattern as well as colour.
 	selName := fmt.Sprintf("GPU %d", sel)
-	legend := t.metric.String() + " · " + th.fg(gpuColor(t.sel)).Render("━ "+selName) + " " + t.metricValue(selLast)
+	legend := t.metric.String() + " · " + th.Fg(gpuColor(t.sel)).Render("━ "+selName) + " " + t.metricValue(selLast)
 	if len(devs) > 1 {
 		if view != "v: a chart per GPU" {
 			legend = view + " · " + legend // first: a narrow window cuts the end
 		} else {
-			legend += " · " + th.dim.Render(fmt.Sprintf("┈ the other %d GPUs", len(series)-1)) + " · ←/→ selects · " + view
+			legend += " · " + th.Dim.Render(fmt.Sprintf("┈ the other %d GPUs", len(series)-1)) + " · ←/→ selects · " + view
 		}
 	}
 	legend += fmt.Sprintf(" · x: %s ago · m: %s", unitName(unit), nextMetric(t.metric))
-	return out + "\n" + fit(legend, t.w)
+	return out + "\n" + widget.Fit(legend, t.w)
 }
 
 func (m liveMetric) figOf() func(*nvml.Sample) float64 { return m.fig }
@@ -221,18 +222,18 @@ func (t *liveTab) smallMultiples(c *tabContext, devs []nvml.Device, h int) (stri
 				if n := len(cells[i].ys); n > 0 {
 					title += " " + t.metricValue(cells[i].ys[n-1])
 				}
-				st := th.fg(gpuColor(i))
+				st := th.Fg(gpuColor(i))
 				if i == t.sel {
-					title = th.sel.Render(title)
+					title = th.Sel.Render(title)
 				} else {
 					title = st.Render(title)
 				}
-				var series []chartSeries
+				var series []widget.Series
 				if len(cells[i].xs) > 0 {
-					series = []chartSeries{{xs: cells[i].xs, ys: cells[i].ys, style: st}}
+					series = []widget.Series{{Xs: cells[i].xs, Ys: cells[i].ys, Style: st}}
 				}
-				chart := renderChart(chartSpec{w: cellW - 1, h: cellH - 1, xmin: -span, xmax: 0, ymin: 0, ymax: ymax,
-					xfmt: xfmt, yfmt: yfmt, series: series, axis: th.dim, label: th.dim})
+				chart := widget.Chart(widget.ChartSpec{W: cellW - 1, H: cellH - 1, Xmin: -span, Xmax: 0, Ymin: 0, Ymax: ymax,
+					XFmt: xfmt, YFmt: yfmt, Series: series, Axis: th.Dim, Label: th.Dim})
 				part = append([]string{title}, strings.Split(chart, "\n")...)
 			}
 			for k := range block {
@@ -240,7 +241,7 @@ func (t *liveTab) smallMultiples(c *tabContext, devs []nvml.Device, h int) (stri
 				if k < len(part) {
 					s = part[k]
 				}
-				block[k] += fit(s, cellW)
+				block[k] += widget.Fit(s, cellW)
 			}
 		}
 		lines = append(lines, block...)
@@ -250,7 +251,7 @@ func (t *liveTab) smallMultiples(c *tabContext, devs []nvml.Device, h int) (stri
 	for len(lines) < h-1 {
 		lines = append(lines, "")
 	}
-	return strings.Join(lines, "\n") + "\n" + fit(th.dim.Render(legend), t.w), true
+	return strings.Join(lines, "\n") + "\n" + widget.Fit(th.Dim.Render(legend), t.w), true
 }
 
 // processChart draws the memory of the focused GPU's largest processes,
@@ -259,17 +260,17 @@ func (t *liveTab) processChart(c *tabContext, d nvml.Device, h int) string {
 	th := c.th
 	procs := t.sampler.ProcessSeries(d.Index, 2*t.w, 6)
 	xs, ys := t.sampler.Series(d.Index, 2*t.w)
-	var series []chartSeries
+	var series []widget.Series
 	var legend []string
 	if len(xs) > 0 {
-		series = append(series, chartSeries{xs: xs, ys: ys, style: th.dim, dash: dashDotted})
-		legend = append(legend, th.dim.Render("┈ GPU "+fmt.Sprint(d.Index)+" total "+bytesStr(int64(ys[len(ys)-1]))))
+		series = append(series, widget.Series{Xs: xs, Ys: ys, Style: th.Dim, Dash: widget.DashDotted})
+		legend = append(legend, th.Dim.Render("┈ GPU "+fmt.Sprint(d.Index)+" total "+bytesStr(int64(ys[len(ys)-1]))))
 	}
 	xss := [][]float64{xs}
 	glyph := []string{"━", "┄", "╍", "━", "┄", "╍"}
 	for i, p := range procs {
-		st := th.fg(gpuColor(i + 1))
-		series = append(series, chartSeries{xs: p.Ago, ys: p.Bytes, style: st, dash: i % 3})
+		st := th.Fg(gpuColor(i + 1))
+		series = append(series, widget.Series{Xs: p.Ago, Ys: p.Bytes, Style: st, Dash: i % 3})
 		xss = append(xss, p.Ago)
 		cmd := p.Command
 		if f := strings.Fields(cmd); len(f) > 1 {
@@ -280,11 +281,11 @@ func (t *liveTab) processChart(c *tabContext, d nvml.Device, h int) string {
 	ymax, yfmt := t.yRange([]nvml.Device{d})
 	span := chartSpan(xss...)
 	unit, xfmt := timeAxis(span)
-	out := renderChart(chartSpec{w: t.w, h: h - 1, xmin: -span, xmax: 0, ymin: 0, ymax: ymax, xfmt: xfmt, yfmt: yfmt,
-		series: series, axis: th.dim, label: th.dim})
+	out := widget.Chart(widget.ChartSpec{W: t.w, H: h - 1, Xmin: -span, Xmax: 0, Ymin: 0, Ymax: ymax, XFmt: xfmt, YFmt: yfmt,
+		Series: series, Axis: th.Dim, Label: th.Dim})
 	if len(procs) == 0 {
 		legend = append(legend, "no process holds memory on this GPU")
 	}
 	tail := fmt.Sprintf(" · x: %s ago · esc: all GPUs", unitName(unit))
-	return out + "\n" + fit(fmt.Sprintf("GPU %d memory per process: ", d.Index)+strings.Join(legend, "  ")+th.dim.Render(tail), t.w)
+	return out + "\n" + widget.Fit(fmt.Sprintf("GPU %d memory per process: ", d.Index)+strings.Join(legend, "  ")+th.Dim.Render(tail), t.w)
 }

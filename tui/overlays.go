@@ -14,6 +14,7 @@ import (
 	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/snapshot"
+	"memscope/tui/widget"
 )
 
 // safe makes a string from a file printable (see textsafe).
@@ -26,7 +27,7 @@ type stackOverlay struct {
 	lines     []string
 	noise     []bool
 	frames    []*snapshot.Frame // the frame of each line (nil: not a frame)
-	list      scroller
+	list      widget.Scroller
 	showNoise bool
 	// focus is the line of the allocation's location (the first user
 	// frame), shown and highlighted when the overlay opens; -1 for none.
@@ -102,10 +103,10 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 // selected is the frame on the cursor's line (nil when it is none).
 func (o *stackOverlay) selected() *snapshot.Frame {
 	idx := o.shown()
-	if o.list.cursor < 0 || o.list.cursor >= len(idx) {
+	if o.list.Cursor < 0 || o.list.Cursor >= len(idx) {
 		return nil
 	}
-	return o.frames[idx[o.list.cursor]]
+	return o.frames[idx[o.list.Cursor]]
 }
 
 // framePath is a frame's "path:line" as an editor or a grep takes it,
@@ -155,15 +156,15 @@ func (o *stackOverlay) shown() []int {
 }
 
 func (o *stackOverlay) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, okNoise, okCopy, okEdit, kBack}
+	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, okNoise, okCopy, okEdit, widget.KeyBack}
 }
 
 func (o *stackOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		o.list.scroll(wheel(m))
+		o.list.Scroll(wheel(m))
 	case tea.KeyPressMsg:
-		if listMove(&o.list, m) {
+		if widget.ListMove(&o.list, m) {
 			return false, nil
 		}
 		switch {
@@ -181,7 +182,7 @@ func (o *stackOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 				return false, editFrame(c, f)
 			}
 			c.setStatus("the selected line is not a frame")
-		case key.Matches(m, kBack), m.String() == "q", m.String() == "enter":
+		case key.Matches(m, widget.KeyBack), m.String() == "q", m.String() == "enter":
 			return true, nil
 		}
 	}
@@ -191,21 +192,21 @@ func (o *stackOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 func (o *stackOverlay) view(c *tabContext, w, h int) string {
 	th := c.th
 	idx := o.shown()
-	o.list.setHeight(h - 3)
-	o.list.setN(len(idx))
+	o.list.SetHeight(h - 3)
+	o.list.SetN(len(idx))
 	hidden := len(o.lines) - len(idx)
 	var b strings.Builder
-	b.WriteString(fit(th.bold.Render("Stack trace")+" · "+o.title, w) + "\n")
+	b.WriteString(widget.Fit(th.Bold.Render("Stack trace")+" · "+o.title, w) + "\n")
 	note := "esc close · ↑↓ select · y copy path:line · e edit"
 	if hidden > 0 {
 		note += fmt.Sprintf(" · %d interpreter/dispatcher frames hidden (n shows)", hidden)
 	} else {
 		note += " · n hides noise frames"
 	}
-	b.WriteString(th.dim.Render(fit(note, w)) + "\n")
+	b.WriteString(th.Dim.Render(widget.Fit(note, w)) + "\n")
 	if o.decision != "" {
-		b.WriteString(fit(safe(o.decision), w) + "\n")
-		o.list.setHeight(h - 4)
+		b.WriteString(widget.Fit(safe(o.decision), w) + "\n")
+		o.list.SetHeight(h - 4)
 	}
 	if !o.placed && o.focus >= 0 {
 		// Open with the first user frame in view, a few lines below the top
@@ -214,32 +215,32 @@ func (o *stackOverlay) view(c *tabContext, w, h int) string {
 		for i, j := range idx {
 			if j == o.focus {
 				// Two lines of context above it.
-				o.list.offset = max(0, i-2)
-				o.list.cursor = i
-				o.list.clamp()
+				o.list.Offset = max(0, i-2)
+				o.list.Cursor = i
+				o.list.Clamp()
 				break
 			}
 		}
 	}
-	from, to := o.list.visible()
+	from, to := o.list.Visible()
 	for i := from; i < to; i++ {
 		l := o.lines[idx[i]]
-		if i == o.list.cursor {
-			b.WriteString(th.sel.Render(fit(ansiStrip(l), w)) + "\n")
+		if i == o.list.Cursor {
+			b.WriteString(th.Sel.Render(widget.Fit(ansiStrip(l), w)) + "\n")
 			continue
 		}
 		if idx[i] == o.focus {
-			l = th.ok.Render(l)
+			l = th.OK.Render(l)
 		} else if o.noise[idx[i]] {
-			l = th.dim.Render(l)
+			l = th.Dim.Render(l)
 		} else if strings.HasPrefix(l, "      ") {
-			l = th.dim.Render(l)
+			l = th.Dim.Render(l)
 		} else if !strings.HasPrefix(l, "  ") {
-			l = th.bold.Render(l)
+			l = th.Bold.Render(l)
 		}
-		b.WriteString(fit(l, w) + "\n")
+		b.WriteString(widget.Fit(l, w) + "\n")
 	}
-	b.WriteString(th.dim.Render(o.list.hint()))
+	b.WriteString(th.Dim.Render(o.list.Hint()))
 	return b.String()
 }
 
@@ -278,7 +279,7 @@ func isInterpreter(f snapshot.Frame) bool {
 // picker lists the sources: state, kind, errors; enter shows one in its
 // tab, space marks snapshots for a diff.
 type picker struct {
-	list   scroller
+	list   widget.Scroller
 	marked []int
 }
 
@@ -293,35 +294,35 @@ var (
 // onTraces, else the snapshot's.
 func newPicker(c *tabContext, onTraces bool) *picker {
 	p := &picker{}
-	p.list.setN(len(c.sources))
+	p.list.SetN(len(c.sources))
 	for i, s := range c.sources {
 		if s.ID == c.snapSel && !onTraces || s.ID == c.traceSel && onTraces {
-			p.list.cursor = i
+			p.list.Cursor = i
 		}
 	}
 	return p
 }
 
 func (p *picker) help() []key.Binding {
-	return []key.Binding{kUp, kDown, okSelect, okMark, okDiff, okReload, kBack}
+	return []key.Binding{widget.KeyUp, widget.KeyDown, okSelect, okMark, okDiff, okReload, widget.KeyBack}
 }
 
 func (p *picker) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
-	p.list.setN(len(c.sources))
+	p.list.SetN(len(c.sources))
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		p.list.scroll(wheel(m))
+		p.list.Scroll(wheel(m))
 	case tea.MouseClickMsg:
-		before := p.list.cursor
-		if p.list.click((m.Y - 2) / 2); before == p.list.cursor {
+		before := p.list.Cursor
+		if p.list.Click((m.Y - 2) / 2); before == p.list.Cursor {
 			return p.choose(c)
 		}
 	case tea.KeyPressMsg:
-		if listMove(&p.list, m) {
+		if widget.ListMove(&p.list, m) {
 			return false, nil
 		}
 		switch {
-		case key.Matches(m, kBack), m.String() == "o", m.String() == "q":
+		case key.Matches(m, widget.KeyBack), m.String() == "o", m.String() == "q":
 			return true, nil
 		case key.Matches(m, okSelect):
 			return p.choose(c)
@@ -368,10 +369,10 @@ func indexOf(v []int, x int) int {
 }
 
 func (p *picker) cur(c *tabContext) *model.Source {
-	if p.list.cursor < 0 || p.list.cursor >= len(c.sources) {
+	if p.list.Cursor < 0 || p.list.Cursor >= len(c.sources) {
 		return nil
 	}
-	return c.sources[p.list.cursor]
+	return c.sources[p.list.Cursor]
 }
 
 func (p *picker) choose(c *tabContext) (bool, tea.Cmd) {
@@ -389,61 +390,61 @@ func (p *picker) choose(c *tabContext) (bool, tea.Cmd) {
 
 func (p *picker) view(c *tabContext, w, h int) string {
 	th := c.th
-	p.list.setN(len(c.sources))
-	p.list.setHeight(max(1, (h-4)/2))
+	p.list.SetN(len(c.sources))
+	p.list.SetHeight(max(1, (h-4)/2))
 	var b strings.Builder
-	b.WriteString(fit(th.bold.Render("Sources")+fmt.Sprintf(" · %d opened · enter show · space mark · d diff marked · r reload · esc close", len(c.sources)), w) + "\n\n")
-	from, to := p.list.visible()
+	b.WriteString(widget.Fit(th.Bold.Render("Sources")+fmt.Sprintf(" · %d opened · enter show · space mark · d diff marked · r reload · esc close", len(c.sources)), w) + "\n\n")
+	from, to := p.list.Visible()
 	for i := from; i < to; i++ {
 		s := c.sources[i]
-		icon := th.ok.Render("✓")
+		icon := th.OK.Render("✓")
 		switch s.State {
 		case model.Loading, model.Pending:
-			icon = th.warn.Render(fmt.Sprintf("⟳ %3.0f%%", 100*s.Progress))
+			icon = th.Warn.Render(fmt.Sprintf("⟳ %3.0f%%", 100*s.Progress))
 		case model.Failed:
-			icon = th.errS.Render("✗")
+			icon = th.Err.Render("✗")
 		}
 		if s.State == model.Loaded && s.ErrorCount() > 0 {
-			icon = th.warn.Render("!")
+			icon = th.Warn.Render("!")
 		}
 		mark := " "
 		if indexOf(p.marked, s.ID) >= 0 {
-			mark = th.accent.Render("●")
+			mark = th.Accent.Render("●")
 		}
 		cur := " "
 		if s.ID == c.traceSel || s.ID == c.snapSel {
-			cur = th.accent.Render("▶")
+			cur = th.Accent.Render("▶")
 		}
 		head := fmt.Sprintf("%s%s %s %-11s ", cur, mark, icon, s.Kind)
 		tail := ""
 		if s.Demo {
-			tail += th.dim.Render("  (demo)")
+			tail += th.Dim.Render("  (demo)")
 		}
 		if !s.ChangedAt.IsZero() {
-			tail += th.dim.Render("  changed " + s.ChangedAt.Format("15:04:05"))
+			tail += th.Dim.Render("  changed " + s.ChangedAt.Format("15:04:05"))
 		}
 		// Cut in the middle: names that share a long prefix differ at
 		// the end (…_bf16_128.pickle against …_fp32_128.pickle).
 		room := max(8, w-lipgloss.Width(head)-lipgloss.Width(tail))
-		line := head + strings.TrimRight(fitMiddle(safe(s.Name()), room), " ") + tail
-		if i == p.list.cursor {
-			line = th.sel.Render(fit(ansiStrip(line), w))
+		line := head + strings.TrimRight(widget.FitMiddle(safe(s.Name()), room), " ") + tail
+		if i == p.list.Cursor {
+			line = th.Sel.Render(widget.Fit(ansiStrip(line), w))
 		}
-		b.WriteString(fit(line, w) + "\n")
-		detail := th.dim.Render("      " + sourceSummary(s))
+		b.WriteString(widget.Fit(line, w) + "\n")
+		detail := th.Dim.Render("      " + sourceSummary(s))
 		if probs := s.Problems(); len(probs) > 0 {
-			detail = th.errS.Render("      " + probs[0])
+			detail = th.Err.Render("      " + probs[0])
 			if len(probs) > 1 {
-				detail += th.dim.Render(fmt.Sprintf(" (+%d more)", len(probs)-1))
+				detail += th.Dim.Render(fmt.Sprintf(" (+%d more)", len(probs)-1))
 			}
 		}
-		b.WriteString(fit(detail, w) + "\n")
+		b.WriteString(widget.Fit(detail, w) + "\n")
 	}
 	if s := p.cur(c); s != nil {
 		if probs := s.Problems(); len(probs) > 1 {
-			b.WriteString("\n" + th.bold.Render("Problems of "+s.Name()) + "\n")
+			b.WriteString("\n" + th.Bold.Render("Problems of "+s.Name()) + "\n")
 			for _, pr := range probs {
-				b.WriteString(fit(th.errS.Render("  ✗ ")+pr, w) + "\n")
+				b.WriteString(widget.Fit(th.Err.Render("  ✗ ")+pr, w) + "\n")
 			}
 		}
 	}
@@ -476,10 +477,12 @@ func sourceSummary(s *model.Source) string {
 type textOverlay struct {
 	title string
 	items []string
-	list  scroller
+	list  widget.Scroller
 }
 
-func (o *textOverlay) help() []key.Binding { return []key.Binding{kUp, kDown, kPgUp, kPgDn, kBack} }
+func (o *textOverlay) help() []key.Binding {
+	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyBack}
+}
 
 func (o *textOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 	return scrollOverlay(&o.list, msg, "R"), nil
@@ -488,15 +491,15 @@ func (o *textOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 // scrollOverlay is the keys of a read-only scrolling overlay: the list
 // keys and the wheel scroll; esc, q (and the keys in closers, such as
 // the one that opened it) close it.
-func scrollOverlay(list *scroller, msg tea.Msg, closers ...string) (closed bool) {
+func scrollOverlay(list *widget.Scroller, msg tea.Msg, closers ...string) (closed bool) {
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		list.scroll(wheel(m))
+		list.Scroll(wheel(m))
 	case tea.KeyPressMsg:
-		if listMove(list, m) {
+		if widget.ListMove(list, m) {
 			return false
 		}
-		return key.Matches(m, kBack) || m.String() == "q" || slices.Contains(closers, m.String())
+		return key.Matches(m, widget.KeyBack) || m.String() == "q" || slices.Contains(closers, m.String())
 	}
 	return false
 }
@@ -513,15 +516,15 @@ func (o *textOverlay) view(c *tabContext, w, h int) string {
 		}
 		lines = append(lines, "")
 	}
-	o.list.setHeight(h - 2)
-	o.list.setN(len(lines))
-	o.list.cursor = o.list.offset
+	o.list.SetHeight(h - 2)
+	o.list.SetN(len(lines))
+	o.list.Cursor = o.list.Offset
 	var b strings.Builder
-	b.WriteString(fit(c.th.bold.Render(o.title)+c.th.dim.Render(" · esc closes"), w) + "\n")
-	from, to := o.list.visible()
+	b.WriteString(widget.Fit(c.th.Bold.Render(o.title)+c.th.Dim.Render(" · esc closes"), w) + "\n")
+	from, to := o.list.Visible()
 	for i := from; i < to; i++ {
-		b.WriteString(fit(lines[i], w) + "\n")
+		b.WriteString(widget.Fit(lines[i], w) + "\n")
 	}
-	b.WriteString(c.th.dim.Render(o.list.hint()))
+	b.WriteString(c.th.Dim.Render(o.list.Hint()))
 	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"memscope/model"
 	"memscope/snapshot"
+	"memscope/tui/widget"
 )
 
 var (
@@ -29,7 +30,7 @@ type ranksView struct {
 	iter   int
 	rows   []snapshot.RankSummary // the iteration's, in display order
 	byPeak bool
-	list   scroller
+	list   widget.Scroller
 }
 
 func (v *ranksView) setSource(s *model.Source) {
@@ -58,11 +59,11 @@ func (v *ranksView) fill() {
 	if v.byPeak {
 		slices.SortStableFunc(v.rows, func(a, b snapshot.RankSummary) int { return cmp.Compare(b.Peak, a.Peak) })
 	}
-	v.list.setN(len(v.rows))
+	v.list.SetN(len(v.rows))
 }
 
 func (v *ranksView) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kHome, kEnd, rkEnter, rkIter, rkSort}
+	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyHome, widget.KeyEnd, rkEnter, rkIter, rkSort}
 }
 
 func iterName(k snapshot.IterationKey) string {
@@ -79,7 +80,7 @@ func iterName(k snapshot.IterationKey) string {
 func (v *ranksView) update(c *tabContext, t *snapTab, msg tea.Msg) tea.Cmd {
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		v.list.scroll(wheel(m))
+		v.list.Scroll(wheel(m))
 	case tea.KeyPressMsg:
 		switch m.String() {
 		case "[", "]":
@@ -98,8 +99,8 @@ func (v *ranksView) update(c *tabContext, t *snapTab, msg tea.Msg) tea.Cmd {
 			v.byPeak = !v.byPeak
 			v.fill()
 		case "enter":
-			if v.list.cursor < len(v.rows) {
-				r := v.rows[v.list.cursor]
+			if v.list.Cursor < len(v.rows) {
+				r := v.rows[v.list.Cursor]
 				if r.Err != nil {
 					c.setStatus("rank %d could not be read: %v", r.Label.Rank, r.Err)
 					return nil
@@ -107,7 +108,7 @@ func (v *ranksView) update(c *tabContext, t *snapTab, msg tea.Msg) tea.Cmd {
 				t.drill(c, v.src.ID, r.Path)
 			}
 		default:
-			listMove(&v.list, m)
+			widget.ListMove(&v.list, m)
 		}
 	}
 	return nil
@@ -150,7 +151,7 @@ func (v *ranksView) view(c *tabContext, w, h int) string {
 	if len(v.iters) > 0 {
 		head += fmt.Sprintf(" · %s (%d of %d, [ ] to step)", iterName(v.iters[v.iter]), v.iter+1, len(v.iters))
 	}
-	b.WriteString(fit(th.bold.Render(head), w) + "\n")
+	b.WriteString(widget.Fit(th.Bold.Render(head), w) + "\n")
 	im := snapshot.ImbalanceOf(v.rows)
 	var heavy snapshot.RankSummary
 	if im.Heaviest >= 0 {
@@ -161,10 +162,10 @@ func (v *ranksView) view(c *tabContext, w, h int) string {
 		line += fmt.Sprintf(" · heaviest rank %d", heavy.Label.Rank)
 	}
 	if n := len(v.rows) - im.Ranks; n > 0 {
-		line += th.warn.Render(fmt.Sprintf(" · %d unreadable", n))
+		line += th.Warn.Render(fmt.Sprintf(" · %d unreadable", n))
 	}
 	line += fmt.Sprintf(" · peak mean %s, max %s over %d ranks", bytesStr(im.Mean), bytesStr(im.Max), im.Ranks)
-	b.WriteString(fit(line, w) + "\n")
+	b.WriteString(widget.Fit(line, w) + "\n")
 	const numW = 10
 	// Narrow terminals drop the category's bytes before the bar.
 	wide := w >= 100
@@ -182,18 +183,18 @@ func (v *ranksView) view(c *tabContext, w, h int) string {
 		}
 		return ""
 	}
-	b.WriteString(th.header.Render(fit(fmt.Sprintf("%6s %*s %-*s %*s %6s  %-*s%s %5s", sortMark, numW, peakHead, barW, "",
+	b.WriteString(th.Header.Render(widget.Fit(fmt.Sprintf("%6s %*s %-*s %*s %6s  %-*s%s %5s", sortMark, numW, peakHead, barW, "",
 		numW, "RESERVED", "EFF", catW, map[bool]string{false: "TOP CATEGORY", true: "TOP CATEGORY AT PEAK"}[wide], catBytes(""), "OOMS"), w)) + "\n")
-	v.list.setHeight(h - 4)
-	v.list.setN(len(v.rows))
-	from, to := v.list.visible()
+	v.list.SetHeight(h - 4)
+	v.list.SetN(len(v.rows))
+	from, to := v.list.Visible()
 	for i := from; i < to; i++ {
 		r := &v.rows[i]
 		var row string
 		if r.Err != nil {
 			// The row names the file: the error need not repeat its path.
 			msg := strings.TrimPrefix(r.Err.Error(), r.Path+": ")
-			row = fmt.Sprintf("%5d  %s", r.Label.Rank, th.errS.Render("✗ "+safe(msg)))
+			row = fmt.Sprintf("%5d  %s", r.Label.Rank, th.Err.Render("✗ "+safe(msg)))
 		} else {
 			mark := " "
 			if im.Heaviest >= 0 && r.Path == heavy.Path {
@@ -205,23 +206,23 @@ func (v *ranksView) view(c *tabContext, w, h int) string {
 			}
 			oom := fmt.Sprint(r.OOMs)
 			if r.OOMs > 0 {
-				oom = th.errS.Render(oom)
+				oom = th.Err.Render(oom)
 			}
 			row = fmt.Sprintf("%5d%s %*s %s %*s %6s  %s%s %5s", r.Label.Rank, mark, numW, bytesStr(r.Peak),
-				hbar(frac, barW, th.accent), numW, bytesStr(r.Reserved), fmt.Sprintf("%.1f%%", r.EfficiencyPct),
-				th.category(r.TopCategory).Render(fit(safe(r.TopCategory), catW)), catBytes(bytesStr(r.TopCategoryBytes)), oom)
+				widget.HBar(frac, barW, th.Accent), numW, bytesStr(r.Reserved), fmt.Sprintf("%.1f%%", r.EfficiencyPct),
+				th.Category(r.TopCategory).Render(widget.Fit(safe(r.TopCategory), catW)), catBytes(bytesStr(r.TopCategoryBytes)), oom)
 		}
-		if i == v.list.cursor {
-			row = th.sel.Render(fit(ansiStrip(row), w))
+		if i == v.list.Cursor {
+			row = th.Sel.Render(widget.Fit(ansiStrip(row), w))
 		}
-		b.WriteString(fit(row, w) + "\n")
+		b.WriteString(widget.Fit(row, w) + "\n")
 	}
-	if len(v.rows) > 0 && v.list.cursor < len(v.rows) {
-		hint := filepath.Base(v.rows[v.list.cursor].Path) + " · enter opens it"
-		if h := v.list.hint(); h != "" {
+	if len(v.rows) > 0 && v.list.Cursor < len(v.rows) {
+		hint := filepath.Base(v.rows[v.list.Cursor].Path) + " · enter opens it"
+		if h := v.list.Hint(); h != "" {
 			hint = h + " · " + hint
 		}
-		b.WriteString(th.dim.Render(fit(safe(hint), w)))
+		b.WriteString(th.Dim.Render(widget.Fit(safe(hint), w)))
 	}
 	return b.String()
 }
@@ -229,7 +230,7 @@ func (v *ranksView) view(c *tabContext, w, h int) string {
 // rankSetHint is what the allocation views show for a rank folder: they
 // need one rank's snapshot.
 func rankSetHint(c *tabContext, s *model.Source) string {
-	return c.th.bold.Render(safe(s.Name())) + "\n\n" + fmt.Sprintf("A folder of %d per-rank snapshots. Open one on the Snapshot tab (2, then enter on a rank)\nto see its allocations and timeline here.", len(s.Ranks))
+	return c.th.Bold.Render(safe(s.Name())) + "\n\n" + fmt.Sprintf("A folder of %d per-rank snapshots. Open one on the Snapshot tab (2, then enter on a rank)\nto see its allocations and timeline here.", len(s.Ranks))
 }
 
 // openRank opens rank n of the rank folder shown (or of the one the

@@ -16,6 +16,7 @@ import (
 	"memscope/model"
 	"memscope/snapshot"
 	"memscope/snapshot/estimate"
+	"memscope/tui/widget"
 )
 
 func ansiStrip(s string) string { return ansi.Strip(s) }
@@ -44,19 +45,19 @@ type snapTab struct {
 	// changes by sending selectDeviceMsg.
 	devIx  int
 	mode   snapMode
-	tree   *treeView
+	tree   *widget.Tree
 	icy    map[int]*icicle // flame graph per device
-	segs   scroller
-	groups scroller
+	segs   widget.Scroller
+	groups widget.Scroller
 	// trees caches built trees per (device, mode); kept holds what the
 	// trees of the previous load had open, for a reload.
-	trees map[[2]int]*treeView
-	kept  map[[2]int]treeKeep
+	trees map[[2]int]*widget.Tree
+	kept  map[[2]int]widget.TreeKeep
 	// versus holds the user's picks of a measured device per estimate
 	// device; choosing shows the list of candidates (cands).
 	versus   map[versusKey]versusPick
 	choosing bool
-	cands    scroller
+	cands    widget.Scroller
 	// searching takes the typed query (/); n and N go to the next and
 	// previous match afterwards.
 	searching bool
@@ -85,7 +86,7 @@ func newSnapTab() *snapTab {
 	ti := textinput.New()
 	ti.Prompt = "/"
 	ti.Placeholder = "file, function, category…"
-	return &snapTab{trees: map[[2]int]*treeView{}, icy: map[int]*icicle{}, search: ti}
+	return &snapTab{trees: map[[2]int]*widget.Tree{}, icy: map[int]*icicle{}, search: ti}
 }
 
 func (t *snapTab) id() tabID { return tabSnapshot }
@@ -99,12 +100,12 @@ func (t *snapTab) help() []key.Binding {
 		return t.ranks.help()
 	}
 	if t.back != 0 {
-		return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skIcicle, skSegMap, skDevice, skSearch, skNext, skStackUp, skRecs, kExport, rkIter, rkBack}
+		return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyExpand, widget.KeyCollapse, widget.KeyExpandAll, skGroup, skIcicle, skSegMap, skDevice, skSearch, skNext, skStackUp, skRecs, kExport, rkIter, rkBack}
 	}
 	if t.mode == smIcicle {
 		return []key.Binding{ikMove, ikZoom, skIcicle, skGroup, skDevice, kExport}
 	}
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kExpand, kCollapse, kExpAll, skGroup, skIcicle, skSegMap, skDevice, skVersus, skPick, skSearch, skNext, skStackUp, skRecs, kExport}
+	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyExpand, widget.KeyCollapse, widget.KeyExpandAll, skGroup, skIcicle, skSegMap, skDevice, skVersus, skPick, skSearch, skNext, skStackUp, skRecs, kExport}
 }
 
 func (t *snapTab) resize(w, h int) { t.w, t.h = w, h }
@@ -131,18 +132,18 @@ func (t *snapTab) setSource(c *tabContext, s *model.Source) {
 	sameFile := t.src != nil && s != nil && t.src.ID == s.ID
 	// A reload of the same file keeps what the user opened in each tree
 	// and where the cursor was (by path).
-	t.kept = map[[2]int]treeKeep{}
+	t.kept = map[[2]int]widget.TreeKeep{}
 	if sameFile {
 		for k, tv := range t.trees {
-			keep := treeKeep{expanded: tv.expanded}
-			if r := tv.cur(); r != nil {
-				keep.cursor = r.path
+			keep := widget.TreeKeep{Expanded: tv.Expanded}
+			if r := tv.Cur(); r != nil {
+				keep.Cursor = r.Path
 			}
 			t.kept[k] = keep
 		}
 	}
 	t.src = s
-	t.trees = map[[2]int]*treeView{}
+	t.trees = map[[2]int]*widget.Tree{}
 	t.icy = map[int]*icicle{}
 	t.tree = nil
 	if s == nil || s.State != model.Loaded {
@@ -209,30 +210,30 @@ func (t *snapTab) est() *estimate.DeviceStats {
 }
 
 // currentTree builds (once) the tree for the device and mode.
-func (t *snapTab) currentTree(c *tabContext) *treeView {
+func (t *snapTab) currentTree(c *tabContext) *widget.Tree {
 	k := [2]int{t.devIx, int(t.mode)}
 	if tv := t.trees[k]; tv != nil {
 		return tv
 	}
-	var tv *treeView
+	var tv *widget.Tree
 	if d := t.dev(); d != nil {
 		switch t.mode {
 		case smCategory:
-			tv = newTreeView(snapshot.CategoryTree(d.Allocations), d.ActiveBytes)
-			tv.colored = true
+			tv = widget.NewTree(snapshot.CategoryTree(d.Allocations), d.ActiveBytes)
+			tv.Colored = true
 		case smStack:
-			tv = newTreeView(snapshot.StackTree(d.Allocations), d.ActiveBytes)
+			tv = widget.NewTree(snapshot.StackTree(d.Allocations), d.ActiveBytes)
 		case smRole:
-			tv = newTreeView(snapshot.RoleTree(d.Allocations), d.ActiveBytes)
-			tv.colored = true
+			tv = widget.NewTree(snapshot.RoleTree(d.Allocations), d.ActiveBytes)
+			tv.Colored = true
 		}
 	}
 	if e := t.est(); e != nil && t.mode == smModules {
-		tv = newTreeView(e.ModuleTree, max(e.PeakBytes, e.ListedBytes))
+		tv = widget.NewTree(e.ModuleTree, max(e.PeakBytes, e.ListedBytes))
 	}
 	if tv != nil {
 		if keep, ok := t.kept[k]; ok {
-			tv.restore(keep)
+			tv.Restore(keep)
 		}
 		t.trees[k] = tv
 	}
@@ -292,7 +293,7 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	}
 	if m, ok := msg.(tea.KeyPressMsg); ok && t.back != 0 {
 		switch {
-		case key.Matches(m, kBack) && t.mode != smSegments:
+		case key.Matches(m, widget.KeyBack) && t.mode != smSegments:
 			c.send(selectSourceMsg{t.back})
 			return nil
 		case m.String() == "[" || m.String() == "]":
@@ -311,7 +312,7 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 				t.mode = smCategory
 				return nil
 			}
-			if ic := t.currentIcicle(); ic != nil && !ic.update(m) && key.Matches(m, kBack) {
+			if ic := t.currentIcicle(); ic != nil && !ic.update(m) && key.Matches(m, widget.KeyBack) {
 				t.mode = smCategory
 			}
 			return nil
@@ -324,7 +325,7 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			t.search.SetValue("") // a new search, as in less and vim
 			return t.search.Focus()
 		case key.Matches(m, skNext) && t.query != "":
-			if tv := t.currentTree(c); tv != nil && !tv.find(t.query, m.String() == "n", false) {
+			if tv := t.currentTree(c); tv != nil && !tv.Find(t.query, m.String() == "n", false) {
 				c.setStatus("no match for %q", t.query)
 			}
 			return nil
@@ -376,7 +377,7 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 				t.versusUpdate(c, m, e)
 			}
 			return nil
-		case key.Matches(m, kBack) && t.mode == smSegments:
+		case key.Matches(m, widget.KeyBack) && t.mode == smSegments:
 			t.mode = smCategory
 			return nil
 		}
@@ -385,19 +386,19 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	switch t.mode {
 	case smSegments:
 		if m, ok := msg.(tea.KeyPressMsg); ok {
-			listMove(&t.segs, m)
+			widget.ListMove(&t.segs, m)
 		}
 		if m, ok := msg.(tea.MouseWheelMsg); ok {
-			t.segs.scroll(wheel(m))
+			t.segs.Scroll(wheel(m))
 		}
 	case smMerged, smPhases, smGroups, smVersus:
 		if m, ok := msg.(tea.KeyPressMsg); ok {
-			if listMove(&t.groups, m) {
+			if widget.ListMove(&t.groups, m) {
 				return nil
 			}
-			if (key.Matches(m, skStackUp) || key.Matches(m, kEnter)) && t.mode == smGroups {
-				if e := t.est(); e != nil && t.groups.cursor < len(e.StackGroups) {
-					g := e.StackGroups[t.groups.cursor]
+			if (key.Matches(m, skStackUp) || key.Matches(m, widget.KeyEnter)) && t.mode == smGroups {
+				if e := t.est(); e != nil && t.groups.Cursor < len(e.StackGroups) {
+					g := e.StackGroups[t.groups.Cursor]
 					// An estimated tensor's stack: the location rules of
 					// estimates apply (Module set).
 					c.send(openOverlayMsg{newAllocStackOverlay(fmt.Sprintf("%s in %s created here", bytesStr(g.Bytes), plural(g.Tensors, "tensor")),
@@ -406,10 +407,10 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			}
 		}
 		if m, ok := msg.(tea.MouseWheelMsg); ok {
-			t.groups.scroll(wheel(m))
+			t.groups.Scroll(wheel(m))
 		}
 		if m, ok := msg.(tea.MouseClickMsg); ok {
-			t.groups.click(m.Y - hb - 1)
+			t.groups.Click(m.Y - hb - 1)
 		}
 	default:
 		tv := t.currentTree(c)
@@ -417,17 +418,17 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		if m, ok := msg.(tea.MouseClickMsg); ok {
-			tv.click(m.Y - hb)
+			tv.Click(m.Y - hb)
 			return nil
 		}
 		if m, ok := msg.(tea.KeyPressMsg); ok && (key.Matches(m, skStackUp) || m.String() == "enter") {
-			if r := tv.cur(); r != nil && r.node.Alloc != nil {
-				al := r.node.Alloc
+			if r := tv.Cur(); r != nil && r.Node.Alloc != nil {
+				al := r.Node.Alloc
 				c.send(openOverlayMsg{newAllocStackOverlay(allocTitle(al), al)})
 				return nil
 			}
 		}
-		tv.update(msg)
+		tv.Update(msg)
 	}
 	return nil
 }
@@ -450,7 +451,7 @@ func (t *snapTab) searchKey(c *tabContext, msg tea.Msg) tea.Cmd {
 	t.search, cmd = t.search.Update(msg)
 	if q := t.search.Value(); q != t.query {
 		t.query = q
-		if tv := t.currentTree(c); tv != nil && q != "" && !tv.find(q, true, true) {
+		if tv := t.currentTree(c); tv != nil && q != "" && !tv.Find(q, true, true) {
 			c.setStatus("no match for %q", q)
 		}
 	}
@@ -506,16 +507,16 @@ func (t *snapTab) view(c *tabContext) string {
 		return noSnapshotView(c)
 	}
 	if t.src.State != model.Loaded {
-		return th.dim.Render("loading " + t.src.Name() + "…")
+		return th.Dim.Render("loading " + t.src.Name() + "…")
 	}
 	if t.src.Kind == model.KindRanks {
 		return t.ranks.view(c, t.w, t.h)
 	}
 	if t.numDevices() == 0 {
 		if t.src.Estimate != nil {
-			return th.bold.Render(t.src.Name()) + "\n\n" + "This estimate is empty ({}): no device had tensors when the profiler wrote it."
+			return th.Bold.Render(t.src.Name()) + "\n\n" + "This estimate is empty ({}): no device had tensors when the profiler wrote it."
 		}
-		return th.bold.Render(t.src.Name()) + "\n\n" + "This snapshot has no segments and no trace entries: nothing was allocated while recording."
+		return th.Bold.Render(t.src.Name()) + "\n\n" + "This snapshot has no segments and no trace entries: nothing was allocated while recording."
 	}
 	if t.src.Estimate != nil {
 		return t.estimateView(c)
@@ -526,19 +527,19 @@ func (t *snapTab) view(c *tabContext) string {
 	bh := t.bodyHeight()
 	switch t.mode {
 	case smSegments:
-		b.WriteString(block(t.segmentMap(c, d, t.h-t.headerLines()), t.w, t.h-t.headerLines()))
+		b.WriteString(widget.Block(t.segmentMap(c, d, t.h-t.headerLines()), t.w, t.h-t.headerLines()))
 		return b.String()
 	case smIcicle:
 		h := t.h - t.headerLines()
-		b.WriteString(block(t.currentIcicle().view(th, t.w, h), t.w, h))
+		b.WriteString(widget.Block(t.currentIcicle().view(th, t.w, h), t.w, h))
 		return b.String()
 	default:
 		if d.ActiveBlocks == 0 {
-			b.WriteString(block(t.nothingLive(c, d), t.w, bh) + "\n")
+			b.WriteString(widget.Block(t.nothingLive(c, d), t.w, bh) + "\n")
 			break
 		}
 		tv := t.currentTree(c)
-		b.WriteString(block(tv.view(th, t.w, bh), t.w, bh) + "\n")
+		b.WriteString(widget.Block(tv.View(th, t.w, bh), t.w, bh) + "\n")
 	}
 	b.WriteString(t.recView(c, d))
 	return b.String()
@@ -558,12 +559,12 @@ func (t *snapTab) nothingLive(c *tabContext, d *snapshot.DeviceStats) string {
 		return strings.Join(out, "\n") + "\n"
 	}
 	var b strings.Builder
-	b.WriteString(th.bold.Render("Nothing is allocated at the moment of this snapshot") + "\n\n")
+	b.WriteString(th.Bold.Render("Nothing is allocated at the moment of this snapshot") + "\n\n")
 	b.WriteString(para(lipgloss.NewStyle(), fmt.Sprintf("Its %s %s inactive: reserved by the caching allocator (%s), but not in use.",
 		plural(d.Blocks, "block"), map[bool]string{true: "is", false: "are"}[d.Blocks == 1], bytesStr(d.ReservedBytes))))
 	if pk := &d.Peak; pk.FromTrace && pk.Active > 0 {
 		b.WriteString("\n" + para(lipgloss.NewStyle(), fmt.Sprintf("During the trace, active memory peaked at %s (trace entry %d).", bytesStr(pk.Active), pk.EventIndex)))
-		b.WriteString(para(th.accent, "5 opens the Timeline, p jumps to the peak, and the live set there shows what held it."))
+		b.WriteString(para(th.Accent, "5 opens the Timeline, p jumps to the peak, and the live set there shows what held it."))
 	} else {
 		b.WriteString("\n" + para(lipgloss.NewStyle(), "The snapshot has no trace to replay, so what it held earlier is unknown: "+
 			"call torch.cuda.memory._record_memory_history() before the step to record it."))
@@ -573,12 +574,12 @@ func (t *snapTab) nothingLive(c *tabContext, d *snapshot.DeviceStats) string {
 
 func noSnapshotView(c *tabContext) string {
 	var b strings.Builder
-	b.WriteString(c.th.title.Render("No snapshot loaded") + "\n\n")
+	b.WriteString(c.th.Title.Render("No snapshot loaded") + "\n\n")
 	b.WriteString("Open an allocator snapshot (torch.cuda.memory._dump_snapshot pickle, .pickle.gz, JSON\n")
 	b.WriteString("or memory_viz HTML) or a PyTorch-Memory-Profiler peak snapshot: memscope FILE|DIR.\n")
 	for _, s := range c.sources {
 		if (s.Kind.IsSnapshot() || s.Kind == model.KindUnknown) && s.State == model.Failed {
-			b.WriteString("\n" + c.th.errS.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
+			b.WriteString("\n" + c.th.Err.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
 		}
 	}
 	return b.String()
@@ -602,14 +603,14 @@ func (t *snapTab) headerView(c *tabContext, d *snapshot.DeviceStats) string {
 	}
 	l1 := figs
 	if room := t.w - lipgloss.Width(figs) - 1; room >= 12 {
-		l1 = th.bold.Render(strings.TrimRight(fitMiddle(safe(t.src.Name()), room), " ")) + " " + figs
+		l1 = th.Bold.Render(strings.TrimRight(widget.FitMiddle(safe(t.src.Name()), room), " ")) + " " + figs
 	}
-	ratingSt := th.ok
+	ratingSt := th.OK
 	switch d.Rating {
 	case "poor":
-		ratingSt = th.errS
+		ratingSt = th.Err
 	case "good":
-		ratingSt = th.warn
+		ratingSt = th.Warn
 	}
 	gw := min(30, max(10, t.w/4))
 	// Efficiency is judged at the peak when there is a trace: a snapshot
@@ -620,71 +621,71 @@ func (t *snapTab) headerView(c *tabContext, d *snapshot.DeviceStats) string {
 	}
 	switch rating {
 	case "poor":
-		ratingSt = th.errS
+		ratingSt = th.Err
 	case "good":
-		ratingSt = th.warn
+		ratingSt = th.Warn
 	default:
-		ratingSt = th.ok
+		ratingSt = th.OK
 	}
 	l2 := fmt.Sprintf("efficiency %s %s %s %s · %s, %s (%d active) · trace %s",
-		hbar(eff/100, gw, ratingSt), fmt.Sprintf("%.1f%%", eff), ratingSt.Render(rating), when,
+		widget.HBar(eff/100, gw, ratingSt), fmt.Sprintf("%.1f%%", eff), ratingSt.Render(rating), when,
 		plural(d.Segments, "segment"), plural(d.Blocks, "block"), d.ActiveBlocks, plural(d.TraceEntries, "entry"))
 	if n := len(d.OOMs); n > 0 {
-		l2 += " · " + th.errS.Render(fmt.Sprintf("%s", plural(n, "OOM event")))
+		l2 += " · " + th.Err.Render(fmt.Sprintf("%s", plural(n, "OOM event")))
 	}
 	if n := len(t.src.Warnings); n > 0 {
-		l2 += " · " + th.warn.Render(plural(n, "note"))
+		l2 += " · " + th.Warn.Render(plural(n, "note"))
 	}
 	modeName := map[snapMode]string{smCategory: "category → call site → allocation", smRole: "role → call site → allocation",
 		smStack: "call stack (outermost first)", smSegments: "segment map", smIcicle: "flame graph at the peak"}[t.mode]
-	l3 := th.dim.Render(fmt.Sprintf("view: %s · g regroup · i flame graph · m segment map · enter expand/stack · / search", modeName))
+	l3 := th.Dim.Render(fmt.Sprintf("view: %s · g regroup · i flame graph · m segment map · enter expand/stack · / search", modeName))
 	switch {
 	case t.searching:
-		l3 = t.search.View() + th.dim.Render("  (enter keeps, esc ends; then n/N next/previous)")
+		l3 = t.search.View() + th.Dim.Render("  (enter keeps, esc ends; then n/N next/previous)")
 	case t.query != "":
-		l3 += th.dim.Render(fmt.Sprintf(" · search %q: n/N", t.query))
+		l3 += th.Dim.Render(fmt.Sprintf(" · search %q: n/N", t.query))
 	}
-	return fit(l1, t.w) + "\n" + fit(l2, t.w) + "\n" + fit(rolesLine(th, d), t.w) + "\n" + fit(l3, t.w)
+	return widget.Fit(l1, t.w) + "\n" + widget.Fit(l2, t.w) + "\n" + widget.Fit(rolesLine(th, d), t.w) + "\n" + widget.Fit(l3, t.w)
 }
 
 // rolesLine names what the memory at the peak is, by role, largest first.
-func rolesLine(th theme, d *snapshot.DeviceStats) string {
+func rolesLine(th widget.Theme, d *snapshot.DeviceStats) string {
 	where := "at the peak"
 	if !d.Peak.FromTrace {
 		where = "at the snapshot"
 	}
 	var parts []string
 	for _, r := range d.Peak.Roles {
-		parts = append(parts, th.category(r.Name).Render(r.Name)+" "+bytesStr(r.Bytes))
+		parts = append(parts, th.Category(r.Name).Render(r.Name)+" "+bytesStr(r.Bytes))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing live")
 	}
-	return th.bold.Render("roles "+where+":") + " " + strings.Join(parts, " · ")
+	return th.Bold.Render("roles "+where+":") + " " + strings.Join(parts, " · ")
 }
 
 func (t *snapTab) recView(c *tabContext, d *snapshot.DeviceStats) string {
 	th := c.th
 	if len(d.Recommendations) == 0 {
-		return th.ok.Render(fit("✓ no recommendations: the allocator state looks healthy", t.w))
+		return th.OK.Render(widget.Fit("✓ no recommendations: the allocator state looks healthy", t.w))
 	}
-	title := th.bold.Render(fmt.Sprintf("Recommendations (%d)", len(d.Recommendations)))
+	title := th.Bold.Render(fmt.Sprintf("Recommendations (%d)", len(d.Recommendations)))
 	if len(d.Recommendations) > 0 {
-		title += th.dim.Render(" · R shows them in full")
+		title += th.Dim.Render(" · R shows them in full")
 	}
-	lines := []string{fit(title, t.w)}
+	lines := []string{widget.Fit(title, t.w)}
 	for i, r := range d.Recommendations {
 		if i == 3 {
 			break
 		}
-		mark, st := "·", th.dim
+		mark, st := "·", th.Dim
 		switch r.Severity {
 		case snapshot.Critical:
-			mark, st = "!!", th.errS
+			mark, st = "!!", th.Err
 		case snapshot.Warning:
-			mark, st = "! ", th.warn
+			mark, st = "! ", th.Warn
 		}
-		lines = append(lines, fit(st.Render(mark)+" "+safe(r.Text), t.w))
+		lines = append(lines, widget.Fit(st.Render(mark)+" "+safe(r.Text), t.w))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -709,20 +710,20 @@ func (t *snapTab) segmentMap(c *tabContext, d *snapshot.DeviceStats, h int) stri
 		}
 		return 0
 	})
-	t.segs.setHeight(h - 2)
-	t.segs.setN(len(segs))
+	t.segs.SetHeight(h - 2)
+	t.segs.SetN(len(segs))
 	legend := fmt.Sprintf("%s allocated  %s rounding waste  %s pending free  %s cached free   · esc back",
-		th.fg(palette.Allocated).Render(cellRune(th, 0)), th.fg(palette.Rounding).Render(cellRune(th, 1)),
-		th.fg(palette.PendingFree).Render(cellRune(th, 2)), th.fg(palette.CachedFree).Render(cellRune(th, 3)))
+		th.Fg(palette.Allocated).Render(cellRune(th, 0)), th.Fg(palette.Rounding).Render(cellRune(th, 1)),
+		th.Fg(palette.PendingFree).Render(cellRune(th, 2)), th.Fg(palette.CachedFree).Render(cellRune(th, 3)))
 	var b strings.Builder
-	b.WriteString(fit(legend, t.w) + "\n")
+	b.WriteString(widget.Fit(legend, t.w) + "\n")
 	prefix := 34
 	cells := max(8, t.w-prefix-8)
 	var largest int64
 	for _, sg := range segs {
 		largest = max(largest, sg.TotalSize)
 	}
-	from, to := t.segs.visible()
+	from, to := t.segs.Visible()
 	for i := from; i < to; i++ {
 		sg := segs[i]
 		kind := sg.Type
@@ -741,20 +742,20 @@ func (t *snapTab) segmentMap(c *tabContext, d *snapshot.DeviceStats, h int) stri
 		}
 		head := fmt.Sprintf("0x%012x %9s %-6s", sg.Address, bytesStr(sg.TotalSize), kind)
 		n := scaledCells(sg.TotalSize, largest, cells)
-		line := fit(head, prefix) + segCells(th, sg, n) + strings.Repeat(" ", cells-n) + fmt.Sprintf(" %5.1f%%", used)
-		if i == t.segs.cursor {
-			line = th.sel.Render(fit(head, prefix)) + line[len(fit(head, prefix)):]
+		line := widget.Fit(head, prefix) + segCells(th, sg, n) + strings.Repeat(" ", cells-n) + fmt.Sprintf(" %5.1f%%", used)
+		if i == t.segs.Cursor {
+			line = th.Sel.Render(widget.Fit(head, prefix)) + line[len(widget.Fit(head, prefix)):]
 		}
-		b.WriteString(fit(line, t.w) + "\n")
+		b.WriteString(widget.Fit(line, t.w) + "\n")
 	}
-	hint := t.segs.hint()
-	b.WriteString(th.dim.Render(fit(fmt.Sprintf("%s · one scale: a full row is the largest segment (%s), each cell %s", hint,
+	hint := t.segs.Hint()
+	b.WriteString(th.Dim.Render(widget.Fit(fmt.Sprintf("%s · one scale: a full row is the largest segment (%s), each cell %s", hint,
 		bytesStr(largest), bytesStr(largest/int64(cells))), t.w)))
 	return b.String()
 }
 
-func cellRune(th theme, state int) string {
-	if th.noColor {
+func cellRune(th widget.Theme, state int) string {
+	if th.NoColor {
 		return []string{"█", "▓", "▒", "░"}[state]
 	}
 	return "█"
@@ -778,7 +779,7 @@ type cellSpan struct {
 }
 
 // segCells draws a snapshot segment's blocks in n cells.
-func segCells(th theme, sg *snapshot.Segment, n int) string {
+func segCells(th widget.Theme, sg *snapshot.Segment, n int) string {
 	var spans []cellSpan
 	var off int64
 	for _, bl := range sg.Blocks {
@@ -796,7 +797,7 @@ func segCells(th theme, sg *snapshot.Segment, n int) string {
 
 // spanCells draws a segment of total bytes in n cells, each in the state
 // that covers most of its bytes. spans must be sorted by offset.
-func spanCells(th theme, total int64, spans []cellSpan, n int) string {
+func spanCells(th widget.Theme, total int64, spans []cellSpan, n int) string {
 	if total <= 0 || n <= 0 {
 		return strings.Repeat(" ", max(0, n))
 	}
@@ -837,7 +838,7 @@ func spanCells(th theme, total int64, spans []cellSpan, n int) string {
 			j++
 		}
 		col := []string{palette.Allocated, palette.Rounding, palette.PendingFree, palette.CachedFree}[states[i]]
-		b.WriteString(th.fg(col).Render(strings.Repeat(cellRune(th, states[i]), j-i)))
+		b.WriteString(th.Fg(col).Render(strings.Repeat(cellRune(th, states[i]), j-i)))
 		i = j
 	}
 	return b.String()

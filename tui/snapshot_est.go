@@ -11,6 +11,7 @@ import (
 	"memscope/model"
 	"memscope/snapshot"
 	"memscope/snapshot/estimate"
+	"memscope/tui/widget"
 )
 
 func (t *snapTab) estimateView(c *tabContext) string {
@@ -21,32 +22,32 @@ func (t *snapTab) estimateView(c *tabContext) string {
 	if n := t.numDevices(); n > 1 {
 		devs = fmt.Sprintf(" (%d/%d, d next)", t.devIx+1, n)
 	}
-	b.WriteString(fit(fmt.Sprintf("%s %s%s · %s · estimated peak %s · listed %s in %s · unlisted %s",
-		th.bold.Render(t.src.Name()), e.Device, devs, th.warn.Render("ESTIMATE"), bytesStr(e.PeakBytes),
+	b.WriteString(widget.Fit(fmt.Sprintf("%s %s%s · %s · estimated peak %s · listed %s in %s · unlisted %s",
+		th.Bold.Render(t.src.Name()), e.Device, devs, th.Warn.Render("ESTIMATE"), bytesStr(e.PeakBytes),
 		bytesStr(e.ListedBytes), plural(e.Tensors, "tensor"), bytesStr(e.UnlistedBytes)), t.w) + "\n")
 	l2 := "unlisted = tensors under 1 MiB and the one that set the peak (the profiler does not list them)"
 	if e.PeakBelowListed {
-		l2 = th.errS.Render("the file's peak is below the listed tensors: it is inconsistent")
+		l2 = th.Err.Render("the file's peak is below the listed tensors: it is inconsistent")
 	}
 	if n := len(t.src.Estimate.Estimate.Warnings); n > 0 {
-		l2 += " · " + th.warn.Render(plural(n, "note"))
+		l2 += " · " + th.Warn.Render(plural(n, "note"))
 	}
-	b.WriteString(fit(l2, t.w) + "\n")
+	b.WriteString(widget.Fit(l2, t.w) + "\n")
 	names := map[snapMode]string{smMerged: "merged modules (digits → *)", smModules: "module tree", smPhases: "phases",
 		smGroups: "tensors grouped by creation stack", smVersus: "estimate vs measured, by category"}
-	b.WriteString(th.dim.Render(fit("view: "+names[t.mode]+" · g next view · c vs measured · Top tab lists tensors", t.w)) + "\n")
+	b.WriteString(th.Dim.Render(widget.Fit("view: "+names[t.mode]+" · g next view · c vs measured · Top tab lists tensors", t.w)) + "\n")
 	h := t.h - 3
 	switch t.mode {
 	case smModules:
-		b.WriteString(block(t.currentTree(c).view(th, t.w, h), t.w, h))
+		b.WriteString(widget.Block(t.currentTree(c).View(th, t.w, h), t.w, h))
 	case smPhases:
-		b.WriteString(block(t.phaseView(c, e, h), t.w, h))
+		b.WriteString(widget.Block(t.phaseView(c, e, h), t.w, h))
 	case smGroups:
-		b.WriteString(block(t.groupView(c, e, h), t.w, h))
+		b.WriteString(widget.Block(t.groupView(c, e, h), t.w, h))
 	case smVersus:
-		b.WriteString(block(t.versusView(c, e, h), t.w, h))
+		b.WriteString(widget.Block(t.versusView(c, e, h), t.w, h))
 	default:
-		b.WriteString(block(t.mergedView(c, e, h), t.w, h))
+		b.WriteString(widget.Block(t.mergedView(c, e, h), t.w, h))
 	}
 	return b.String()
 }
@@ -61,34 +62,34 @@ func (t *snapTab) frac(e *estimate.DeviceStats, v int64) float64 {
 
 func (t *snapTab) mergedView(c *tabContext, e *estimate.DeviceStats, h int) string {
 	th := c.th
-	t.groups.setHeight(h - 1)
-	t.groups.setN(len(e.Modules) + 1)
+	t.groups.SetHeight(h - 1)
+	t.groups.SetN(len(e.Modules) + 1)
 	var b strings.Builder
-	b.WriteString(th.header.Render(fit(fmt.Sprintf("%10s %6s %-12s %7s %9s  %s", "BYTES", "%", "", "TENSORS", "INSTANCES", "MODULE PATTERN"), t.w)) + "\n")
-	from, to := t.groups.visible()
+	b.WriteString(th.Header.Render(widget.Fit(fmt.Sprintf("%10s %6s %-12s %7s %9s  %s", "BYTES", "%", "", "TENSORS", "INSTANCES", "MODULE PATTERN"), t.w)) + "\n")
+	from, to := t.groups.Visible()
 	for i := from; i < to; i++ {
 		var line string
 		if i == len(e.Modules) {
 			line = fmt.Sprintf("%10s %5.1f%% %s %7s %9s  %s", bytesStr(e.UnlistedBytes), 100*t.frac(e, e.UnlistedBytes),
-				hbar(t.frac(e, e.UnlistedBytes), 12, th.dim), "", "", th.dim.Render("(unlisted: tensors < 1 MiB and the peak-setting one)"))
+				widget.HBar(t.frac(e, e.UnlistedBytes), 12, th.Dim), "", "", th.Dim.Render("(unlisted: tensors < 1 MiB and the peak-setting one)"))
 		} else {
 			m := e.Modules[i]
 			// Keep the end of the pattern: the leaf module is what differs.
 			line = fmt.Sprintf("%10s %5.1f%% %s %7d %9d  %s", bytesStr(m.Bytes), 100*t.frac(e, m.Bytes),
-				hbar(t.frac(e, m.Bytes), 12, th.accent), m.Tensors, m.Instances, fitTail(m.Pattern, max(8, t.w-51)))
+				widget.HBar(t.frac(e, m.Bytes), 12, th.Accent), m.Tensors, m.Instances, widget.FitTail(m.Pattern, max(8, t.w-51)))
 		}
-		if i == t.groups.cursor {
-			line = th.sel.Render(fit(ansiStrip(line), t.w))
+		if i == t.groups.Cursor {
+			line = th.Sel.Render(widget.Fit(ansiStrip(line), t.w))
 		}
-		b.WriteString(fit(line, t.w) + "\n")
+		b.WriteString(widget.Fit(line, t.w) + "\n")
 	}
 	return b.String()
 }
 
 func (t *snapTab) phaseView(c *tabContext, e *estimate.DeviceStats, h int) string {
 	th := c.th
-	t.groups.setHeight(h - 1)
-	t.groups.setN(len(e.Phases) + 1)
+	t.groups.SetHeight(h - 1)
+	t.groups.SetN(len(e.Phases) + 1)
 	nameW := 12
 	for _, p := range e.Phases {
 		nameW = max(nameW, len(p.Name))
@@ -96,30 +97,30 @@ func (t *snapTab) phaseView(c *tabContext, e *estimate.DeviceStats, h int) strin
 	nameW = min(nameW, t.w/3)
 	barW := max(10, t.w-nameW-30)
 	var b strings.Builder
-	b.WriteString(th.header.Render(fit(fmt.Sprintf("%-*s %10s %6s  %s", nameW, "PHASE", "BYTES", "%", "TENSORS"), t.w)) + "\n")
-	from, to := t.groups.visible()
+	b.WriteString(th.Header.Render(widget.Fit(fmt.Sprintf("%-*s %10s %6s  %s", nameW, "PHASE", "BYTES", "%", "TENSORS"), t.w)) + "\n")
+	from, to := t.groups.Visible()
 	for i := from; i < to; i++ {
-		name, bytes, n, st := "(unlisted)", e.UnlistedBytes, "", th.dim
+		name, bytes, n, st := "(unlisted)", e.UnlistedBytes, "", th.Dim
 		if i < len(e.Phases) {
 			p := e.Phases[i]
-			name, bytes, n, st = p.Name, p.Bytes, fmt.Sprint(p.Tensors), th.accent
+			name, bytes, n, st = p.Name, p.Bytes, fmt.Sprint(p.Tensors), th.Accent
 		}
-		line := fmt.Sprintf("%-*s %10s %5.1f%% %s %s", nameW, fit(name, nameW), bytesStr(bytes), 100*t.frac(e, bytes), hbar(t.frac(e, bytes), barW, st), n)
-		if i == t.groups.cursor {
-			line = th.sel.Render(fit(ansiStrip(line), t.w))
+		line := fmt.Sprintf("%-*s %10s %5.1f%% %s %s", nameW, widget.Fit(name, nameW), bytesStr(bytes), 100*t.frac(e, bytes), widget.HBar(t.frac(e, bytes), barW, st), n)
+		if i == t.groups.Cursor {
+			line = th.Sel.Render(widget.Fit(ansiStrip(line), t.w))
 		}
-		b.WriteString(fit(line, t.w) + "\n")
+		b.WriteString(widget.Fit(line, t.w) + "\n")
 	}
 	return b.String()
 }
 
 func (t *snapTab) groupView(c *tabContext, e *estimate.DeviceStats, h int) string {
 	th := c.th
-	t.groups.setHeight(h - 1)
-	t.groups.setN(len(e.StackGroups))
+	t.groups.SetHeight(h - 1)
+	t.groups.SetN(len(e.StackGroups))
 	var b strings.Builder
-	b.WriteString(th.header.Render(fit(fmt.Sprintf("%10s %6s %7s  %s", "BYTES", "%", "TENSORS", "CREATED AT (enter: whole stack)"), t.w)) + "\n")
-	from, to := t.groups.visible()
+	b.WriteString(th.Header.Render(widget.Fit(fmt.Sprintf("%10s %6s %7s  %s", "BYTES", "%", "TENSORS", "CREATED AT (enter: whole stack)"), t.w)) + "\n")
+	from, to := t.groups.Visible()
 	for i := from; i < to; i++ {
 		g := e.StackGroups[i]
 		loc := snapshot.EstimateLocation(g.Frames)
@@ -127,10 +128,10 @@ func (t *snapTab) groupView(c *tabContext, e *estimate.DeviceStats, h int) strin
 			loc = "(no creation stack)"
 		}
 		line := fmt.Sprintf("%10s %5.1f%% %7d  %s", bytesStr(g.Bytes), 100*t.frac(e, g.Bytes), g.Tensors, loc)
-		if i == t.groups.cursor {
-			line = th.sel.Render(fit(line, t.w))
+		if i == t.groups.Cursor {
+			line = th.Sel.Render(widget.Fit(line, t.w))
 		}
-		b.WriteString(fit(line, t.w) + "\n")
+		b.WriteString(widget.Fit(line, t.w) + "\n")
 	}
 	return b.String()
 }
@@ -206,18 +207,18 @@ func (t *snapTab) versusUpdate(c *tabContext, m tea.KeyPressMsg, e *estimate.Dev
 	if !t.choosing {
 		return
 	}
-	t.cands.setN(len(cands))
-	if listMove(&t.cands, m) {
+	t.cands.SetN(len(cands))
+	if widget.ListMove(&t.cands, m) {
 		return
 	}
 	switch {
-	case key.Matches(m, kEnter) && t.cands.cursor < len(cands):
+	case key.Matches(m, widget.KeyEnter) && t.cands.Cursor < len(cands):
 		if t.versus == nil {
 			t.versus = map[versusKey]versusPick{}
 		}
-		t.versus[versusKey{t.src.ID, e.Device}] = cands[t.cands.cursor]
+		t.versus[versusKey{t.src.ID, e.Device}] = cands[t.cands.Cursor]
 		t.choosing = false
-	case key.Matches(m, kBack):
+	case key.Matches(m, widget.KeyBack):
 		t.choosing = false
 	}
 }
@@ -227,34 +228,34 @@ func (t *snapTab) versusView(c *tabContext, e *estimate.DeviceStats, h int) stri
 	src, meas, how := t.measuredFor(c, e)
 	cands := measuredCandidates(c)
 	if len(cands) == 0 {
-		return th.dim.Render("No allocator snapshot is loaded to compare with.\n\nOpen one beside this estimate (memscope ESTIMATE.json SNAPSHOT.pickle). Files whose names\ncarry the same rank (rank3_…) pair by themselves; otherwise press c and pick one.")
+		return th.Dim.Render("No allocator snapshot is loaded to compare with.\n\nOpen one beside this estimate (memscope ESTIMATE.json SNAPSHOT.pickle). Files whose names\ncarry the same rank (rank3_…) pair by themselves; otherwise press c and pick one.")
 	}
 	if t.choosing || meas == nil {
 		return t.pickView(c, cands, h)
 	}
 	rows := estimate.CompareByCategory(e, src.Analysis.PeakLive(meas))
 	var b strings.Builder
-	b.WriteString(fit(fmt.Sprintf("estimate  %s %s · estimated peak %s", textsafe.Safe(t.src.Path), e.Device, bytesStr(e.PeakBytes)), t.w) + "\n")
+	b.WriteString(widget.Fit(fmt.Sprintf("estimate  %s %s · estimated peak %s", textsafe.Safe(t.src.Path), e.Device, bytesStr(e.PeakBytes)), t.w) + "\n")
 	at := "at the snapshot (no trace)"
 	if meas.Peak.FromTrace {
 		at = snapshot.PeakWhen(meas.Peak.EventIndex)
 	}
-	b.WriteString(fit(fmt.Sprintf("measured  %s cuda:%d · peak active %s %s", textsafe.Safe(src.Path), meas.Device, bytesStr(meas.Peak.Active), at), t.w) + "\n")
-	b.WriteString(th.dim.Render(fit("paired by "+how+" · p pick another · both sides are peaks (the measured one is what was live at it)", t.w)) + "\n")
-	b.WriteString(th.header.Render(fit(fmt.Sprintf("%-24s %12s %12s %13s", "CATEGORY", "ESTIMATED", "MEASURED", "MEAS − EST"), t.w)) + "\n")
+	b.WriteString(widget.Fit(fmt.Sprintf("measured  %s cuda:%d · peak active %s %s", textsafe.Safe(src.Path), meas.Device, bytesStr(meas.Peak.Active), at), t.w) + "\n")
+	b.WriteString(th.Dim.Render(widget.Fit("paired by "+how+" · p pick another · both sides are peaks (the measured one is what was live at it)", t.w)) + "\n")
+	b.WriteString(th.Header.Render(widget.Fit(fmt.Sprintf("%-24s %12s %12s %13s", "CATEGORY", "ESTIMATED", "MEASURED", "MEAS − EST"), t.w)) + "\n")
 	var te, tm int64
 	for _, r := range rows {
 		te += r.Estimated
 		tm += r.Measured
 		d := r.Measured - r.Estimated
-		st := th.ok
+		st := th.OK
 		if d > 0 {
-			st = th.errS // measured above the estimate: the estimate was short
+			st = th.Err // measured above the estimate: the estimate was short
 		}
-		b.WriteString(fit(fmt.Sprintf("%-24s %12s %12s %s", r.Category, bytesStr(r.Estimated), bytesStr(r.Measured),
+		b.WriteString(widget.Fit(fmt.Sprintf("%-24s %12s %12s %s", r.Category, bytesStr(r.Estimated), bytesStr(r.Measured),
 			st.Render(fmt.Sprintf("%13s", signed(d)))), t.w) + "\n")
 	}
-	b.WriteString(th.bold.Render(fit(fmt.Sprintf("%-24s %12s %12s %13s", "total", bytesStr(te), bytesStr(tm), signed(tm-te)), t.w)))
+	b.WriteString(th.Bold.Render(widget.Fit(fmt.Sprintf("%-24s %12s %12s %13s", "total", bytesStr(te), bytesStr(tm), signed(tm-te)), t.w)))
 	return b.String()
 }
 
@@ -262,12 +263,12 @@ func (t *snapTab) versusView(c *tabContext, e *estimate.DeviceStats, h int) stri
 func (t *snapTab) pickView(c *tabContext, cands []versusPick, h int) string {
 	th := c.th
 	var b strings.Builder
-	b.WriteString(fit("Which allocator snapshot did this estimate predict? (enter picks · esc back)", t.w) + "\n")
-	b.WriteString(th.dim.Render(fit("Only files whose names carry the same rank pair by themselves; device numbers are not a match.", t.w)) + "\n")
-	b.WriteString(th.header.Render(fit(fmt.Sprintf("%-8s %12s  %s", "DEVICE", "PEAK", "FILE"), t.w)) + "\n")
-	t.cands.setHeight(h - 3)
-	t.cands.setN(len(cands))
-	from, to := t.cands.visible()
+	b.WriteString(widget.Fit("Which allocator snapshot did this estimate predict? (enter picks · esc back)", t.w) + "\n")
+	b.WriteString(th.Dim.Render(widget.Fit("Only files whose names carry the same rank pair by themselves; device numbers are not a match.", t.w)) + "\n")
+	b.WriteString(th.Header.Render(widget.Fit(fmt.Sprintf("%-8s %12s  %s", "DEVICE", "PEAK", "FILE"), t.w)) + "\n")
+	t.cands.SetHeight(h - 3)
+	t.cands.SetN(len(cands))
+	from, to := t.cands.Visible()
 	for i := from; i < to; i++ {
 		p := cands[i]
 		s := c.source(p.src)
@@ -275,11 +276,11 @@ func (t *snapTab) pickView(c *tabContext, cands []versusPick, h int) string {
 		// The path is cut from the left: files in one folder differ at
 		// their names' ends (bf16 and fp32 variants), which must show.
 		line := fmt.Sprintf("cuda:%-3d %12s  %s", p.dev, bytesStr(d.Peak.Active),
-			strings.TrimRight(fitTail(textsafe.Safe(s.Path), max(8, t.w-24)), " "))
-		if i == t.cands.cursor {
-			line = th.sel.Render(fit(line, t.w))
+			strings.TrimRight(widget.FitTail(textsafe.Safe(s.Path), max(8, t.w-24)), " "))
+		if i == t.cands.Cursor {
+			line = th.Sel.Render(widget.Fit(line, t.w))
 		}
-		b.WriteString(fit(line, t.w) + "\n")
+		b.WriteString(widget.Fit(line, t.w) + "\n")
 	}
 	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"memscope/snapshot"
+	"memscope/tui/widget"
 )
 
 var mkStages = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stages (annotations), leak suspects, long pending frees"))
@@ -18,7 +19,7 @@ type stagesOverlay struct {
 	dev   int
 	st    *snapshot.DeviceStats
 	tl    *snapshot.Timeline
-	list  scroller
+	list  widget.Scroller
 	notes []string
 }
 
@@ -28,7 +29,7 @@ func newStagesOverlay(t *timelineTab, st *snapshot.DeviceStats) *stagesOverlay {
 	// Start on the stage around the cursor, if any.
 	for i, s := range st.Stages {
 		if s.First <= t.cursor && t.cursor < s.Last {
-			o.list.cursor = i
+			o.list.Cursor = i
 		}
 	}
 	return o
@@ -73,14 +74,14 @@ func anomalyNotes(st *snapshot.DeviceStats, tl *snapshot.Timeline) []string {
 }
 
 func (o *stagesOverlay) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd,
-		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "jump to the stage's peak on the Timeline")), kBack}
+	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyHome, widget.KeyEnd,
+		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "jump to the stage's peak on the Timeline")), widget.KeyBack}
 }
 
 func (o *stagesOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 	if m, ok := msg.(tea.KeyPressMsg); ok && m.String() == "enter" {
-		if o.list.cursor < len(o.st.Stages) {
-			s := &o.st.Stages[o.list.cursor]
+		if o.list.Cursor < len(o.st.Stages) {
+			s := &o.st.Stages[o.list.Cursor]
 			at := s.PeakEvent
 			if at < 0 {
 				at = s.First - 1
@@ -95,13 +96,13 @@ func (o *stagesOverlay) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 
 func (o *stagesOverlay) view(c *tabContext, w, h int) string {
 	var b strings.Builder
-	b.WriteString(fit(c.th.bold.Render(fmt.Sprintf("Stages · cuda:%d · %d annotated ranges", o.dev, len(o.st.Stages)))+
-		c.th.dim.Render(" · enter: its peak on the Timeline · esc closes"), w) + "\n")
+	b.WriteString(widget.Fit(c.th.Bold.Render(fmt.Sprintf("Stages · cuda:%d · %d annotated ranges", o.dev, len(o.st.Stages)))+
+		c.th.Dim.Render(" · enter: its peak on the Timeline · esc closes"), w) + "\n")
 	used := 1
 	for _, n := range o.notes {
 		for _, l := range wrapWords(safe(n), max(20, w-2)) {
 			if used < h-3 {
-				b.WriteString(fit(" "+l, w) + "\n")
+				b.WriteString(widget.Fit(" "+l, w) + "\n")
 				used++
 			}
 		}
@@ -121,11 +122,11 @@ func (o *stagesOverlay) view(c *tabContext, w, h int) string {
 	}
 	// The stage's run among those of its name (1st, 2nd…), not a count.
 	head += fmt.Sprintf(" %4s  %s", "RUN", "TOP CALL SITE AT ITS PEAK")
-	b.WriteString(c.th.header.Render(fit(head, w)) + "\n")
+	b.WriteString(c.th.Header.Render(widget.Fit(head, w)) + "\n")
 	used++
-	o.list.setHeight(h - used - 1)
-	o.list.setN(len(o.st.Stages))
-	from, to := o.list.visible()
+	o.list.SetHeight(h - used - 1)
+	o.list.SetN(len(o.st.Stages))
+	from, to := o.list.Visible()
 	for i := from; i < to; i++ {
 		s := &o.st.Stages[i]
 		name := strings.Repeat("  ", min(s.Depth, 4)) + safe(s.Name)
@@ -138,21 +139,21 @@ func (o *stagesOverlay) view(c *tabContext, w, h int) string {
 		top := "-"
 		switch {
 		case len(s.Top) > 0 && wide:
-			top = fitLeft(bytesStr(s.Top[0].Bytes), 10) + " " + fitTail(shortSite(safe(s.Top[0].Site), siteW-11), siteW-11)
+			top = widget.FitLeft(bytesStr(s.Top[0].Bytes), 10) + " " + widget.FitTail(shortSite(safe(s.Top[0].Site), siteW-11), siteW-11)
 		case len(s.Top) > 0:
-			top = fitTail(shortSite(safe(s.Top[0].Site), siteW), max(1, siteW))
+			top = widget.FitTail(shortSite(safe(s.Top[0].Site), siteW), max(1, siteW))
 		}
-		line := fitMiddle(name, nameW) + " " + fitLeft(bytesStr(s.Peak), numW) + " " + fitLeft(signed(s.Delta()), numW)
+		line := widget.FitMiddle(name, nameW) + " " + widget.FitLeft(bytesStr(s.Peak), numW) + " " + widget.FitLeft(signed(s.Delta()), numW)
 		if wide {
-			line += " " + fitLeft(bytesStr(s.Allocated), numW)
+			line += " " + widget.FitLeft(bytesStr(s.Allocated), numW)
 		}
-		line += " " + fitLeft(ordinal(s.Occurrence+1), 4) + "  " + top
-		if i == o.list.cursor {
-			line = c.th.sel.Render(fit(line, w))
+		line += " " + widget.FitLeft(ordinal(s.Occurrence+1), 4) + "  " + top
+		if i == o.list.Cursor {
+			line = c.th.Sel.Render(widget.Fit(line, w))
 		}
-		b.WriteString(fit(line, w) + "\n")
+		b.WriteString(widget.Fit(line, w) + "\n")
 	}
-	b.WriteString(c.th.dim.Render(o.list.hint()))
+	b.WriteString(c.th.Dim.Render(o.list.Hint()))
 	return b.String()
 }
 

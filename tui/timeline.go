@@ -14,6 +14,7 @@ import (
 	"memscope/model"
 	"memscope/snapshot"
 	"memscope/trace"
+	"memscope/tui/widget"
 )
 
 // timelineTab shows allocated and reserved memory over a snapshot's trace,
@@ -33,19 +34,19 @@ type timelineTab struct {
 	liveC   []snapshot.CategoryTotal
 	liveAt  int
 	liveLim int
-	list    scroller
+	list    widget.Scroller
 	// flat lists the live set largest first; otherwise (the default) it is
 	// a tree by category, call site and allocation (ltree, built for the
 	// event ltreeAt).
 	flat    bool
-	ltree   *treeView
+	ltree   *widget.Tree
 	ltreeAt int
 	// showState replaces the live set with the allocator state replayed to
 	// the cursor (memory_viz's Allocator State History), built for stateAt.
 	showState bool
 	state     *snapshot.AllocatorState
 	stateAt   int
-	stateList scroller
+	stateList widget.Scroller
 	// lines draws active and reserved as lines; otherwise (the default)
 	// active memory is stacked in bands by category, role or call site
 	// (bandBy), cached for the window in stack*.
@@ -66,7 +67,7 @@ type timelineTab struct {
 	stackByTime bool
 	// chart caches the decimated series of the current window.
 	chartKey [4]int
-	chartS   []chartSeries
+	chartS   []widget.Series
 	chartMax float64
 }
 
@@ -107,7 +108,7 @@ func (t *timelineTab) name() string { return "Timeline" }
 func (t *timelineTab) capturing() bool { return false }
 
 func (t *timelineTab) help() []key.Binding {
-	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, kUp, kDown, mkGroup, mkLines, mkFlat, mkOpen, kExpAll, mkState, mkStages, skDevice, kExport}
+	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, widget.KeyUp, widget.KeyDown, mkGroup, mkLines, mkFlat, mkOpen, widget.KeyExpandAll, mkState, mkStages, skDevice, kExport}
 }
 
 func (t *timelineTab) resize(w, h int) {
@@ -197,14 +198,14 @@ func (t *timelineTab) update(c *tabContext, msg tea.Msg) (cmd tea.Cmd) {
 	step := max(1, (t.x1-t.x0)/max(1, t.w-12))
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		t.list.scroll(wheel(m))
+		t.list.Scroll(wheel(m))
 	case tea.MouseClickMsg:
 		chartTop, chartH := 2, t.chartHeight()
 		if m.Y >= chartTop && m.Y < chartTop+chartH && m.X > 10 {
 			f := float64(m.X-10) / float64(max(1, t.w-11))
 			t.moveCursor(t.x0 + int(f*float64(t.x1-t.x0)))
 		} else if m.Y > chartTop+chartH+1 {
-			t.list.click(m.Y - chartTop - chartH - 2)
+			t.list.Click(m.Y - chartTop - chartH - 2)
 		}
 	case tea.KeyPressMsg:
 		before := t.cursor
@@ -283,16 +284,16 @@ func (t *timelineTab) update(c *tabContext, msg tea.Msg) (cmd tea.Cmd) {
 		case "enter":
 			t.ensureLive()
 			if !t.flat && t.ltree != nil {
-				if r := t.ltree.cur(); r != nil && r.node.Alloc != nil {
-					al := r.node.Alloc
+				if r := t.ltree.Cur(); r != nil && r.Node.Alloc != nil {
+					al := r.Node.Alloc
 					c.send(openOverlayMsg{newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)})
 				} else {
-					t.ltree.update(m)
+					t.ltree.Update(m)
 				}
 				return nil
 			}
-			if t.list.cursor >= 0 && t.list.cursor < len(t.live) {
-				al := &t.live[t.list.cursor]
+			if t.list.Cursor >= 0 && t.list.Cursor < len(t.live) {
+				al := &t.live[t.list.Cursor]
 				c.send(openOverlayMsg{newAllocStackOverlay(allocTitle(al)+fmt.Sprintf(" · live at event %d", t.cursor), al)})
 			}
 		case "e":
@@ -302,17 +303,17 @@ func (t *timelineTab) update(c *tabContext, msg tea.Msg) (cmd tea.Cmd) {
 			return nil
 		default:
 			if t.showState {
-				listMove(&t.stateList, m)
+				widget.ListMove(&t.stateList, m)
 				return nil
 			}
 			t.ensureLive()
 			if !t.flat && t.ltree != nil {
-				if key.Matches(m, kUp, kDown, kPgUp, kPgDn, kHome, kEnd, kExpAll) {
-					t.ltree.update(m)
+				if key.Matches(m, widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyHome, widget.KeyEnd, widget.KeyExpandAll) {
+					t.ltree.Update(m)
 				}
 				return nil
 			}
-			listMove(&t.list, m)
+			widget.ListMove(&t.list, m)
 		}
 	}
 	return nil
@@ -344,32 +345,32 @@ func (t *timelineTab) chartHeight() int { return max(5, (t.h-4)*55/100) }
 // only as far as the list shows.
 func (t *timelineTab) ensureLive() {
 	listH := t.h - t.chartHeight() - 4
-	t.list.setHeight(max(1, listH-1))
+	t.list.SetHeight(max(1, listH-1))
 	if t.liveAt != t.cursor {
 		t.liveN, t.liveB, t.liveC = t.tl.LiveStats(t.cursor)
 		t.liveAt, t.liveLim, t.live = t.cursor, 0, nil
-		t.list.setN(t.liveN)
-		t.list.home()
+		t.list.SetN(t.liveN)
+		t.list.Home()
 	}
-	if need := t.list.offset + t.list.height; need > t.liveLim {
+	if need := t.list.Offset + t.list.Height; need > t.liveLim {
 		t.liveLim = max(need, 2*t.liveLim, 256)
 		t.live = t.tl.LiveAt(t.cursor, t.liveLim)
 	}
 	if !t.flat && (t.ltree == nil || t.ltreeAt != t.cursor) {
 		// Rebuilt for the new event, keeping the groups the user opened
 		// and the cursor's path.
-		var keep treeKeep
+		var keep widget.TreeKeep
 		if t.ltree != nil {
-			keep.expanded = t.ltree.expanded
-			if r := t.ltree.cur(); r != nil {
-				keep.cursor = r.path
+			keep.Expanded = t.ltree.Expanded
+			if r := t.ltree.Cur(); r != nil {
+				keep.Cursor = r.Path
 			}
 		}
-		tv := newTreeView(snapshot.CategoryTree(t.tl.LiveAt(t.cursor, liveTreeCap)), t.liveB)
-		tv.colored = true
+		tv := widget.NewTree(snapshot.CategoryTree(t.tl.LiveAt(t.cursor, liveTreeCap)), t.liveB)
+		tv.Colored = true
 		if t.ltree != nil {
-			tv.expanded = map[string]bool{}
-			tv.restore(keep)
+			tv.Expanded = map[string]bool{}
+			tv.Restore(keep)
 		}
 		t.ltree, t.ltreeAt = tv, t.cursor
 	}
@@ -381,29 +382,29 @@ func (t *timelineTab) view(c *tabContext) string {
 		return noSnapshotView(c)
 	}
 	if t.src.State != model.Loaded {
-		return th.dim.Render("loading " + t.src.Name() + "…")
+		return th.Dim.Render("loading " + t.src.Name() + "…")
 	}
 	if t.src.Kind == model.KindRanks {
 		return rankSetHint(c, t.src)
 	}
 	if t.src.Estimate != nil {
-		return th.dim.Render("An estimate has no allocation trace: the timeline needs an allocator snapshot recorded with\ntorch.cuda.memory._record_memory_history().")
+		return th.Dim.Render("An estimate has no allocation trace: the timeline needs an allocator snapshot recorded with\ntorch.cuda.memory._record_memory_history().")
 	}
 	if t.tl == nil {
-		return th.bold.Render(t.src.Name()) + "\n\n" + "This device's snapshot has no allocation trace. Record one with\ntorch.cuda.memory._record_memory_history(max_entries=100000) before the work,\nthen dump the snapshot."
+		return th.Bold.Render(t.src.Name()) + "\n\n" + "This device's snapshot has no allocation trace. Record one with\ntorch.cuda.memory._record_memory_history(max_entries=100000) before the work,\nthen dump the snapshot."
 	}
 	tl := t.tl
 	n := len(tl.Events)
 	var b strings.Builder
 	peak := tl.Peak
-	head := fmt.Sprintf("%s cuda:%d · %d events · peak %s at event %d", th.bold.Render(t.src.Name()), tl.Device, n,
+	head := fmt.Sprintf("%s cuda:%d · %d events · peak %s at event %d", th.Bold.Render(t.src.Name()), tl.Device, n,
 		bytesStr(peak.Active), peak.EventIndex)
 	if !tl.Complete {
-		head += " · " + th.warn.Render("trace starts mid-run")
+		head += " · " + th.Warn.Render("trace starts mid-run")
 	} else {
-		head += " · " + th.ok.Render("exact")
+		head += " · " + th.OK.Render("exact")
 	}
-	b.WriteString(fit(head, t.w) + "\n")
+	b.WriteString(widget.Fit(head, t.w) + "\n")
 	// Cursor readout.
 	cur := t.cursor
 	alloc, resv := tl.BaseActive, tl.BaseReserved
@@ -416,16 +417,16 @@ func (t *timelineTab) view(c *tabContext) string {
 			what += fmt.Sprintf(" at +%s", time.Duration(e.TimeUS-tl.Events[0].TimeUS)*time.Microsecond)
 		}
 	}
-	readout := fmt.Sprintf("cursor %s · %s active · %s reserved", what, th.fg(palette.Real).Render(bytesStr(alloc)), bytesStr(resv))
+	readout := fmt.Sprintf("cursor %s · %s active · %s reserved", what, th.Fg(palette.Real).Render(bytesStr(alloc)), bytesStr(resv))
 	for _, m := range tl.Markers {
 		if m.Index == cur {
-			readout += " · " + th.warn.Render(m.Label)
+			readout += " · " + th.Warn.Render(m.Label)
 		}
 	}
-	b.WriteString(fit(readout, t.w) + "\n")
+	b.WriteString(widget.Fit(readout, t.w) + "\n")
 	chartH := t.chartHeight()
 	b.WriteString(t.chart(c, chartH) + "\n")
-	b.WriteString(th.dim.Render(fit(fmt.Sprintf("events %d–%d of %d · ←/→ cursor · [ ] annotations · p peak · +/- zoom · < > pan · x axis (%s) · %s",
+	b.WriteString(th.Dim.Render(widget.Fit(fmt.Sprintf("events %d–%d of %d · ←/→ cursor · [ ] annotations · p peak · +/- zoom · < > pan · x axis (%s) · %s",
 		t.x0, t.x1-1, n, map[bool]string{true: "time", false: "event index"}[t.byTime], tl.Note), t.w)) + "\n")
 	if t.showState {
 		b.WriteString(t.stateView(c))
@@ -437,30 +438,30 @@ func (t *timelineTab) view(c *tabContext) string {
 		if i == 4 {
 			break
 		}
-		cs = append(cs, th.category(c.Name).Render(c.Name)+" "+bytesStr(c.Bytes))
+		cs = append(cs, th.Category(c.Name).Render(c.Name)+" "+bytesStr(c.Bytes))
 	}
-	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Live at the cursor: %s in %s", bytesStr(t.liveB), plural(t.liveN, "allocation")))+" · "+strings.Join(cs, " · "), t.w) + "\n")
+	b.WriteString(widget.Fit(th.Bold.Render(fmt.Sprintf("Live at the cursor: %s in %s", bytesStr(t.liveB), plural(t.liveN, "allocation")))+" · "+strings.Join(cs, " · "), t.w) + "\n")
 	if !t.flat && t.ltree != nil {
 		more := ""
 		if t.liveN > liveTreeCap {
 			more = fmt.Sprintf(" (the largest %d of %d)", liveTreeCap, t.liveN)
 		}
-		b.WriteString(th.dim.Render(fit("by category → call site → allocation"+more+" · ↑↓ move · enter open/stack · * expand all · f flat list", t.w)) + "\n")
-		b.WriteString(t.ltree.view(th, t.w, max(1, t.list.height-1)))
+		b.WriteString(th.Dim.Render(widget.Fit("by category → call site → allocation"+more+" · ↑↓ move · enter open/stack · * expand all · f flat list", t.w)) + "\n")
+		b.WriteString(t.ltree.View(th, t.w, max(1, t.list.Height-1)))
 		return b.String()
 	}
-	from, to := t.list.visible()
+	from, to := t.list.Visible()
 	for i := from; i < to && i < len(t.live); i++ {
 		l := &t.live[i]
 		loc := safe(snapshot.Location(l.Frames))
 		if loc == "" {
 			loc = snapshot.NoFrames
 		}
-		line := fmt.Sprintf("%10s  %s  %s", bytesStr(l.Size), th.category(l.Category).Render(fit(l.Category, 15)), fitTail(loc, max(8, t.w-30)))
-		if i == t.list.cursor {
-			line = th.sel.Render(fit(ansiStrip(line), t.w))
+		line := fmt.Sprintf("%10s  %s  %s", bytesStr(l.Size), th.Category(l.Category).Render(widget.Fit(l.Category, 15)), widget.FitTail(loc, max(8, t.w-30)))
+		if i == t.list.Cursor {
+			line = th.Sel.Render(widget.Fit(ansiStrip(line), t.w))
 		}
-		b.WriteString(fit(line, t.w) + "\n")
+		b.WriteString(widget.Fit(line, t.w) + "\n")
 	}
 	return b.String()
 }
@@ -499,7 +500,7 @@ func (t *timelineTab) prepareSeries(cols int) {
 	ax, ay, am := pick(tl.Active)
 	rx, ry, rm := pick(tl.Reserved)
 	// Styled when drawn: the theme may change after.
-	t.chartS = []chartSeries{{xs: rx, ys: ry}, {xs: ax, ys: ay}}
+	t.chartS = []widget.Series{{Xs: rx, Ys: ry}, {Xs: ax, Ys: ay}}
 	t.chartMax = math.Max(am, rm)
 	t.chartKey = k
 }
@@ -573,12 +574,12 @@ func (t *timelineTab) stacked(c *tabContext, h int) string {
 	for i, n := range names {
 		glyphs[i] = "█"
 		switch {
-		case th.noColor:
-			glyphs[i] = bandGlyphs[i%len(bandGlyphs)]
+		case th.NoColor:
+			glyphs[i] = widget.BandGlyphs[i%len(widget.BandGlyphs)]
 		case t.bandBy == snapshot.BandSite:
-			styles[i] = th.fg(palette.Band(i))
+			styles[i] = th.Fg(palette.Band(i))
 		default:
-			styles[i] = th.category(n)
+			styles[i] = th.Category(n)
 		}
 	}
 	// The legend names each band with its bytes at the cursor.
@@ -590,11 +591,11 @@ func (t *timelineTab) stacked(c *tabContext, h int) string {
 		}
 		label := n
 		if t.bandBy == snapshot.BandSite {
-			label = fitTail(safe(n), 40)
+			label = widget.FitTail(safe(n), 40)
 		}
 		legend = append(legend, styles[i].Render(glyphs[i])+" "+label+" "+bytesStr(atCursor[i]))
 	}
-	legend = append(legend, th.fg(palette.Reserved).Render("─")+" reserved")
+	legend = append(legend, th.Fg(palette.Reserved).Render("─")+" reserved")
 	cursorCol := -1
 	for c, e := range t.stackEvent {
 		if e == t.cursor || (e > t.cursor && c > 0 && t.stackEvent[c-1] < t.cursor) {
@@ -602,14 +603,14 @@ func (t *timelineTab) stacked(c *tabContext, h int) string {
 			break
 		}
 	}
-	var ticks []xTick
+	var ticks []widget.XTick
 	if !t.stackByTime && len(t.stackEvent) > 0 {
 		// Columns are evenly spaced events: label round event numbers.
-		ticks = roundTicks(float64(t.x0), float64(t.x1), len(t.stackEvent), true)
+		ticks = widget.RoundTicks(float64(t.x0), float64(t.x1), len(t.stackEvent), true)
 	}
-	chart := renderStacked(stackedSpec{w: t.w, h: h - 1, cols: t.stackCols, reserved: t.stackResv, ymax: t.stackMax * 1.05, xticks: ticks,
-		styles: styles, glyphs: glyphs, line: th.fg(palette.Reserved), axis: th.dim, cursor: cursorCol, cursorSt: th.accent,
-		xlabel: func(c int) string {
+	chart := widget.Stacked(widget.StackedSpec{W: t.w, H: h - 1, Cols: t.stackCols, Reserved: t.stackResv, YMax: t.stackMax * 1.05, XTicks: ticks,
+		Styles: styles, Glyphs: glyphs, Line: th.Fg(palette.Reserved), Axis: th.Dim, Cursor: cursorCol, CursorStyle: th.Accent,
+		XLabel: func(c int) string {
 			if t.stackByTime {
 				// Where the column starts in time: columns are equal slices.
 				t0, t1 := tl.Events[t.x0].TimeUS, tl.Events[t.x1-1].TimeUS
@@ -618,8 +619,8 @@ func (t *timelineTab) stacked(c *tabContext, h int) string {
 			}
 			return fmt.Sprint(t.x0 + c*(t.x1-t.x0)/len(t.stackEvent)) // where the column starts
 		},
-		ylabel: func(v float64) string { return bytesStr(int64(v)) }})
-	return fit(strings.Join(legend, "  "), t.w) + "\n" + chart
+		YLabel: func(v float64) string { return bytesStr(int64(v)) }})
+	return widget.Fit(strings.Join(legend, "  "), t.w) + "\n" + chart
 }
 
 func (t *timelineTab) chart(c *tabContext, h int) string {
@@ -632,25 +633,25 @@ func (t *timelineTab) chart(c *tabContext, h int) string {
 	if x1 <= x0 {
 		return ""
 	}
-	series := []chartSeries{t.chartS[0], t.chartS[1]}
-	series[0].style, series[1].style = th.fg(palette.Reserved), th.fg(palette.Real)
+	series := []widget.Series{t.chartS[0], t.chartS[1]}
+	series[0].Style, series[1].Style = th.Fg(palette.Reserved), th.Fg(palette.Real)
 	ymax := t.chartMax
-	lines := []chartLine{}
+	lines := []widget.Line{}
 	for _, m := range tl.Markers {
 		if m.Index < x0 || m.Index >= x1 {
 			continue
 		}
-		st := th.dim
+		st := th.Dim
 		if m.Kind == snapshot.MarkOOM {
-			st = th.fg(palette.OOM)
+			st = th.Fg(palette.OOM)
 		}
-		lines = append(lines, chartLine{at: t.xv(m.Index), vert: true, dotted: true, style: st})
+		lines = append(lines, widget.Line{At: t.xv(m.Index), Vert: true, Dotted: true, Style: st})
 	}
 	if p := tl.Peak.EventIndex; p >= x0 && p < x1 {
-		lines = append(lines, chartLine{at: t.xv(p), vert: true, dotted: true, style: th.fg(palette.Peak)})
+		lines = append(lines, widget.Line{At: t.xv(p), Vert: true, Dotted: true, Style: th.Fg(palette.Peak)})
 	}
 	if t.cursor >= x0 && t.cursor < x1 {
-		lines = append(lines, chartLine{at: t.xv(t.cursor), vert: true, style: th.accent})
+		lines = append(lines, widget.Line{At: t.xv(t.cursor), Vert: true, Style: th.Accent})
 	}
 	xfmt := func(_ int, v float64) string {
 		if t.byTime {
@@ -659,8 +660,8 @@ func (t *timelineTab) chart(c *tabContext, h int) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	yfmt := func(_ int, v float64) string { return bytesStr(int64(v)) }
-	return renderChart(chartSpec{w: t.w, h: h, xmin: t.xv(x0), xmax: t.xv(x1 - 1), ymin: 0, ymax: ymax * 1.05, xfmt: xfmt, yfmt: yfmt,
-		series: series, lines: lines, axis: th.dim, label: th.dim})
+	return widget.Chart(widget.ChartSpec{W: t.w, H: h, Xmin: t.xv(x0), Xmax: t.xv(x1 - 1), Ymin: 0, Ymax: ymax * 1.05, XFmt: xfmt, YFmt: yfmt,
+		Series: series, Lines: lines, Axis: th.Dim, Label: th.Dim})
 }
 
 // stateView draws the allocator state right after the cursor's event:
@@ -672,13 +673,13 @@ func (t *timelineTab) stateView(c *tabContext) string {
 	var b strings.Builder
 	following := ""
 	if st.Event != t.cursor {
-		following = th.dim.Render(" (following the cursor…)")
+		following = th.Dim.Render(" (following the cursor…)")
 	}
-	b.WriteString(fit(th.bold.Render(fmt.Sprintf("Allocator state after event %d", st.Event))+following+fmt.Sprintf(
+	b.WriteString(widget.Fit(th.Bold.Render(fmt.Sprintf("Allocator state after event %d", st.Event))+following+fmt.Sprintf(
 		": reserved %s · active %s · %d segments · m live set", bytesStr(st.Reserved), bytesStr(st.Active), len(st.Segments)), t.w) + "\n")
-	b.WriteString(fit(fmt.Sprintf("free %s · largest free %s · external fragmentation %.1f%% · %s block (requested size) %s pending free %s free",
-		bytesStr(st.Free), bytesStr(st.LargestFree), st.ExternalPct, th.fg(palette.Allocated).Render(cellRune(th, cellAllocated)),
-		th.fg(palette.PendingFree).Render(cellRune(th, cellPending)), th.fg(palette.CachedFree).Render(cellRune(th, cellFree))), t.w) + "\n")
+	b.WriteString(widget.Fit(fmt.Sprintf("free %s · largest free %s · external fragmentation %.1f%% · %s block (requested size) %s pending free %s free",
+		bytesStr(st.Free), bytesStr(st.LargestFree), st.ExternalPct, th.Fg(palette.Allocated).Render(cellRune(th, cellAllocated)),
+		th.Fg(palette.PendingFree).Render(cellRune(th, cellPending)), th.Fg(palette.CachedFree).Render(cellRune(th, cellFree))), t.w) + "\n")
 	var largest int64
 	for _, sg := range st.Segments {
 		largest = max(largest, sg.Size)
@@ -686,7 +687,7 @@ func (t *timelineTab) stateView(c *tabContext) string {
 	prefix := 26
 	cells := max(8, t.w-prefix-8)
 	bi := 0 // blocks and segments are both sorted by address
-	from, to := t.stateList.visible()
+	from, to := t.stateList.Visible()
 	for i := 0; i < to; i++ {
 		sg := st.Segments[i]
 		var spans []cellSpan
@@ -712,13 +713,13 @@ func (t *timelineTab) stateView(c *tabContext) string {
 			pct = 100 * float64(used) / float64(sg.Size)
 		}
 		head := fmt.Sprintf("0x%012x %9s", sg.Addr, bytesStr(sg.Size))
-		if i == t.stateList.cursor {
-			head = th.sel.Render(head)
+		if i == t.stateList.Cursor {
+			head = th.Sel.Render(head)
 		}
-		b.WriteString(fit(head+"  "+spanCells(th, sg.Size, spans, n)+strings.Repeat(" ", cells-n)+fmt.Sprintf(" %5.1f%%", pct), t.w) + "\n")
+		b.WriteString(widget.Fit(head+"  "+spanCells(th, sg.Size, spans, n)+strings.Repeat(" ", cells-n)+fmt.Sprintf(" %5.1f%%", pct), t.w) + "\n")
 	}
 	if len(st.Segments) == 0 {
-		b.WriteString(th.dim.Render("no segments at this event") + "\n")
+		b.WriteString(th.Dim.Render("no segments at this event") + "\n")
 	}
 	return b.String()
 }
@@ -778,8 +779,8 @@ func (t *timelineTab) prepare() {
 		if t.state == nil {
 			t.state, t.stateAt = tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
 		}
-		t.stateList.setHeight(max(1, t.h-t.chartHeight()-6))
-		t.stateList.setN(len(t.state.Segments))
+		t.stateList.SetHeight(max(1, t.h-t.chartHeight()-6))
+		t.stateList.SetN(len(t.state.Segments))
 		return
 	}
 	t.ensureLive()

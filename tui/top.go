@@ -12,6 +12,7 @@ import (
 
 	"memscope/model"
 	"memscope/snapshot"
+	"memscope/tui/widget"
 )
 
 // topTab is the table of the largest allocations.
@@ -24,7 +25,7 @@ type topTab struct {
 	locs     []string // location per allocation
 	search   []string // lowercased searchable text per allocation
 	view_    []int    // filtered and sorted indices into allocs
-	list     scroller
+	list     widget.Scroller
 	sortCol  int
 	desc     bool
 	filter   textinput.Model
@@ -72,12 +73,12 @@ func (t *topTab) name() string { return "Top" }
 func (t *topTab) capturing() bool { return t.filterOn }
 
 func (t *topTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, pkSort, pkReverse, pkFilter, pkStack, pkPeak, pkDevice, kBack, kExport}
+	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyHome, widget.KeyEnd, pkSort, pkReverse, pkFilter, pkStack, pkPeak, pkDevice, widget.KeyBack, kExport}
 }
 
 func (t *topTab) resize(w, h int) {
 	t.w, t.h = w, h
-	t.list.setHeight(h - 3)
+	t.list.SetHeight(h - 3)
 	t.filter.SetWidth(max(10, w-20))
 }
 
@@ -94,17 +95,17 @@ func (t *topTab) setSource(c *tabContext, s *model.Source) {
 	// the filter and the sort (their fields are left alone).
 	keepCursor := -1
 	if t.src != nil && s != nil && t.src.ID == s.ID && dev == t.dev {
-		keepCursor = t.list.cursor
+		keepCursor = t.list.Cursor
 	}
 	defer func() {
 		if keepCursor >= 0 {
-			t.list.cursor = keepCursor
-			t.list.clamp()
+			t.list.Cursor = keepCursor
+			t.list.Clamp()
 		}
 	}()
 	t.src, t.dev = s, dev
 	t.allocs, t.locs, t.search, t.view_ = nil, nil, nil, nil
-	t.list.setN(0)
+	t.list.SetN(0)
 	if s == nil || s.State != model.Loaded {
 		return
 	}
@@ -268,7 +269,7 @@ func (t *topTab) refilter() {
 		}
 		return r
 	})
-	t.list.setN(len(t.view_))
+	t.list.SetN(len(t.view_))
 }
 
 func (t *topTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
@@ -290,7 +291,7 @@ func (t *topTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 				t.filter.Blur()
 				return nil
 			case "up", "down", "pgup", "pgdown":
-				listMove(&t.list, m)
+				widget.ListMove(&t.list, m)
 				return nil
 			}
 		}
@@ -299,24 +300,24 @@ func (t *topTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 		if t.filter.Value() != t.query {
 			t.query = t.filter.Value()
 			t.refilter()
-			t.list.home()
+			t.list.Home()
 		}
 		return cmd
 	}
 	switch m := msg.(type) {
 	case tea.MouseWheelMsg:
-		t.list.scroll(wheel(m))
+		t.list.Scroll(wheel(m))
 	case tea.MouseClickMsg:
 		if m.Y == 1 {
 			t.clickHeader(m.X)
 			return nil
 		}
-		before := t.list.cursor
-		if t.list.click(m.Y-2) && before == t.list.cursor {
+		before := t.list.Cursor
+		if t.list.Click(m.Y-2) && before == t.list.Cursor {
 			t.openStack(c)
 		}
 	case tea.KeyPressMsg:
-		if listMove(&t.list, m) {
+		if widget.ListMove(&t.list, m) {
 			return nil
 		}
 		switch {
@@ -351,7 +352,7 @@ func (t *topTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 				c.send(selectDeviceMsg{dev})
 				c.setStatus("device %s", deviceName(t.src, dev))
 			}
-		case key.Matches(m, kBack):
+		case key.Matches(m, widget.KeyBack):
 			if t.query != "" {
 				t.query = ""
 				t.refilter()
@@ -393,10 +394,10 @@ func (t *topTab) clickHeader(x int) {
 }
 
 func (t *topTab) openStack(c *tabContext) {
-	if t.list.cursor < 0 || t.list.cursor >= len(t.view_) {
+	if t.list.Cursor < 0 || t.list.Cursor >= len(t.view_) {
 		return
 	}
-	al := &t.allocs[t.view_[t.list.cursor]]
+	al := &t.allocs[t.view_[t.list.Cursor]]
 	c.send(openOverlayMsg{newAllocStackOverlay(allocTitle(al), al)})
 }
 
@@ -406,7 +407,7 @@ func (t *topTab) view(c *tabContext) string {
 		return noSnapshotView(c)
 	}
 	if t.src.State != model.Loaded {
-		return th.dim.Render("loading " + t.src.Name() + "…")
+		return th.Dim.Render("loading " + t.src.Name() + "…")
 	}
 	if t.src.Kind == model.KindRanks {
 		return rankSetHint(c, t.src)
@@ -426,13 +427,13 @@ func (t *topTab) view(c *tabContext) string {
 			what = fmt.Sprintf("live at the peak (after event %d)", t.peakEvent)
 		}
 	}
-	head := fmt.Sprintf("%s · %s %s · %s shown", th.bold.Render(t.src.Name()), deviceName(t.src, t.dev), what, plural(len(t.view_), "row"))
+	head := fmt.Sprintf("%s · %s %s · %s shown", th.Bold.Render(t.src.Name()), deviceName(t.src, t.dev), what, plural(len(t.view_), "row"))
 	if t.query != "" {
 		// First, so a narrow window cuts the file name, not the filter.
-		head = th.warn.Render(fmt.Sprintf("filter %q: %s in %s (esc clears)", safe(t.query), bytesStr(total), plural(len(t.view_), "row"))) +
-			" · " + th.bold.Render(t.src.Name()) + " · " + deviceName(t.src, t.dev)
+		head = th.Warn.Render(fmt.Sprintf("filter %q: %s in %s (esc clears)", safe(t.query), bytesStr(total), plural(len(t.view_), "row"))) +
+			" · " + th.Bold.Render(t.src.Name()) + " · " + deviceName(t.src, t.dev)
 	}
-	b.WriteString(fit(head, t.w) + "\n")
+	b.WriteString(widget.Fit(head, t.w) + "\n")
 	cols := t.columns()
 	var hdr strings.Builder
 	for i, c := range cols {
@@ -449,13 +450,13 @@ func (t *topTab) view(c *tabContext) string {
 			w = max(8, t.w-hdr.Len())
 		}
 		if c.right {
-			hdr.WriteString(fitLeft(title, w) + " ")
+			hdr.WriteString(widget.FitLeft(title, w) + " ")
 		} else {
-			hdr.WriteString(fit(title, w) + " ")
+			hdr.WriteString(widget.Fit(title, w) + " ")
 		}
 	}
-	b.WriteString(th.header.Render(fit(hdr.String(), t.w)) + "\n")
-	from, to := t.list.visible()
+	b.WriteString(th.Header.Render(widget.Fit(hdr.String(), t.w)) + "\n")
+	from, to := t.list.Visible()
 	for r := from; r < to; r++ {
 		i := t.view_[r]
 		var line strings.Builder
@@ -466,25 +467,25 @@ func (t *topTab) view(c *tabContext) string {
 				w = max(8, t.w-used-1)
 			}
 			cell := safe(c.cell(t, i)) // module, phase, shape and location come from the file
-			if (c.title == "CATEGORY" || c.title == "ROLE") && r != t.list.cursor {
-				cell = th.category(cell).Render(fit(cell, w))
+			if (c.title == "CATEGORY" || c.title == "ROLE") && r != t.list.Cursor {
+				cell = th.Category(cell).Render(widget.Fit(cell, w))
 			} else if c.right {
-				cell = fitLeft(cell, w)
+				cell = widget.FitLeft(cell, w)
 			} else if c.tail {
-				cell = fitTail(cell, w)
+				cell = widget.FitTail(cell, w)
 			} else {
-				cell = fit(cell, w)
+				cell = widget.Fit(cell, w)
 			}
 			line.WriteString(cell + " ")
 			used += w + 1
 		}
 		s := line.String()
-		if r == t.list.cursor {
-			s = th.sel.Render(fit(ansiStrip(s), t.w))
+		if r == t.list.Cursor {
+			s = th.Sel.Render(widget.Fit(ansiStrip(s), t.w))
 		}
-		b.WriteString(fit(s, t.w) + "\n")
+		b.WriteString(widget.Fit(s, t.w) + "\n")
 	}
-	for i := to - from; i < t.list.height; i++ {
+	for i := to - from; i < t.list.Height; i++ {
 		b.WriteString("\n")
 	}
 	if t.filterOn {
@@ -497,10 +498,10 @@ func (t *topTab) view(c *tabContext) string {
 		case t.hasTrace():
 			hint = "p: at the peak · " + hint
 		}
-		if h := t.list.hint(); h != "" {
+		if h := t.list.Hint(); h != "" {
 			hint = h + " · " + hint
 		}
-		b.WriteString(th.dim.Render(fit(hint, t.w)))
+		b.WriteString(th.Dim.Render(widget.Fit(hint, t.w)))
 	}
 	return b.String()
 }

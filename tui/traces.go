@@ -16,6 +16,7 @@ import (
 	"memscope/internal/units"
 	"memscope/model"
 	"memscope/trace"
+	"memscope/tui/widget"
 )
 
 type traceRow struct {
@@ -46,7 +47,7 @@ type tracesTab struct {
 	src       *model.Source
 	gen       int
 	rows      []traceRow
-	list      scroller
+	list      widget.Scroller
 	sortErr   bool
 	mode      tracesMode
 	showTheo  bool
@@ -101,12 +102,12 @@ func (t *tracesTab) name() string { return "Traces" }
 func (t *tracesTab) capturing() bool { return t.filterOn }
 
 func (t *tracesTab) help() []key.Binding {
-	return []key.Binding{kUp, kDown, kPgUp, kPgDn, kHome, kEnd, tkSort, tkDetail, kBack, tkHeat, tkHeatSrc, tkTheo, tkResv, tkIterP, tkIterN, tkRelTime, tkFilter, kExport}
+	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyHome, widget.KeyEnd, tkSort, tkDetail, widget.KeyBack, tkHeat, tkHeatSrc, tkTheo, tkResv, tkIterP, tkIterN, tkRelTime, tkFilter, kExport}
 }
 
 func (t *tracesTab) resize(w, h int) {
 	t.w, t.h = w, h
-	t.list.setHeight(h - 3)
+	t.list.SetHeight(h - 3)
 }
 
 func (t *tracesTab) setSource(c *tabContext, s *model.Source) {
@@ -118,23 +119,23 @@ func (t *tracesTab) setSource(c *tabContext, s *model.Source) {
 		return
 	}
 	keepRank := -1
-	if len(t.rows) > 0 && t.list.cursor < len(t.rows) {
-		keepRank = t.rows[t.list.cursor].rank
+	if len(t.rows) > 0 && t.list.Cursor < len(t.rows) {
+		keepRank = t.rows[t.list.Cursor].rank
 	}
 	t.src = s
 	t.rows = nil
 	t.sparkMemo = map[sparkKey]string{}
 	if s == nil || s.State != model.Loaded {
-		t.list.setN(0)
+		t.list.SetN(0)
 		return
 	}
 	t.gen = s.Generation
 	t.build()
-	t.list.setN(len(t.rows))
+	t.list.SetN(len(t.rows))
 	for i, r := range t.rows {
 		if r.rank == keepRank {
-			t.list.cursor = i
-			t.list.clamp()
+			t.list.Cursor = i
+			t.list.Clamp()
 		}
 	}
 }
@@ -208,7 +209,7 @@ func (t *tracesTab) applyFilter() {
 		}
 	}
 	t.sortRows()
-	t.list.setN(len(t.rows))
+	t.list.SetN(len(t.rows))
 }
 
 func (t *tracesTab) matches(r *traceRow, q string) bool {
@@ -258,10 +259,10 @@ func (t *tracesTab) sortRows() {
 }
 
 func (t *tracesTab) cur() *traceRow {
-	if t.list.cursor < 0 || t.list.cursor >= len(t.rows) {
+	if t.list.Cursor < 0 || t.list.Cursor >= len(t.rows) {
 		return nil
 	}
-	return &t.rows[t.list.cursor]
+	return &t.rows[t.list.Cursor]
 }
 
 func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
@@ -276,11 +277,11 @@ func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 		if m.Button == tea.MouseWheelUp {
 			d = -3
 		}
-		t.list.scroll(d)
+		t.list.Scroll(d)
 		return nil
 	case tea.MouseClickMsg:
 		if t.mode == modeList && m.Y >= 2 {
-			if t.list.click(m.Y-2) && m.Button == tea.MouseLeft {
+			if t.list.Click(m.Y-2) && m.Button == tea.MouseLeft {
 				return nil
 			}
 		}
@@ -302,7 +303,7 @@ func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			if v := t.filter.Value(); v != t.query {
 				t.query = v
 				t.applyFilter()
-				t.list.home()
+				t.list.Home()
 			}
 			return cmd
 		}
@@ -314,7 +315,7 @@ func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			t.filter.SetValue(t.query)
 			return t.filter.Focus()
 		}
-		if listMove(&t.list, m) {
+		if widget.ListMove(&t.list, m) {
 			return nil
 		}
 		switch {
@@ -327,8 +328,8 @@ func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			t.sortRows()
 			for i := range t.rows {
 				if t.rows[i].rank == rank {
-					t.list.cursor = i
-					t.list.clamp()
+					t.list.Cursor = i
+					t.list.Clamp()
 				}
 			}
 			if t.sortErr {
@@ -349,7 +350,7 @@ func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			}
 		case key.Matches(m, tkHeatSrc):
 			t.heatSim = !t.heatSim
-		case key.Matches(m, kBack):
+		case key.Matches(m, widget.KeyBack):
 			t.mode = modeList
 		case key.Matches(m, kExport):
 			return exportTraces(c, t)
@@ -361,7 +362,7 @@ func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 func (t *tracesTab) detailKey(c *tabContext, m tea.KeyPressMsg) tea.Cmd {
 	r := t.cur()
 	switch {
-	case key.Matches(m, kBack):
+	case key.Matches(m, widget.KeyBack):
 		t.mode = modeList
 	case key.Matches(m, tkTheo):
 		t.showTheo = !t.showTheo
@@ -382,11 +383,11 @@ func (t *tracesTab) detailKey(c *tabContext, m tea.KeyPressMsg) tea.Cmd {
 		} else {
 			t.iterIdx = (t.iterIdx + 1) % n
 		}
-	case key.Matches(m, kUp):
-		t.list.move(-1)
+	case key.Matches(m, widget.KeyUp):
+		t.list.Move(-1)
 		t.iterIdx = -1
-	case key.Matches(m, kDown):
-		t.list.move(1)
+	case key.Matches(m, widget.KeyDown):
+		t.list.Move(1)
 		t.iterIdx = -1
 	case key.Matches(m, kExport):
 		return exportTraces(c, t)
@@ -400,7 +401,7 @@ func (t *tracesTab) view(c *tabContext) string {
 		return t.emptyView(c)
 	}
 	if t.src.State != model.Loaded {
-		return th.dim.Render("loading " + t.src.Name() + "…")
+		return th.Dim.Render("loading " + t.src.Name() + "…")
 	}
 	switch t.mode {
 	case modeDetail:
@@ -413,7 +414,7 @@ func (t *tracesTab) view(c *tabContext) string {
 
 func (t *tracesTab) emptyView(c *tabContext) string {
 	var b strings.Builder
-	b.WriteString(c.th.title.Render("No traces loaded") + "\n\n")
+	b.WriteString(c.th.Title.Render("No traces loaded") + "\n\n")
 	b.WriteString("Open per-rank memory traces: memscope DIR (memory_trace_rank*.json, torchtitan\n")
 	b.WriteString("memory exports or training logs), or a parent holding memory_traces/ and\n")
 	b.WriteString("memory_traces_scaling/ to compare a real run with its simulation.\n")
@@ -421,7 +422,7 @@ func (t *tracesTab) emptyView(c *tabContext) string {
 	// known inside) are said here, where the user looks first.
 	for _, s := range c.sources {
 		if (s.Kind.IsTrace() || s.Kind == model.KindUnknown) && s.State == model.Failed {
-			b.WriteString("\n" + c.th.errS.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
+			b.WriteString("\n" + c.th.Err.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
 		}
 	}
 	return b.String()
@@ -441,38 +442,38 @@ func (t *tracesTab) header(c *tabContext) string {
 			}
 		}
 		if n := len(sum.Underestimated); n > 0 {
-			parts = append(parts, c.th.errS.Render(fmt.Sprintf("▼ %s underestimated by the simulation", plural(n, "rank"))))
+			parts = append(parts, c.th.Err.Render(fmt.Sprintf("▼ %s underestimated by the simulation", plural(n, "rank"))))
 		}
 	} else {
 		parts = append(parts, plural(len(t.rows), "rank")+" (one run: no simulation to compare)")
 	}
 	if n := s.ErrorCount(); n > 0 {
-		parts = append(parts, c.th.errS.Render(fmt.Sprintf("✗ %s (o)", plural(n, "file error"))))
+		parts = append(parts, c.th.Err.Render(fmt.Sprintf("✗ %s (o)", plural(n, "file error"))))
 	}
 	order := "rank"
 	if t.sortErr {
 		order = "|error|"
 	}
 	parts = append(parts, "sort: "+order)
-	return c.th.bold.Render(s.Name()) + "  " + strings.Join(parts, " · ")
+	return c.th.Bold.Render(s.Name()) + "  " + strings.Join(parts, " · ")
 }
 
 // errStyle colours a peak error by sign and size: below zero (the plan
 // would OOM) is the alarm, large overestimates a warning.
-func errStyle(th theme, e float64) (string, lipgloss.Style) {
+func errStyle(th widget.Theme, e float64) (string, lipgloss.Style) {
 	if math.IsNaN(e) {
-		return "—", th.dim
+		return "—", th.Dim
 	}
 	s := fmt.Sprintf("%+.2f%%", e)
 	switch {
 	case e < -0.005:
-		return "▼" + s, th.errS
+		return "▼" + s, th.Err
 	case math.Abs(e) >= 10:
-		return "▲" + s, th.warn
+		return "▲" + s, th.Warn
 	case math.Abs(e) >= 2:
-		return "▲" + s, th.warn
+		return "▲" + s, th.Warn
 	}
-	return " " + s, th.ok
+	return " " + s, th.OK
 }
 
 func (t *tracesTab) spark(it *trace.Iteration, w int, st lipgloss.Style) string {
@@ -483,7 +484,7 @@ func (t *tracesTab) spark(it *trace.Iteration, w int, st lipgloss.Style) string 
 	if s, ok := t.sparkMemo[k]; ok {
 		return s
 	}
-	s := spark(t.columns(it, w), t.lo, t.hi, st)
+	s := widget.Spark(t.columns(it, w), t.lo, t.hi, st)
 	t.sparkMemo[k] = s
 	return s
 }
@@ -493,44 +494,44 @@ func (t *tracesTab) listView(c *tabContext) string {
 	fixed := 6 + 11 + 11 + 10 + 8 + 12 + 7 + 3
 	sw := max(4, (t.w-fixed)/2)
 	var b strings.Builder
-	b.WriteString(fit(t.header(c), t.w) + "\n")
+	b.WriteString(widget.Fit(t.header(c), t.w) + "\n")
 	// Narrow sparklines get short whole words, not "REAL …" and "SIMUL…".
 	realHdr, simHdr := "REAL allocated, "+t.axisLabel(), "SIMULATED, same axis"
 	if sw < len(simHdr) {
 		realHdr, simHdr = "REAL", "SIM"
 	}
-	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s %7s %11s %6s", "RANK", sw, fit(realHdr, sw), sw, fit(simHdr, sw),
+	hdr := fmt.Sprintf("%4s  %-*s %-*s %10s %10s %9s %7s %11s %6s", "RANK", sw, widget.Fit(realHdr, sw), sw, widget.Fit(simHdr, sw),
 		"REAL PEAK", "SIM PEAK", "ERROR", "CURVE", "TIME R/S", "S/R")
-	b.WriteString(th.header.Render(fit(hdr, t.w)) + "\n")
-	realSt, simSt := th.fg(palette.Real), th.fg(palette.Sim)
-	from, to := t.list.visible()
+	b.WriteString(th.Header.Render(widget.Fit(hdr, t.w)) + "\n")
+	realSt, simSt := th.Fg(palette.Real), th.Fg(palette.Sim)
+	from, to := t.list.Visible()
 	for i := from; i < to; i++ {
 		r := &t.rows[i]
 		es, est := errStyle(th, r.errPct)
 		line := fmt.Sprintf("%4d  %s %s %10s %10s %s %7s %11s %6s", r.rank, t.spark(r.realIt, sw, realSt), t.spark(r.simIt, sw, simSt),
-			mibStr(r.realPeak), mibStr(r.simPeak), est.Render(fitLeft(es, 9)), pctStr(r.curvePct), durPair(r.realIt, r.simIt), ratioStr(r.durRatio))
-		if i == t.list.cursor {
-			line = th.sel.Render(fit(stripStyle(line), t.w))
+			mibStr(r.realPeak), mibStr(r.simPeak), est.Render(widget.FitLeft(es, 9)), pctStr(r.curvePct), durPair(r.realIt, r.simIt), ratioStr(r.durRatio))
+		if i == t.list.Cursor {
+			line = th.Sel.Render(widget.Fit(stripStyle(line), t.w))
 		}
-		b.WriteString(fit(line, t.w) + "\n")
+		b.WriteString(widget.Fit(line, t.w) + "\n")
 	}
 	if len(t.rows) == 0 {
-		b.WriteString(th.dim.Render("no ranks") + "\n")
+		b.WriteString(th.Dim.Render("no ranks") + "\n")
 	}
-	for i := to - from; i < t.list.height; i++ {
+	for i := to - from; i < t.list.Height; i++ {
 		b.WriteString("\n")
 	}
 	hint := "TIME R/S = real and simulated iteration seconds, S/R their ratio · enter detail · s sort · h heatmap · / filter · o sources"
-	if h := t.list.hint(); h != "" {
+	if h := t.list.Hint(); h != "" {
 		hint = h + " · " + hint
 	}
 	switch {
 	case t.filterOn:
-		b.WriteString(fit(t.filter.View()+th.dim.Render("  (enter keeps, esc clears)"), t.w))
+		b.WriteString(widget.Fit(t.filter.View()+th.Dim.Render("  (enter keeps, esc clears)"), t.w))
 	case t.query != "":
-		b.WriteString(th.dim.Render(fit(fmt.Sprintf("filter %q: %d of %d ranks · / changes, esc in the filter clears · ", t.query, len(t.rows), len(t.all))+hint, t.w)))
+		b.WriteString(th.Dim.Render(widget.Fit(fmt.Sprintf("filter %q: %d of %d ranks · / changes, esc in the filter clears · ", t.query, len(t.rows), len(t.all))+hint, t.w)))
 	default:
-		b.WriteString(th.dim.Render(fit(hint, t.w)))
+		b.WriteString(th.Dim.Render(widget.Fit(hint, t.w)))
 	}
 	return b.String()
 }
@@ -573,7 +574,7 @@ func (t *tracesTab) detailView(c *tabContext) string {
 	}
 	simIt := r.simIt
 	steps := (realIt != nil && realIt.X == trace.Steps) || (simIt != nil && simIt.X == trace.Steps)
-	var series []chartSeries
+	var series []widget.Series
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	add := func(it *trace.Iteration, ys []float64, st lipgloss.Style, dash int) {
@@ -598,24 +599,24 @@ func (t *tracesTab) detailView(c *tabContext) string {
 			}
 		}
 		xmin, xmax = math.Min(xmin, xs[0]), math.Max(xmax, xs[len(xs)-1])
-		series = append(series, chartSeries{xs: xs, ys: ys, style: st, dash: dash})
+		series = append(series, widget.Series{Xs: xs, Ys: ys, Style: st, Dash: dash})
 	}
 	if t.showResv {
 		if realIt != nil {
-			add(realIt, realIt.Reserved, th.fg(palette.Reserved), 0)
+			add(realIt, realIt.Reserved, th.Fg(palette.Reserved), 0)
 		}
 		if simIt != nil {
-			add(simIt, simIt.Reserved, th.fg(palette.Reserved).Faint(true), dashDashed)
+			add(simIt, simIt.Reserved, th.Fg(palette.Reserved).Faint(true), widget.DashDashed)
 		}
 	}
 	if simIt != nil {
-		add(simIt, simIt.Allocated, th.fg(palette.Sim), dashDashed)
+		add(simIt, simIt.Allocated, th.Fg(palette.Sim), widget.DashDashed)
 	}
 	if realIt != nil && realIt.Active != nil {
-		add(realIt, realIt.Active, th.fg(palette.Real).Faint(true), dashDotted)
+		add(realIt, realIt.Active, th.Fg(palette.Real).Faint(true), widget.DashDotted)
 	}
 	if realIt != nil {
-		add(realIt, realIt.Allocated, th.fg(palette.Real), 0)
+		add(realIt, realIt.Allocated, th.Fg(palette.Real), 0)
 	}
 	// Static and theoretical memory per side: real solid, simulated
 	// dotted; only values above 0 are lines.
@@ -623,7 +624,7 @@ func (t *tracesTab) detailView(c *tabContext) string {
 	if realIt != nil && realIt != r.realIt {
 		realStatic, realTheo = realIt.Static, realIt.Theoretical
 	}
-	var lines []chartLine
+	var lines []widget.Line
 	var legendLines []string
 	for _, l := range []struct {
 		v      float64
@@ -640,13 +641,13 @@ func (t *tracesTab) detailView(c *tabContext) string {
 		if !l.show || !(l.v > 0) {
 			continue
 		}
-		lines = append(lines, chartLine{at: l.v, style: th.fg(l.color), dotted: l.dotted})
+		lines = append(lines, widget.Line{At: l.v, Style: th.Fg(l.color), Dotted: l.dotted})
 		ymin, ymax = math.Min(ymin, l.v), math.Max(ymax, l.v)
 		glyph := "━ "
 		if l.dotted {
 			glyph = "┄ "
 		}
-		legendLines = append(legendLines, th.fg(l.color).Render(glyph+l.name+" "+mibStr(l.v)))
+		legendLines = append(legendLines, th.Fg(l.color).Render(glyph+l.name+" "+mibStr(l.v)))
 	}
 	// Allocation retries and OOMs (torchtitan exports) at their steps.
 	var marks []string
@@ -655,11 +656,11 @@ func (t *tracesTab) detailView(c *tabContext) string {
 			continue
 		}
 		for _, mk := range it.Marks {
-			st := th.warn
+			st := th.Warn
 			if mk.OOM {
-				st = th.errS
+				st = th.Err
 			}
-			lines = append(lines, chartLine{at: mk.X, vert: true, style: st, dotted: !mk.OOM})
+			lines = append(lines, widget.Line{At: mk.X, Vert: true, Style: st, Dotted: !mk.OOM})
 			marks = append(marks, st.Render(fmt.Sprintf("│ step %.0f: %s", mk.X, mk.Label)))
 		}
 	}
@@ -692,26 +693,26 @@ func (t *tracesTab) detailView(c *tabContext) string {
 	if !math.IsNaN(durRatio) && !steps {
 		title += " · sim/real time " + ratioStr(durRatio)
 	}
-	b.WriteString(fit(th.bold.Render(title), t.w) + "\n")
-	legend := []string{th.fg(palette.Real).Render("━ real allocated")}
+	b.WriteString(widget.Fit(th.Bold.Render(title), t.w) + "\n")
+	legend := []string{th.Fg(palette.Real).Render("━ real allocated")}
 	if simIt != nil {
-		legend = append(legend, th.fg(palette.Sim).Render("┄ simulated allocated"))
+		legend = append(legend, th.Fg(palette.Sim).Render("┄ simulated allocated"))
 	}
 	if realIt != nil && realIt.Active != nil {
-		legend = append(legend, th.fg(palette.Real).Faint(true).Render("┈ real max active"))
+		legend = append(legend, th.Fg(palette.Real).Faint(true).Render("┈ real max active"))
 	}
 	legend = append(legend, legendLines...)
 	legend = append(legend, marks...)
 	if t.showTheo && !(realTheo > 0) && !(r.simTheo > 0) {
-		legend = append(legend, th.dim.Render("theoretical: not in the files"))
+		legend = append(legend, th.Dim.Render("theoretical: not in the files"))
 	}
 	if t.showResv {
-		legend = append(legend, th.fg(palette.Reserved).Render("━ reserved (device)"))
+		legend = append(legend, th.Fg(palette.Reserved).Render("━ reserved (device)"))
 		if simIt != nil {
-			legend = append(legend, th.fg(palette.Reserved).Faint(true).Render("┄ simulated reserved"))
+			legend = append(legend, th.Fg(palette.Reserved).Faint(true).Render("┄ simulated reserved"))
 		}
 	}
-	b.WriteString(fit(strings.Join(legend, "  "), t.w) + "\n")
+	b.WriteString(widget.Fit(strings.Join(legend, "  "), t.w) + "\n")
 	xfmt := func(_ int, v float64) string { return fmt.Sprintf("%.2fs", v) }
 	switch {
 	case steps:
@@ -721,8 +722,8 @@ func (t *tracesTab) detailView(c *tabContext) string {
 	}
 	yfmt := func(_ int, v float64) string { return units.BytesF(v * units.MiB) }
 	chartH := max(4, t.h-6)
-	b.WriteString(renderChart(chartSpec{w: t.w, h: chartH, xmin: xmin, xmax: xmax, ymin: ymin, ymax: ymax,
-		xfmt: xfmt, yfmt: yfmt, series: series, lines: lines, axis: th.dim, label: th.dim}) + "\n")
+	b.WriteString(widget.Chart(widget.ChartSpec{W: t.w, H: chartH, Xmin: xmin, Xmax: xmax, Ymin: ymin, Ymax: ymax,
+		XFmt: xfmt, YFmt: yfmt, Series: series, Lines: lines, Axis: th.Dim, Label: th.Dim}) + "\n")
 	// The statistics are those of the iterations on screen.
 	realPeak, simPeak := math.NaN(), math.NaN()
 	if realIt != nil {
@@ -735,9 +736,9 @@ func (t *tracesTab) detailView(c *tabContext) string {
 	stats := fmt.Sprintf("real peak %s · sim peak %s · peak error %s · curve error %s", mibStr(realPeak), mibStr(simPeak),
 		est.Render(strings.TrimSpace(es)), pctStr(curvePct))
 	if realIt != nil && realIt.PeakCumulative {
-		stats += th.warn.Render(fmt.Sprintf(" · file peak %s is cumulative: max sample used", mibStr(realIt.FilePeak)))
+		stats += th.Warn.Render(fmt.Sprintf(" · file peak %s is cumulative: max sample used", mibStr(realIt.FilePeak)))
 	}
-	b.WriteString(fit(stats, t.w) + "\n")
+	b.WriteString(widget.Fit(stats, t.w) + "\n")
 	xl := "x: seconds since each iteration's start (x: % of each)"
 	switch {
 	case steps:
@@ -745,7 +746,7 @@ func (t *tracesTab) detailView(c *tabContext) string {
 	case t.relTime:
 		xl = "x: % of each iteration (x: seconds)"
 	}
-	b.WriteString(th.dim.Render(fit(xl+" · esc back · ↑↓ rank · t theoretical · r reserved · [ ] iteration", t.w)))
+	b.WriteString(th.Dim.Render(widget.Fit(xl+" · esc back · ↑↓ rank · t theoretical · r reserved · [ ] iteration", t.w)))
 	return b.String()
 }
 
@@ -765,15 +766,15 @@ func (t *tracesTab) heatmapView(c *tabContext) string {
 	if t.heatSim {
 		which = "simulated"
 	}
-	b.WriteString(fit(th.bold.Render("Rank × time heatmap")+fmt.Sprintf(" · %s allocated memory, %s (dark) … %s (bright) · v real/sim · h or esc back",
+	b.WriteString(widget.Fit(th.Bold.Render("Rank × time heatmap")+fmt.Sprintf(" · %s allocated memory, %s (dark) … %s (bright) · v real/sim · h or esc back",
 		which, mibStr(t.lo), mibStr(t.hi)), t.w) + "\n")
 	cols := max(4, t.w-6)
-	from, to := t.list.visible()
+	from, to := t.list.Visible()
 	lo, hi := "0s", fmt.Sprintf("%.2fs", t.span)
 	if t.span == 0 && t.stepHi >= t.stepLo {
 		lo, hi = fmt.Sprintf("step %.0f", t.stepLo), fmt.Sprintf("step %.0f", t.stepHi)
 	}
-	b.WriteString(th.dim.Render(fit(fmt.Sprintf("%4s  %s%s%s", "RANK", lo, strings.Repeat(" ", max(0, cols-len(lo)-len(hi))), hi), t.w)) + "\n")
+	b.WriteString(th.Dim.Render(widget.Fit(fmt.Sprintf("%4s  %s%s%s", "RANK", lo, strings.Repeat(" ", max(0, cols-len(lo)-len(hi))), hi), t.w)) + "\n")
 	for i := from; i < to; i++ {
 		r := &t.rows[i]
 		it := r.realIt
@@ -782,28 +783,28 @@ func (t *tracesTab) heatmapView(c *tabContext) string {
 		}
 		var cells strings.Builder
 		if it == nil {
-			cells.WriteString(th.dim.Render(fit("(no trace)", cols)))
+			cells.WriteString(th.Dim.Render(widget.Fit("(no trace)", cols)))
 		} else {
 			for _, v := range t.columns(it, cols) {
 				cells.WriteString(heatCell(th, v, t.lo, t.hi))
 			}
 		}
 		label := fmt.Sprintf("%4d  ", r.rank)
-		if i == t.list.cursor {
-			label = th.sel.Render(label)
+		if i == t.list.Cursor {
+			label = th.Sel.Render(label)
 		}
 		b.WriteString(label + cells.String() + "\n")
 	}
-	for i := to - from; i < t.list.height; i++ {
+	for i := to - from; i < t.list.Height; i++ {
 		b.WriteString("\n")
 	}
-	b.WriteString(th.dim.Render(t.list.hint()))
+	b.WriteString(th.Dim.Render(t.list.Hint()))
 	return b.String()
 }
 
 // heatCell draws one heatmap cell: a colour ramp, or shade characters
 // under NO_COLOR.
-func heatCell(th theme, v, lo, hi float64) string {
+func heatCell(th widget.Theme, v, lo, hi float64) string {
 	if math.IsNaN(v) {
 		return " "
 	}
@@ -811,8 +812,8 @@ func heatCell(th theme, v, lo, hi float64) string {
 	if hi > lo {
 		f = (v - lo) / (hi - lo)
 	}
-	f = clampF(f, 0, 1)
-	if th.noColor {
+	f = max(0, min(1, f))
+	if th.NoColor {
 		return string(heatRunes[int(math.Round(f*float64(len(heatRunes)-1)))])
 	}
 	return lipgloss.NewStyle().Foreground(lipgloss.Color(ramp(f))).Render("█")
@@ -840,8 +841,8 @@ func (t *tracesTab) openRank(c *tabContext, m openRankMsg) {
 	for i, r := range t.rows {
 		if r.rank == m.n {
 			c.send(switchTabMsg{tabTraces})
-			t.list.cursor = i
-			t.list.clamp()
+			t.list.Cursor = i
+			t.list.Clamp()
 			t.mode, t.iterIdx = modeDetail, -1
 			return
 		}
@@ -860,4 +861,16 @@ func (t *tracesTab) rankNumbers() []int {
 		out = append(out, r.rank)
 	}
 	return out
+}
+
+// niceRange pads [lo, hi] a little so lines do not run along the frame.
+func niceRange(lo, hi float64) (float64, float64) {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return 0, 1
+	}
+	if hi <= lo {
+		return lo - 1, hi + 1
+	}
+	pad := (hi - lo) * 0.05
+	return math.Max(0, lo-pad), hi + pad
 }

@@ -22,6 +22,7 @@ import (
 	"memscope/nvml"
 	"memscope/snapshot"
 	"memscope/trace"
+	"memscope/tui/widget"
 )
 
 // updating reports whether -update was given (the flag is defined by
@@ -263,14 +264,14 @@ func TestSnapshotTreeExpands(t *testing.T) {
 	a := newTestApp(t, 120, 40, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
 	press(a, "2")
 	before := strings.Count(screen(a), "▸") + strings.Count(screen(a), "▾")
-	rows := len(a.snap.currentTree(&a.c).rows)
+	rows := len(a.snap.currentTree(&a.c).Rows)
 	press(a, "down", "right")
-	after := len(a.snap.currentTree(&a.c).rows)
+	after := len(a.snap.currentTree(&a.c).Rows)
 	if after <= rows {
 		t.Errorf("→ should expand the selected node: rows %d -> %d (markers before %d)", rows, after, before)
 	}
 	press(a, "left")
-	if got := len(a.snap.currentTree(&a.c).rows); got != rows {
+	if got := len(a.snap.currentTree(&a.c).Rows); got != rows {
 		t.Errorf("← should collapse it again: rows %d, want %d", got, rows)
 	}
 	press(a, "g")
@@ -487,7 +488,7 @@ func TestEstimateVersusMeasured(t *testing.T) {
 		press(a, "o")
 		for i, s := range a.c.sources {
 			if s.Kind == model.KindEstimate {
-				a.overlay.(*picker).list.cursor = i
+				a.overlay.(*picker).list.Cursor = i
 			}
 		}
 		press(a, "enter", "c")
@@ -551,15 +552,15 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 	a := newTestApp(t, 120, 40, testInputs...)
 	// Traces: paging keys move the cursor within bounds.
 	press(a, "1", "G")
-	if a.traces.list.cursor != len(a.traces.rows)-1 {
-		t.Errorf("G goes to the last rank: %d", a.traces.list.cursor)
+	if a.traces.list.Cursor != len(a.traces.rows)-1 {
+		t.Errorf("G goes to the last rank: %d", a.traces.list.Cursor)
 	}
 	press(a, "home")
-	if a.traces.list.cursor != 0 {
+	if a.traces.list.Cursor != 0 {
 		t.Error("home goes to the first rank")
 	}
 	press(a, "G", "g")
-	if a.traces.list.cursor != 0 {
+	if a.traces.list.Cursor != 0 {
 		t.Error("g goes to the first rank, as G goes to the last")
 	}
 	press(a, "enter", "r")
@@ -571,14 +572,14 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 	// shows its stack.
 	press(a, "2")
 	tv := a.snap.currentTree(&a.c)
-	before := len(tv.rows)
+	before := len(tv.Rows)
 	press(a, "*")
-	if len(tv.rows) <= before {
-		t.Errorf("* expands all: %d -> %d rows", before, len(tv.rows))
+	if len(tv.Rows) <= before {
+		t.Errorf("* expands all: %d -> %d rows", before, len(tv.Rows))
 	}
-	for i, r := range tv.rows {
-		if r.node.Alloc != nil {
-			tv.list.cursor = i
+	for i, r := range tv.Rows {
+		if r.Node.Alloc != nil {
+			tv.List.Cursor = i
 			break
 		}
 	}
@@ -836,7 +837,7 @@ func TestFileStringsNeverReachTheTerminalRaw(t *testing.T) {
 		press(a, "o")
 		for i, s := range a.c.sources {
 			if s.Kind == kind {
-				a.overlay.(*picker).list.cursor = i
+				a.overlay.(*picker).list.Cursor = i
 			}
 		}
 		check("sources picker")
@@ -894,14 +895,14 @@ func TestStateSurvivesCopiesAndReloads(t *testing.T) {
 	a := newTestApp(t, 120, 40, p)
 	press(a, "2", "down", "right", "down", "down")
 	tree := a.snap.currentTree(&a.c)
-	cursor := tree.cur().path
-	open := len(tree.rows)
+	cursor := tree.Cur().Path
+	open := len(tree.Rows)
 	press(a, "3", "down", "down", "down", "5", "left", "left")
-	topCursor, tlCursor := a.top.list.cursor, a.timeline.cursor
+	topCursor, tlCursor := a.top.list.Cursor, a.timeline.cursor
 
 	a.ws.MarkDemo() // copies every source, as a progress tick does
 	a.refresh()
-	if a.snap.currentTree(&a.c) != tree || a.top.list.cursor != topCursor || a.timeline.cursor != tlCursor {
+	if a.snap.currentTree(&a.c) != tree || a.top.list.Cursor != topCursor || a.timeline.cursor != tlCursor {
 		t.Error("a copy of the same data rebuilt the views")
 	}
 
@@ -914,11 +915,11 @@ func TestStateSurvivesCopiesAndReloads(t *testing.T) {
 		t.Fatal("the reload did not happen")
 	}
 	tree2 := a.snap.currentTree(&a.c)
-	if tree2 == tree || tree2.cur() == nil || tree2.cur().path != cursor || len(tree2.rows) != open {
-		t.Errorf("after a reload the tree has %d rows (want %d), cursor %v (want %s)", len(tree2.rows), open, tree2.cur(), cursor)
+	if tree2 == tree || tree2.Cur() == nil || tree2.Cur().Path != cursor || len(tree2.Rows) != open {
+		t.Errorf("after a reload the tree has %d rows (want %d), cursor %v (want %s)", len(tree2.Rows), open, tree2.Cur(), cursor)
 	}
-	if a.top.list.cursor != topCursor || a.timeline.cursor != tlCursor {
-		t.Errorf("after a reload: top cursor %d (want %d), timeline cursor %d (want %d)", a.top.list.cursor, topCursor, a.timeline.cursor, tlCursor)
+	if a.top.list.Cursor != topCursor || a.timeline.cursor != tlCursor {
+		t.Errorf("after a reload: top cursor %d (want %d), timeline cursor %d (want %d)", a.top.list.Cursor, topCursor, a.timeline.cursor, tlCursor)
 	}
 }
 
@@ -934,18 +935,18 @@ func TestLiveSetGrouped(t *testing.T) {
 		t.Fatal("no grouped live set")
 	}
 	var sum int64
-	for _, c := range tv.root.Children {
+	for _, c := range tv.Root.Children {
 		sum += c.Bytes
 	}
 	if sum != a.timeline.liveB || a.timeline.liveN > liveTreeCap {
 		t.Errorf("categories sum to %d, live bytes %d", sum, a.timeline.liveB)
 	}
 	press(a, "*")
-	opened := len(tv.expanded)
+	opened := len(tv.Expanded)
 	press(a, "left")
 	screen(a)
-	if a.timeline.ltree == tv || len(a.timeline.ltree.expanded) < opened {
-		t.Errorf("moving the cursor rebuilds the tree and keeps %d open groups: %d", opened, len(a.timeline.ltree.expanded))
+	if a.timeline.ltree == tv || len(a.timeline.ltree.Expanded) < opened {
+		t.Errorf("moving the cursor rebuilds the tree and keeps %d open groups: %d", opened, len(a.timeline.ltree.Expanded))
 	}
 }
 
@@ -997,8 +998,8 @@ func TestSegmentsToOneScale(t *testing.T) {
 			t.Errorf("scaledCells(%d, %d, %d) = %d, want %d", c.size, c.largest, c.n, got, c.want)
 		}
 	}
-	th := newTheme(true)
-	th.noColor = true
+	th := widget.NewTheme(true)
+	th.NoColor = true
 	// 10 cells of 10 bytes: 0-24 allocated (cell 2 is half free: a tie
 	// shows free), 40-45 pending (most of cell 4), the rest free.
 	got := ansi.Strip(spanCells(th, 100, []cellSpan{{0, 25, cellAllocated}, {40, 6, cellPending}}, 10))
@@ -1021,7 +1022,7 @@ func TestSnapshotTreeSearch(t *testing.T) {
 		press(a, string(r))
 	}
 	tv := a.snap.currentTree(&a.c)
-	if r := tv.cur(); r == nil || !strings.Contains(r.node.Label, "entrance.py") {
+	if r := tv.Cur(); r == nil || !strings.Contains(r.Node.Label, "entrance.py") {
 		t.Fatalf("the cursor is on the call site in entrance.py: %+v\n%s", r, screen(a))
 	}
 	press(a, "enter")
@@ -1034,16 +1035,16 @@ func TestSnapshotTreeSearch(t *testing.T) {
 		press(a, string(r))
 	}
 	press(a, "enter")
-	first := tv.cur()
-	if first == nil || first.node.Alloc == nil {
+	first := tv.Cur()
+	if first == nil || first.Node.Alloc == nil {
 		t.Fatalf("the search reaches an allocation in a closed node: %+v", first)
 	}
-	firstNode := first.node
+	firstNode := first.Node
 	press(a, "n")
-	second := tv.cur().node
+	second := tv.Cur().Node
 	press(a, "N")
-	if tv.cur().node != firstNode || second == firstNode || second.Alloc == nil {
-		t.Errorf("n then N come back to the first match: %p, %p, %p", firstNode, second, tv.cur().node)
+	if tv.Cur().Node != firstNode || second == firstNode || second.Alloc == nil {
+		t.Errorf("n then N come back to the first match: %p, %p, %p", firstNode, second, tv.Cur().Node)
 	}
 	press(a, "/", "z", "z", "q", "esc")
 	if a.snap.query != "" || !strings.Contains(a.status, "no match") {
@@ -1174,8 +1175,8 @@ func TestTracesDetailWithoutColour(t *testing.T) {
 	// dotted fewer still.
 	count := func(dash int) int {
 		xs, ys := []float64{0, 1}, []float64{0.5, 0.5}
-		out := renderChart(chartSpec{w: 60, h: 6, xmin: 0, xmax: 1, ymin: 0, ymax: 1,
-			series: []chartSeries{{xs: xs, ys: ys, dash: dash}}})
+		out := widget.Chart(widget.ChartSpec{W: 60, H: 6, Xmin: 0, Xmax: 1, Ymin: 0, Ymax: 1,
+			Series: []widget.Series{{Xs: xs, Ys: ys, Dash: dash}}})
 		n := 0
 		for _, r := range out {
 			if r > 0x2800 && r <= 0x28ff {
@@ -1184,7 +1185,7 @@ func TestTracesDetailWithoutColour(t *testing.T) {
 		}
 		return n
 	}
-	solid, dashed, dotted := count(0), count(dashDashed), count(dashDotted)
+	solid, dashed, dotted := count(0), count(widget.DashDashed), count(widget.DashDotted)
 	if !(dashed < solid*3/4 && dashed > solid/4 && dotted < dashed) {
 		t.Errorf("braille dots: solid %d, dashed %d, dotted %d", solid, dashed, dotted)
 	}
@@ -1201,7 +1202,7 @@ func TestFitMiddle(t *testing.T) {
 		{"memory_forward_bf16_128.pickle", 16, "memory_…8.pickle"},
 		{"日本語のファイル名.pickle", 12, ""}, {"x", 0, ""},
 	} {
-		got := fitMiddle(c.in, c.w)
+		got := widget.FitMiddle(c.in, c.w)
 		if ansi.StringWidth(got) != c.w {
 			t.Errorf("fitMiddle(%q, %d) = %q: %d cells", c.in, c.w, got, ansi.StringWidth(got))
 		}
@@ -1209,7 +1210,7 @@ func TestFitMiddle(t *testing.T) {
 			t.Errorf("fitMiddle(%q, %d) = %q, want %q", c.in, c.w, got, c.want)
 		}
 	}
-	a, b := fitMiddle("silmont2000_assignment2-systems__memory_forward_bf16_128.pickle", 40), fitMiddle("silmont2000_assignment2-systems__memory_forward_fp32_128.pickle", 40)
+	a, b := widget.FitMiddle("silmont2000_assignment2-systems__memory_forward_bf16_128.pickle", 40), widget.FitMiddle("silmont2000_assignment2-systems__memory_forward_fp32_128.pickle", 40)
 	if a == b || !strings.HasPrefix(a, "silmont") || !strings.Contains(a, "bf16_128.pickle") {
 		t.Errorf("middle cut loses what tells the names apart: %q / %q", a, b)
 	}
