@@ -49,7 +49,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool
 		if d.Kind != model.KindSnapshot && d.Kind != model.KindEstimate {
 			return true, d.NotFor(p, "diff")
 		}
-		r.Kind = d.Snapshot
+		r.Kind = d.Format
 		analyseReport(ctx, &r, cat, func(phase string, frac float64) {
 			bar.update(i, int64(frac*float64(sizes[i])), phase+" "+filepath.Base(p))
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"memscope/fleet"
+	"memscope/format"
 	"memscope/model"
 	"memscope/nvml"
 	"memscope/snapshot"
@@ -145,7 +146,7 @@ func printReports(ctx context.Context, paths []string, implicit bool, rules []sn
 		case s.Kind.IsSnapshot():
 			r := report.FileReport{Path: s.Path, Label: snapshot.ParseLabel(s.Path), Err: s.Err, Analysis: s.Analysis, Estimate: s.Estimate}
 			if s.Estimate != nil {
-				r.Kind = snapshot.KindEstimated
+				r.Kind = format.Estimate
 			}
 			reports = append(reports, r)
 		case s.Kind == model.KindTraceCompare && s.Comparison != nil:

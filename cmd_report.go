@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"memscope/format"
 	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/plot"
@@ -162,7 +163,7 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 			case d.Kind != model.KindSnapshot && d.Kind != model.KindEstimate:
 				reports = append(reports, report.FileReport{Path: p, Err: d.NotFor(p, "report")})
 			default:
-				reports = append(reports, report.FileReport{Path: p, Kind: d.Snapshot, Label: snapshot.ParseLabel(p)})
+				reports = append(reports, report.FileReport{Path: p, Kind: d.Format, Label: snapshot.ParseLabel(p)})
 			}
 		}
 	}
@@ -248,7 +249,7 @@ func analyseReport(ctx context.Context, r *report.FileReport, cat *snapshot.Cate
 		}
 	}()
 	switch r.Kind {
-	case snapshot.KindEstimated:
+	case format.Estimate:
 		progress("reading", 0)
 		est, err := estimate.Open(ctx, r.Path)
 		if err != nil {
@@ -258,7 +259,7 @@ func analyseReport(ctx context.Context, r *report.FileReport, cat *snapshot.Cate
 		progress("analysing", 1)
 		r.Estimate = estimate.Analyze(est, cat)
 	default:
-		r.Kind = snapshot.KindTorch
+		r.Kind = format.Snapshot
 		progress("decoding", 0)
 		s, err := snapshot.OpenProgress(ctx, r.Path, func(f float64) { progress("decoding", f) })
 		if err != nil {

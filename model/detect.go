@@ -7,18 +7,17 @@ import (
 	"os"
 	"strings"
 
-	"memscope/snapshot"
-	"memscope/trace"
+	"memscope/format"
 )
 
 // Detected is what a file holds, by content: one answer for every command
 // (report, diff, compare) and the explorer.
 type Detected struct {
-	// Kind is KindSnapshot, KindEstimate, KindTraceRun or KindUnknown.
-	Kind Kind
-	// Snapshot and Trace are the finer kinds.
-	Snapshot snapshot.Kind
-	Trace    trace.Kind
+	// Kind is KindSnapshot, KindEstimate, KindTraceRun or KindUnknown: the
+	// source the file makes.
+	Kind SourceKind
+	// Format is the file's format (format.Unknown when none).
+	Format format.Kind
 	// What says what the file looks like, for messages ("a Megatron memory
 	// trace").
 	What string
@@ -26,39 +25,27 @@ type Detected struct {
 	ByName bool
 }
 
-// Detect sniffs a file. Snapshot forms come first (their sniffing is
-// exact), then trace forms; a .pickle/.pkl file that is neither is a
-// damaged snapshot, so that loading it says why.
+// Detect sniffs a file (format.SniffFile). A .pickle/.pkl file that is
+// nothing memscope knows is a damaged snapshot, so that loading it says
+// why.
 func Detect(path string) (Detected, error) {
-	k, err := snapshot.SniffFile(path)
+	k, err := format.SniffFile(path)
 	if err != nil {
 		return Detected{Kind: KindUnknown}, err
 	}
-	switch k {
-	case snapshot.KindTorch:
-		return Detected{Kind: KindSnapshot, Snapshot: k, What: "an allocator snapshot"}, nil
-	case snapshot.KindEstimated:
-		return Detected{Kind: KindEstimate, Snapshot: k, What: "a PyTorch-Memory-Profiler estimate"}, nil
-	}
-	tk, err := trace.SniffFile(path)
-	if err != nil {
-		return Detected{Kind: KindUnknown}, err
-	}
-	if tk != "" {
-		return Detected{Kind: KindTraceRun, Trace: tk, What: traceWhat[tk]}, nil
+	switch {
+	case k == format.Snapshot:
+		return Detected{Kind: KindSnapshot, Format: k, What: k.What()}, nil
+	case k == format.Estimate:
+		return Detected{Kind: KindEstimate, Format: k, What: k.What()}, nil
+	case k.IsTrace():
+		return Detected{Kind: KindTraceRun, Format: k, What: k.What()}, nil
 	}
 	lower := strings.ToLower(path)
 	if strings.HasSuffix(lower, ".pickle") || strings.HasSuffix(lower, ".pkl") || strings.HasSuffix(lower, ".pickle.gz") {
-		return Detected{Kind: KindSnapshot, Snapshot: snapshot.KindTorch, What: "a snapshot file (by its name)", ByName: true}, nil
+		return Detected{Kind: KindSnapshot, Format: format.Snapshot, What: "a snapshot file (by its name)", ByName: true}, nil
 	}
 	return Detected{Kind: KindUnknown, What: unknownWhat(path)}, nil
-}
-
-var traceWhat = map[trace.Kind]string{
-	trace.KindMegatron:       "a Megatron memory trace",
-	trace.KindTorchtitanJSON: "a torchtitan memory export",
-	trace.KindMegatronLog:    "a Megatron training log",
-	trace.KindTorchtitanLog:  "a torchtitan training log",
 }
 
 // unknownWhat describes a file that is nothing memscope reads.

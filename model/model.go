@@ -17,26 +17,30 @@ import (
 	"memscope/trace"
 )
 
-// Kind is what a source holds.
-type Kind string
+// SourceKind is what a source holds: one file (a snapshot, an estimate),
+// several (a run of traces, a real-vs-simulated pair, a rank folder) or the
+// GPUs. What each file is, is its format.Kind.
+type SourceKind string
 
 // Source kinds.
 const (
-	KindSnapshot     Kind = "snapshot"
-	KindEstimate     Kind = "estimate"
-	KindTraceRun     Kind = "traces"
-	KindTraceCompare Kind = "real vs sim"
-	KindLive         Kind = "live"
+	KindSnapshot     SourceKind = "snapshot"
+	KindEstimate     SourceKind = "estimate"
+	KindTraceRun     SourceKind = "traces"
+	KindTraceCompare SourceKind = "real vs sim"
+	KindLive         SourceKind = "live"
 	// KindRanks is a folder of per-rank snapshots shown as one table.
-	KindRanks   Kind = "ranks"
-	KindUnknown Kind = "unknown"
+	KindRanks   SourceKind = "ranks"
+	KindUnknown SourceKind = "unknown"
 )
 
 // IsSnapshot reports whether the kind feeds the snapshot tabs.
-func (k Kind) IsSnapshot() bool { return k == KindSnapshot || k == KindEstimate || k == KindRanks }
+func (k SourceKind) IsSnapshot() bool {
+	return k == KindSnapshot || k == KindEstimate || k == KindRanks
+}
 
 // IsTrace reports whether the kind feeds the Traces tab.
-func (k Kind) IsTrace() bool { return k == KindTraceRun || k == KindTraceCompare }
+func (k SourceKind) IsTrace() bool { return k == KindTraceRun || k == KindTraceCompare }
 
 // State is a source's load state.
 type State int
@@ -58,7 +62,7 @@ func (s State) String() string {
 // so a *Source obtained from Sources never changes under the reader.
 type Source struct {
 	ID   int
-	Kind Kind
+	Kind SourceKind
 	// Path is what the user opened (for a comparison: the parent directory,
 	// or "REAL ↔ SIM").
 	Path string
@@ -151,7 +155,7 @@ func (s *Source) String() string {
 	return fmt.Sprintf("#%d %s %s [%s]", s.ID, s.Kind, s.Path, s.State)
 }
 
-func labelFor(kind Kind, paths []string) string {
+func labelFor(kind SourceKind, paths []string) string {
 	switch kind {
 	case KindTraceCompare:
 		if len(paths) == 2 {

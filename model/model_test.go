@@ -28,8 +28,8 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 }
 
-func byKind(ws *Workspace) map[Kind][]*Source {
-	out := map[Kind][]*Source{}
+func byKind(ws *Workspace) map[SourceKind][]*Source {
+	out := map[SourceKind][]*Source{}
 	for _, s := range ws.Sources() {
 		out[s.Kind] = append(out[s.Kind], s)
 	}
@@ -341,7 +341,7 @@ func TestWatchBurstRenameAndNewRuns(t *testing.T) {
 func TestRecordingsAreNotPairedUnasked(t *testing.T) {
 	for _, c := range []struct {
 		source string
-		want   Kind
+		want   SourceKind
 		n      int
 	}{{"nvml", KindTraceRun, 2}, {"", KindTraceCompare, 1}} {
 		dir := t.TempDir()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"memscope/snapshot"
+	"memscope/format"
 	"memscope/trace"
 )
 
@@ -317,7 +317,8 @@ func (w *Watcher) settle(now time.Time) {
 			}
 			continue
 		}
-		if k, _ := snapshot.SniffFile(path); k != snapshot.KindNone {
+		k, _ := format.SniffFile(path)
+		if k.IsSnapshot() {
 			if s := w.owner(path); s != nil && s.Kind == KindRanks {
 				reload[s.ID] = true // a new rank or iteration
 				continue
@@ -332,8 +333,7 @@ func (w *Watcher) settle(now time.Time) {
 			reload[s.ID] = true
 			continue
 		}
-		k, _ := trace.SniffFile(path)
-		if k != "" && w.regroup(filepath.Dir(filepath.Dir(path))) {
+		if k.IsTrace() && w.regroup(filepath.Dir(filepath.Dir(path))) {
 			w.known[path] = true
 			continue
 		}
@@ -341,7 +341,7 @@ func (w *Watcher) settle(now time.Time) {
 			reload[s.ID] = true
 			continue
 		}
-		if k != "" && !w.known[path] {
+		if k.IsTrace() && !w.known[path] {
 			w.known[path] = true
 			w.ws.Add(KindTraceRun, path)
 		}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"memscope/format"
 	"memscope/snapshot"
 	"memscope/snapshot/estimate"
 	"memscope/trace"
@@ -126,7 +127,7 @@ func (w *Workspace) update(id int, f func(s *Source)) {
 }
 
 // Add registers a source and starts loading it; it returns the ID.
-func (w *Workspace) Add(kind Kind, path string, paths ...string) int {
+func (w *Workspace) Add(kind SourceKind, path string, paths ...string) int {
 	if len(paths) == 0 {
 		paths = []string{path}
 	}
@@ -483,7 +484,7 @@ func (w *Workspace) openDir(dir string, depth int, skip map[string]bool) int {
 				n += w.openDir(p, depth+1, skip)
 			}
 		case e.Type().IsRegular() && !isTrace[p] && !skip[filepath.Clean(p)]:
-			if k, err := snapshot.SniffFile(p); err == nil && k != snapshot.KindNone {
+			if k, err := format.SniffHead(p); err == nil && k.IsSnapshot() {
 				n += w.openFile(p, false)
 			}
 		}
@@ -499,7 +500,7 @@ func (w *Workspace) openSnapshotsOnly(dir string) int {
 		return 0
 	}
 	for _, f := range found {
-		if f.Kind == snapshot.KindEstimated {
+		if f.Kind == format.Estimate {
 			w.Add(KindEstimate, f.Path)
 		} else {
 			w.Add(KindSnapshot, f.Path)

@@ -16,12 +16,12 @@ import (
 	"memscope/internal/palette"
 )
 
-// Kind is the shape of a figure.
-type Kind int
+// Shape is how a figure draws its series.
+type Shape int
 
-// Figure kinds.
+// Figure shapes.
 const (
-	Lines   Kind = iota // X/Y lines
+	Lines   Shape = iota // X/Y lines
 	Bars                // one bar per label, one group per series
 	HBars               // horizontal bars (long labels: categories, call sites)
 	Stacked             // Series are bands stacked bottom first over shared X; Overlay lines drawn on top
@@ -41,7 +41,7 @@ type Series struct {
 // Figure is a picture's data and labels, before rendering.
 type Figure struct {
 	Title, XLabel, YLabel string
-	Kind                  Kind
+	Kind                  Shape
 	// Labels name the bars (Bars, HBars).
 	Labels []string
 	Series []Series

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"memscope/format"
 	"memscope/snapshot"
 	"memscope/snapshot/report"
 )
@@ -74,7 +75,7 @@ func BenchmarkSnapshot(b *testing.B) {
 					b.Fatal(err)
 				}
 				a := snapshot.Analyze(s, nil)
-				if err := report.WriteJSON(io.Discard, []report.FileReport{{Path: path, Kind: snapshot.KindTorch, Analysis: a}}, report.Options{TopN: 10}); err != nil {
+				if err := report.WriteJSON(io.Discard, []report.FileReport{{Path: path, Kind: format.Snapshot, Analysis: a}}, report.Options{TopN: 10}); err != nil {
 					b.Fatal(err)
 				}
 			}

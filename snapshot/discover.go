@@ -1,97 +1,15 @@
 package snapshot
 
 import (
-	"bytes"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
-	"memscope/snapshot/pickle"
+	"memscope/format"
 )
-
-// Kind is what a file holds, detected by content.
-type Kind string
-
-// File kinds this package reads.
-const (
-	KindTorch     Kind = "torch-snapshot"
-	KindEstimated Kind = "estimated-snapshot"
-	KindNone      Kind = ""
-)
-
-// Sniff detects a snapshot kind from the first bytes of a file (a few KiB
-// are enough). It does not validate the whole file.
-func Sniff(head []byte) Kind {
-	if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
-		return KindTorch // gzip: only snapshots are read compressed
-	}
-	if len(head) >= 2 && pickle.IsPickle(head) && head[1] >= 2 && head[1] <= 5 {
-		return KindTorch
-	}
-	t := bytes.TrimLeft(head, " \t\r\n\xef\xbb\xbf")
-	if len(t) == 0 {
-		return KindNone
-	}
-	switch t[0] {
-	case '<':
-		if bytes.Contains(head, []byte("add_local_files")) || bytes.Contains(head, []byte(`"base64"`)) {
-			return KindTorch
-		}
-	case '{':
-		if bytes.Contains(head, []byte(`"peak_memory_mb"`)) || bytes.Contains(head, []byte(`"size_bytes"`)) {
-			return KindEstimated
-		}
-		if isEmptyObject(t) {
-			// The profiler's writer leaves {} when no device had tensors.
-			return KindEstimated
-		}
-		// Lists under these keys: memscope's own report JSON has a
-		// "segments" count, which is not a snapshot.
-		if reSnapshotJSONKey.Match(head) {
-			return KindTorch
-		}
-	case '[':
-		if bytes.Contains(head, []byte(`"total_size"`)) {
-			return KindTorch
-		}
-	}
-	return KindNone
-}
-
-var reSnapshotJSONKey = regexp.MustCompile(`"(?:segments|device_traces)"\s*:\s*\[`)
-
-// isEmptyObject reports whether b is "{}" with any whitespace around and
-// inside.
-func isEmptyObject(b []byte) bool {
-	return bytes.Equal(bytes.Join(bytes.Fields(b), nil), []byte("{}"))
-}
-
-// SniffFile reads the head of a file and sniffs it.
-func SniffFile(path string) (Kind, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return KindNone, err
-	}
-	defer f.Close()
-	buf := make([]byte, 16<<10)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return KindNone, err
-	}
-	k := Sniff(buf[:n])
-	if k == KindEstimated && isEmptyObject(buf[:n]) &&
-		strings.HasPrefix(strings.ToLower(filepath.Base(path)), "memory_trace") {
-		// Megatron's tracker writes {} before its first iteration: that is
-		// an empty trace, not an empty estimate.
-		return KindNone, nil
-	}
-	return k, nil
-}
 
 // Label identifies where a snapshot sits in a run, from torchtitan's
 // layouts: memory_snapshot/iteration_N[_exit]/rankR_memory_snapshot.pickle
@@ -150,7 +68,7 @@ func (l Label) String() string {
 // Found is a snapshot file found in a directory.
 type Found struct {
 	Path  string
-	Kind  Kind
+	Kind  format.Kind // format.Snapshot or format.Estimate
 	Label Label
 }
 
@@ -179,8 +97,8 @@ func Discover(dir string) ([]Found, error) {
 		if !d.Type().IsRegular() || !candidateName(d.Name()) {
 			return nil
 		}
-		k, err := SniffFile(p)
-		if err != nil || k == KindNone {
+		k, err := format.SniffHead(p)
+		if err != nil || !k.IsSnapshot() {
 			return nil
 		}
 		out = append(out, Found{Path: p, Kind: k, Label: ParseLabel(p)})

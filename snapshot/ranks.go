@@ -3,6 +3,8 @@ package snapshot
 import (
 	"cmp"
 	"slices"
+
+	"memscope/format"
 )
 
 // RankSummary is one rank's snapshot reduced to the figures the rank
@@ -144,7 +146,7 @@ func (k IterationKey) Of(rows []RankSummary) []RankSummary {
 func IsRankSet(found []Found) bool {
 	ranks := map[int]bool{}
 	for _, f := range found {
-		if f.Kind == KindEstimated || f.Label.Rank < 0 {
+		if f.Kind == format.Estimate || f.Label.Rank < 0 {
 			return false
 		}
 		ranks[f.Label.Rank] = true

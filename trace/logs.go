@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+
+	"memscope/format"
 )
 
 var (
@@ -80,9 +82,9 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 		defRank = 0
 	}
 	series := map[int]*logSeries{}
-	kinds := map[int]Kind{}
+	kinds := map[int]format.Kind{}
 	theoretical := Unset
-	get := func(rank int, k Kind) *logSeries {
+	get := func(rank int, k format.Kind) *logSeries {
 		s := series[rank]
 		if s == nil {
 			s = &logSeries{}
@@ -117,7 +119,7 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 				bad++
 				return
 			}
-			get(rankOf(line[:m[0]]), KindMegatronLog).add(step, maxAlloc, maxRes)
+			get(rankOf(line[:m[0]]), format.MegatronLog).add(step, maxAlloc, maxRes)
 		case bytes.Contains(line, []byte("Theoretical memory footprints")):
 			if m := reTheoryLine.FindSubmatch(line); m != nil {
 				v := m[1]
@@ -151,7 +153,7 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 					alloc = f * 1024
 				}
 			}
-			get(rankOf(prefix), KindTorchtitanLog).add(step, alloc, gib*1024)
+			get(rankOf(prefix), format.TitanLog).add(step, alloc, gib*1024)
 		}
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -177,7 +179,7 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 			// A log with only the estimate: a rank with no samples still
 			// carries the theoretical line.
 			it := Iteration{Key: "log", Num: 0, X: Steps, PeakAllocated: Unset, Static: Unset, Theoretical: theoretical, FilePeak: Unset}
-			return []*Rank{{Rank: defRank, Path: path, Kind: KindMegatronLog, Iterations: []Iteration{it},
+			return []*Rank{{Rank: defRank, Path: path, Kind: format.MegatronLog, Iterations: []Iteration{it},
 				Warnings: []string{"only the theoretical memory line: no per-iteration memory lines"}}}, nil
 		}
 		return nil, fmt.Errorf("no memory lines found (looked for Megatron \"(after N iterations) memory (MB)\" and torchtitan \"step: N ... memory: X GiB\")")
@@ -189,7 +191,7 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 			PeakAllocated: Unset, Static: Unset, Theoretical: Unset, FilePeak: Unset}
 		// Megatron prints the estimate once, on rank 0; it describes every
 		// rank of a uniform layout.
-		if kinds[rank] == KindMegatronLog {
+		if kinds[rank] == format.MegatronLog {
 			it.Theoretical = theoretical
 		}
 		sortSeries(&it)
@@ -241,4 +243,16 @@ func sortSeries(it *Iteration) {
 		}
 		return 0
 	})
+}
+
+// reANSI matches the colour codes torchtitan prints around its fields.
+var reANSI = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+
+// isBinaryOrJSON says data is not a log: a NUL byte, or JSON.
+func isBinaryOrJSON(data []byte) bool {
+	if bytes.IndexByte(data[:min(len(data), 4096)], 0) >= 0 {
+		return true
+	}
+	t := bytes.TrimLeft(data, " \t\r\n\xef\xbb\xbf")
+	return len(t) > 0 && t[0] == '{'
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"memscope/format"
 	"memscope/internal/jsonscan"
 )
 
@@ -41,20 +43,25 @@ func ReadFile(path string) ([]*Rank, error) {
 
 // Parse parses trace data of any supported kind.
 func Parse(path string, data []byte) ([]*Rank, error) {
-	switch Sniff(data) {
-	case KindMegatron:
+	k := format.Sniff(data)
+	if k == format.Estimate && len(bytes.Join(bytes.Fields(data), nil)) == 2 {
+		// {}: Megatron's tracker writes it before its first iteration.
+		k = format.MegatronTrace
+	}
+	switch k {
+	case format.MegatronTrace:
 		r, err := ParseMegatron(path, data)
 		if err != nil {
 			return nil, err
 		}
 		return []*Rank{r}, nil
-	case KindTorchtitanJSON:
+	case format.TitanExport:
 		r, err := ParseTorchtitanExport(path, data)
 		if err != nil {
 			return nil, err
 		}
 		return []*Rank{r}, nil
-	case KindMegatronLog, KindTorchtitanLog:
+	case format.MegatronLog, format.TitanLog:
 		return ParseLog(path, data)
 	}
 	if len(data) == 0 {
@@ -75,7 +82,7 @@ func Parse(path string, data []byte) ([]*Rank, error) {
 // theoretical memory (-1 = unset). NaN and Infinity literals are accepted;
 // non-numeric iteration keys are skipped and named in Warnings.
 func ParseMegatron(path string, data []byte) (*Rank, error) {
-	r := &Rank{Rank: RankFromName(path), Path: path, Kind: KindMegatron}
+	r := &Rank{Rank: RankFromName(path), Path: path, Kind: format.MegatronTrace}
 	sc := jsonscan.New(data)
 	byNum := map[int]int{}
 	unknown := map[string]bool{}

@@ -7,17 +7,8 @@ package trace
 import (
 	"math"
 	"slices"
-)
 
-// Kind is the kind of a trace source.
-type Kind string
-
-// Source kinds.
-const (
-	KindMegatron       Kind = "megatron-trace"
-	KindTorchtitanJSON Kind = "torchtitan-memory-export"
-	KindMegatronLog    Kind = "megatron-log"
-	KindTorchtitanLog  Kind = "torchtitan-log"
+	"memscope/format"
 )
 
 // Unset marks an optional figure the file does not give (Megatron writes -1).
@@ -114,7 +105,7 @@ func (it *Iteration) Duration() float64 {
 type Rank struct {
 	Rank       int
 	Path       string
-	Kind       Kind
+	Kind       format.Kind
 	Iterations []Iteration // ascending by Num
 	// Warnings name what was skipped or not understood.
 	Warnings []string

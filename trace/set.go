@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"memscope/format"
 )
 
 // FileError is a file that could not be used, and why.
@@ -100,8 +102,8 @@ func isTraceFile(p string) bool {
 	if !ok {
 		return false
 	}
-	k, err := SniffFile(p)
-	return err == nil && k != ""
+	k, err := format.SniffFile(p)
+	return err == nil && k.IsTrace()
 }
 
 // lookedFor describes what FindFiles recognises, for error messages.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"memscope/format"
 	"memscope/internal/jsonscan"
 )
 
@@ -39,7 +40,7 @@ func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Rank{Rank: RankFromName(path), Path: path, Kind: KindTorchtitanJSON}
+	r := &Rank{Rank: RankFromName(path), Path: path, Kind: format.TitanExport}
 	it := Iteration{Key: "steps", X: Steps, PeakAllocated: Unset, Static: Unset, Theoretical: Unset, FilePeak: Unset}
 	unknown := map[string]bool{}
 	hasPeak := false

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"memscope/format"
 )
 
 const samples = "../testdata/traces/megatron_trace_memory"
@@ -416,7 +418,7 @@ func TestLogs(t *testing.T) {
 	if !reflect.DeepEqual(it.T, []float64{1, 2}) || math.Abs(it.Reserved[0]-27.34*1024) > 1e-9 || it.Peak() != 28*1024 {
 		t.Errorf("torchtitan series: %+v", it)
 	}
-	if Sniff([]byte(titan)) != KindTorchtitanLog || Sniff([]byte(megatron)) != KindMegatronLog {
+	if format.Sniff([]byte(titan)) != format.TitanLog || format.Sniff([]byte(megatron)) != format.MegatronLog {
 		t.Error("log kinds not sniffed")
 	}
 	if _, err := ParseLog("x.log", []byte("just a log\n")); err == nil || !strings.Contains(err.Error(), "no memory lines") {
@@ -691,7 +693,7 @@ func TestLogsAsLaunchersWriteThem(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			if k, err := SniffFile(dir + c.file); err != nil || k == "" {
+			if k, err := format.SniffFile(dir + c.file); err != nil || !k.IsTrace() {
 				t.Fatalf("not recognised as a log: %q %v", k, err)
 			}
 			ranks, err := ReadFile(dir + c.file)
@@ -726,7 +728,7 @@ func TestLogsAsLaunchersWriteThem(t *testing.T) {
 // than one sniffing chunk is found in a directory and read when named.
 func TestLogAfterLongPreamble(t *testing.T) {
 	line := "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | reserved: 3.0 | max reserved: 4.0\n"
-	noise := strings.Repeat("NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC/read\n", 1+2*sniffChunk/56)
+	noise := strings.Repeat("NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC/read\n", 1+2*format.SniffWindow/56)
 	for _, c := range []struct {
 		name   string
 		body   string
@@ -734,7 +736,7 @@ func TestLogAfterLongPreamble(t *testing.T) {
 	}{
 		{"just inside the first read", strings.Repeat("x\n", 1000) + line, true},
 		{"past two chunks", noise + line, true},
-		{"straddling the first chunk edge", noise[:sniffChunk-41] + "\n" + line, true},
+		{"straddling the first chunk edge", noise[:format.SniffWindow-41] + "\n" + line, true},
 		{"no memory line at all", noise, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -764,7 +766,7 @@ func TestLogAfterLongPreamble(t *testing.T) {
 func TestTorchtitanExportsAsWritten(t *testing.T) {
 	const dir = "../testdata/traces/titan/"
 	for _, f := range []string{"collector_rank2_memory.json", "memory_tracker_rank1.json"} {
-		if k, err := SniffFile(dir + f); k != KindTorchtitanJSON || err != nil {
+		if k, err := format.SniffFile(dir + f); k != format.TitanExport || err != nil {
 			t.Errorf("%s sniffed as %q (%v)", f, k, err)
 		}
 	}

@@ -256,8 +256,8 @@ func (a *App) tab(id tabID) tab {
 // refresh re-reads the sources and hands changed ones to the tabs.
 func (a *App) refresh() {
 	a.c.sources = a.ws.Sources()
-	a.c.traceSel = a.pickDefault(a.c.traceSel, a.traceChosen, func(k model.Kind) bool { return k.IsTrace() })
-	a.c.snapSel = a.pickDefault(a.c.snapSel, a.snapChosen, func(k model.Kind) bool { return k.IsSnapshot() })
+	a.c.traceSel = a.pickDefault(a.c.traceSel, a.traceChosen, func(k model.SourceKind) bool { return k.IsTrace() })
+	a.c.snapSel = a.pickDefault(a.c.snapSel, a.snapChosen, func(k model.SourceKind) bool { return k.IsSnapshot() })
 	snap := a.source(a.c.snapSel)
 	// The Snapshot tab first: a new file may change the device the
 	// others then follow.
@@ -315,7 +315,7 @@ func (a *App) fitTab() tabID {
 
 // pickDefault keeps the current selection if it still exists, else takes
 // the first loaded source of the kind (preferring allocator snapshots).
-func (a *App) pickDefault(cur int, chosen bool, want func(model.Kind) bool) int {
+func (a *App) pickDefault(cur int, chosen bool, want func(model.SourceKind) bool) int {
 	if s := a.source(cur); chosen && s != nil && want(s.Kind) {
 		return cur
 	}

@@ -833,7 +833,7 @@ func TestFileStringsNeverReachTheTerminalRaw(t *testing.T) {
 		}
 		checkScreen(t, vis, 160, 50)
 	}
-	pick := func(kind model.Kind) {
+	pick := func(kind model.SourceKind) {
 		press(a, "o")
 		for i, s := range a.c.sources {
 			if s.Kind == kind {

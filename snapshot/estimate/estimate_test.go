@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"memscope/format"
 	"memscope/snapshot"
 )
 
@@ -199,7 +200,7 @@ func TestEstimateShapes(t *testing.T) {
 		t.Errorf("stack_trace is read as the creation stack: %+v", st)
 	}
 	for _, body := range []string{"{}", " {\n}\n"} {
-		if k := snapshot.Sniff([]byte(body)); k != snapshot.KindEstimated {
+		if k := format.Sniff([]byte(body)); k != format.Estimate {
 			t.Errorf("%q sniffed as %q", body, k)
 		}
 		e, err := Decode(context.Background(), []byte(body))
@@ -208,12 +209,12 @@ func TestEstimateShapes(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	for name, want := range map[string]snapshot.Kind{"peak_snapshot.json": snapshot.KindEstimated, "memory_trace_rank0.json": snapshot.KindNone} {
+	for name, want := range map[string]format.Kind{"peak_snapshot.json": format.Estimate, "memory_trace_rank0.json": format.MegatronTrace} {
 		p := dir + "/" + name
 		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if k, _ := snapshot.SniffFile(p); k != want {
+		if k, _ := format.SniffFile(p); k != want {
 			t.Errorf("{} named %s sniffed as %q, want %q", name, k, want)
 		}
 	}

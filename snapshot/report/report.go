@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"memscope/format"
 	"memscope/internal/textsafe"
 	"memscope/internal/units"
 	"memscope/snapshot"
@@ -22,7 +23,7 @@ import (
 type FileReport struct {
 	Path     string
 	Label    snapshot.Label
-	Kind     snapshot.Kind
+	Kind     format.Kind
 	Err      error
 	Analysis *snapshot.Analysis
 	Estimate *estimate.Analysis
@@ -35,10 +36,10 @@ type jsonReport struct {
 }
 
 type jsonFile struct {
-	Path    string        `json:"path"`
-	Kind    snapshot.Kind `json:"kind"`
-	Error   *string       `json:"error"`
-	Devices any           `json:"devices"`
+	Path    string      `json:"path"`
+	Kind    format.Kind `json:"kind"`
+	Error   *string     `json:"error"`
+	Devices any         `json:"devices"`
 }
 
 type jsonDevice struct {
@@ -239,7 +240,7 @@ func WriteJSON(w io.Writer, reports []FileReport, opt Options) error {
 	out := jsonReport{Files: []jsonFile{}, Ranks: ranksJSON(opt.Ranks)}
 	for _, r := range reports {
 		jf := jsonFile{Path: r.Path, Kind: r.Kind, Devices: []any{}}
-		if jf.Kind == snapshot.KindNone {
+		if jf.Kind == format.Unknown {
 			// Nothing was recognised: say so rather than name a kind.
 			jf.Kind = "unknown"
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"memscope/snapshot"
+	"memscope/format"
 	"memscope/snapshot/estimate"
 )
 
@@ -20,7 +20,7 @@ func TestEstimateTextCountsAndColumns(t *testing.T) {
 	// A long shape, as a 4-D activation of a large batch has.
 	e.Devices[0].Tensors[0].Shape = "torch.Size([4096, 32768, 8, 128, 2, 2, 2, 2])"
 	var b bytes.Buffer
-	rep := []FileReport{{Path: "est.json", Kind: snapshot.KindEstimated, Estimate: estimate.Analyze(e, nil)}}
+	rep := []FileReport{{Path: "est.json", Kind: format.Estimate, Estimate: estimate.Analyze(e, nil)}}
 	if err := WriteText(&b, rep, Options{TopN: 5}); err != nil {
 		t.Fatal(err)
 	}

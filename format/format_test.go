@@ -1,0 +1,101 @@
+package format
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSniffFiles: every bundled form is what it is, by content.
+func TestSniffFiles(t *testing.T) {
+	for path, want := range map[string]Kind{
+		"snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle": Snapshot,
+		"snapshots/h100/gpt_adamw.pickle.gz":                            Snapshot,
+		"snapshots/synthetic/base.html":                                 Snapshot,
+		"snapshots/synthetic/base.json":                                 Snapshot,
+		"snapshots/synthetic/proto2.pickle":                             Snapshot,
+		"snapshots/synthetic/legacy_list.pickle":                        Snapshot,
+		"snapshots/h100/gpt_adamw.truth.json":                           Unknown,
+		"estimates/WRITER_tiny_gpt_cpu_peak_snapshot.json":              Estimate,
+		"traces/logs/megatron_logger.log":                               MegatronLog,
+		"traces/logs/megatron_theory_only.log":                          MegatronLog,
+		"traces/logs/titan_default.log":                                 TitanLog,
+		"traces/logs/titan_srun.log":                                    TitanLog,
+		"traces/titan/collector_rank2_memory.json":                      TitanExport,
+		"traces/titan/memory_tracker_rank1.json":                        TitanExport,
+		"reference/report_snapshots.json":                               Unknown, // memscope's own report: a "segments" count
+	} {
+		got, err := SniffFile(filepath.Join("../testdata", path))
+		if err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", path, got, err, want)
+		}
+	}
+	megatron, _ := filepath.Glob("../testdata/traces/megatron_trace_memory/real/*.json")
+	if len(megatron) == 0 {
+		t.Fatal("no Megatron traces")
+	}
+	for _, p := range megatron {
+		if got, _ := SniffFile(p); got != MegatronTrace {
+			t.Errorf("%s: %q, want a Megatron trace", p, got)
+		}
+	}
+}
+
+// TestEmptyObject: {} is the profiler's empty estimate, except in a file
+// named like Megatron's tracker, which writes {} before its first
+// iteration.
+func TestEmptyObject(t *testing.T) {
+	dir := t.TempDir()
+	for name, want := range map[string]Kind{"peak_snapshot.json": Estimate, "memory_trace_rank0.json": MegatronTrace} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(" { }\n"), 0o644)
+		if got, _ := SniffFile(p); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestLateLogLine: a log whose first memory line comes after megabytes of
+// start-up output is still a log; the same text without one is not.
+func TestLateLogLine(t *testing.T) {
+	dir := t.TempDir()
+	preamble := strings.Repeat("NCCL INFO some start-up line that says nothing about memory\n", 200000) // 12 MB
+	line := "[rank0]:[titan] step:  1  loss: 12.2  memory: 27.34GiB(28.78%)  tps: 375\n"
+	for _, c := range []struct {
+		body string
+		want Kind
+	}{{preamble + line, TitanLog}, {preamble, Unknown}, {line, TitanLog}} {
+		p := filepath.Join(dir, "train.log")
+		os.WriteFile(p, []byte(c.body), 0o644)
+		if got, _ := SniffFile(p); got != c.want {
+			t.Errorf("%d bytes: %q, want %q", len(c.body), got, c.want)
+		}
+	}
+}
+
+// TestSniffHeads: the marks of each form, and the near misses.
+func TestSniffHeads(t *testing.T) {
+	for _, c := range []struct {
+		head string
+		want Kind
+	}{
+		{"\x80\x04\x95", Snapshot},
+		{"\x80\x01", Unknown}, // protocol 1: not a snapshot
+		{"\x1f\x8b\x08", Snapshot},
+		{`{"segments": [], "device_traces": []}`, Snapshot},
+		{`{"segments": 3}`, Unknown},
+		{`[{"total_size": 2097152}]`, Snapshot},
+		{`{"peak_memory_mb": 1.0}`, Estimate},
+		{`{"0": {"samples": [{"timestamp_s": 1}]}}`, MegatronTrace},
+		{`[{"step": 1, "device_mem_stats": {}}]`, TitanExport},
+		{"[Rank 3] (after 10 iterations) memory (MB) | allocated: 9554.87", MegatronLog},
+		{"\x1b[32mstep:  1\x1b[0m  memory: 27.34GiB(28.78%)", TitanLog},
+		{"step: 1 memory: 27.34GiB\x00", Unknown}, // binary
+		{"", Unknown},
+	} {
+		if got := Sniff([]byte(c.head)); got != c.want {
+			t.Errorf("Sniff(%q) = %q, want %q", c.head, got, c.want)
+		}
+	}
+}
