@@ -22,9 +22,9 @@ type Shape int
 // Figure shapes.
 const (
 	Lines   Shape = iota // X/Y lines
-	Bars                // one bar per label, one group per series
-	HBars               // horizontal bars (long labels: categories, call sites)
-	Stacked             // Series are bands stacked bottom first over shared X; Overlay lines drawn on top
+	Bars                 // one bar per label, one group per series
+	HBars                // horizontal bars (long labels: categories, call sites)
+	Stacked              // Series are bands stacked bottom first over shared X; Overlay lines drawn on top
 )
 
 // Series is one line or one group of bars.
