@@ -68,15 +68,16 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 			}
 		}
 	}
-	real, err := trace.LoadPath(ctx, realPath)
+	runs, err := model.Load(ctx, model.KindTraceCompare, []string{realPath, simPath}, nil, nil)
 	if err != nil {
-		return false, fmt.Errorf("real run: %w", err)
+		return false, err
 	}
-	sim, err := trace.LoadPath(ctx, simPath)
-	if err != nil {
-		return false, fmt.Errorf("simulated run: %w", err)
+	// Load compares each side's last iteration, ranks paired by number;
+	// the flags may ask for another.
+	c := runs.Comparison
+	if *iteration >= 0 || len(pairs) > 0 {
+		c = trace.Compare(runs.Real, runs.Sim, *iteration, pairs)
 	}
-	c := trace.Compare(real, sim, *iteration, pairs)
 	if note != "" {
 		c.Notes = append(c.Notes, note)
 	}

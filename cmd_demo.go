@@ -69,14 +69,11 @@ var demoSimScale = map[int]float64{0: 0.88, 2: 1.07}
 // name says it is synthetic.
 func writeDemoErrors(megatron, out string) error {
 	ctx := context.Background()
-	real, err := trace.LoadPath(ctx, filepath.Join(megatron, "real"))
+	runs, err := model.Load(ctx, model.KindTraceCompare, []string{filepath.Join(megatron, "real"), filepath.Join(megatron, "sim")}, nil, nil)
 	if err != nil {
 		return err
 	}
-	sim, err := trace.LoadPath(ctx, filepath.Join(megatron, "sim"))
-	if err != nil {
-		return err
-	}
+	real, sim := runs.Real, runs.Sim
 	write := func(side string, r *trace.Rank, scale float64) error {
 		its := slices.Clone(r.Iterations)
 		for i := range its {

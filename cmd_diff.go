@@ -11,7 +11,6 @@ import (
 	"memscope/model"
 	"memscope/snapshot"
 	"memscope/snapshot/estimate"
-	"memscope/snapshot/report"
 )
 
 // cmdDiff implements `memscope diff`.
@@ -41,7 +40,6 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool
 	bar := newLoadProgress(stderr, isTerminal(stderr), sizes[0]+sizes[1], progressDelay, time.Now)
 	defer bar.finish()
 	for i, p := range paths {
-		r := report.FileReport{Path: p}
 		d, err := model.Detect(p)
 		if err != nil {
 			return true, err
@@ -49,17 +47,16 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) (bool
 		if d.Kind != model.KindSnapshot && d.Kind != model.KindEstimate {
 			return true, d.NotFor(p, "diff")
 		}
-		r.Kind = d.Format
-		analyseReport(ctx, &r, cat, func(phase string, frac float64) {
+		res, err := model.Load(ctx, d.Kind, []string{p}, cat, func(phase string, frac float64) {
 			bar.update(i, int64(frac*float64(sizes[i])), phase+" "+filepath.Base(p))
 		})
 		switch {
-		case r.Err != nil:
-			return true, r.Err
-		case r.Estimate != nil:
-			sides[i] = estimate.SideOf(p, r.Estimate)
+		case err != nil:
+			return true, err
+		case res.Estimate != nil:
+			sides[i] = estimate.SideOf(p, res.Estimate)
 		default:
-			sides[i] = snapshot.SideOf(p, r.Analysis)
+			sides[i] = snapshot.SideOf(p, res.Analysis)
 		}
 	}
 	d := snapshot.Compare(sides[0], sides[1])

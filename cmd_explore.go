@@ -95,7 +95,11 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	}
 	switch {
 	case *replay != "":
-		r, err := nvml.NewReplay(ctx, *replay, nil, *speed)
+		rec, err := model.Load(ctx, model.KindTraceRun, []string{*replay}, nil, nil)
+		if err != nil {
+			return false, fmt.Errorf("--replay: %w", err)
+		}
+		r, err := nvml.NewPlayback(rec.Real, *replay, nil, *speed)
 		if err != nil {
 			return false, fmt.Errorf("--replay: %w", err)
 		}

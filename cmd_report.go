@@ -15,7 +15,6 @@ import (
 	"memscope/model"
 	"memscope/plot"
 	"memscope/snapshot"
-	"memscope/snapshot/estimate"
 	"memscope/snapshot/report"
 	"memscope/trace"
 )
@@ -108,15 +107,9 @@ func rankSets(paths []string, reports []report.FileReport) []report.RankSet {
 		if st, err := os.Stat(p); err != nil || !st.IsDir() {
 			continue
 		}
-		found, err := snapshot.Discover(p)
-		if err != nil || !snapshot.IsRankSet(found) {
-			continue
+		if files := model.RankFiles(p); files != nil {
+			out = append(out, report.RankSetOf(p, reports, files))
 		}
-		files := make([]string, len(found))
-		for i, f := range found {
-			files[i] = f.Path
-		}
-		out = append(out, report.RankSetOf(p, reports, files))
 	}
 	return out
 }
@@ -187,30 +180,27 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 	}
 	bar := newLoadProgress(progress, isTerminal(progress), total, progressDelay, time.Now)
 	defer bar.finish()
-	work := make(chan int)
-	done := make(chan struct{})
-	workers := 2
-	for w := 0; w < workers; w++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			// Categorizers cache per stack and are not safe for concurrent
-			// use: one per worker.
-			local := snapshot.NewCategorizer(cat.Rules())
-			for i := range work {
-				analyseReport(ctx, &reports[i], local, func(phase string, frac float64) {
-					bar.update(i, int64(frac*float64(sizes[i])), phase+" "+filepath.Base(reports[i].Path))
-				})
-			}
-		}()
-	}
+	var jobs []model.Job
+	var of []int // the report of each job
 	for i := range reports {
-		if reports[i].Err == nil {
-			work <- i
+		if reports[i].Err != nil {
+			continue
 		}
+		kind := model.KindSnapshot
+		if reports[i].Kind == format.Estimate {
+			kind = model.KindEstimate
+		}
+		jobs = append(jobs, model.Job{Kind: kind, Paths: []string{reports[i].Path}})
+		of = append(of, i)
 	}
-	close(work)
-	for w := 0; w < workers; w++ {
-		<-done
+	results := model.LoadAll(ctx, jobs, model.LoadOptions{Workers: 2, Rules: cat.Rules(),
+		Progress: func(j int, phase string, frac float64) {
+			i := of[j]
+			bar.update(i, int64(frac*float64(sizes[i])), phase+" "+filepath.Base(reports[i].Path))
+		}})
+	for j, res := range results {
+		r := &reports[of[j]]
+		r.Analysis, r.Estimate, r.Err = res.Analysis, res.Estimate, res.Err
 	}
 	return reports
 }
@@ -238,37 +228,6 @@ func reportGCPercent(total int64) int {
 		return 0
 	}
 	return 400
-}
-
-// analyseReport opens and analyses one file; progress (never nil) hears the
-// phase and the fraction of the file done.
-func analyseReport(ctx context.Context, r *report.FileReport, cat *snapshot.Categorizer, progress func(phase string, frac float64)) {
-	defer func() {
-		if v := recover(); v != nil {
-			r.Err = fmt.Errorf("%s: internal error while analysing: %v", r.Path, v)
-		}
-	}()
-	switch r.Kind {
-	case format.Estimate:
-		progress("reading", 0)
-		est, err := estimate.Open(ctx, r.Path)
-		if err != nil {
-			r.Err = err
-			return
-		}
-		progress("analysing", 1)
-		r.Estimate = estimate.Analyze(est, cat)
-	default:
-		r.Kind = format.Snapshot
-		progress("decoding", 0)
-		s, err := snapshot.OpenProgress(ctx, r.Path, func(f float64) { progress("decoding", f) })
-		if err != nil {
-			r.Err = err
-			return
-		}
-		progress("analysing", 1)
-		r.Analysis = snapshot.Analyze(s, cat)
-	}
 }
 
 // reportPlots writes the pictures of every report into dir (one

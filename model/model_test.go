@@ -314,6 +314,17 @@ func TestWatchBurstRenameAndNewRuns(t *testing.T) {
 		}
 		return false
 	})
+	// The regrouped source compares real/ with sim/, not the parent
+	// folder (which holds both) with real/.
+	for _, s := range ws.Sources() {
+		if s.Kind != KindTraceCompare {
+			continue
+		}
+		if len(s.Paths) != 2 || s.Paths[0] != real || s.Paths[1] != sim || len(s.Sim.Ranks) != 1 ||
+			filepath.Dir(s.Sim.Ranks[0].Path) != sim || len(s.Real.Ranks) != 1 || filepath.Dir(s.Real.Ranks[0].Path) != real {
+			t.Errorf("regrouped comparison: paths %q, real %d ranks, sim %d ranks", s.Paths, len(s.Real.Ranks), len(s.Sim.Ranks))
+		}
+	}
 
 	// A snapshot written under a temporary name, then renamed into place.
 	tmpSnap := filepath.Join(run, "late.pickle.part")

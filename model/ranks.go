@@ -137,17 +137,18 @@ func summarizeOne(ctx context.Context, path string, b *budget,
 // summarizeSnapshot decodes and analyses one snapshot and keeps its row.
 func summarizeSnapshot(rules []snapshot.Rule) func(ctx context.Context, path string) snapshot.RankSummary {
 	return func(ctx context.Context, path string) snapshot.RankSummary {
-		s, err := snapshot.Open(ctx, path)
+		res, err := Load(ctx, KindSnapshot, []string{path}, snapshot.NewCategorizer(rules), nil)
 		if err != nil {
 			return snapshot.RankSummary{Err: err, Device: -1}
 		}
-		return snapshot.Summarize(path, snapshot.Analyze(s, snapshot.NewCategorizer(rules)))
+		return snapshot.Summarize(path, res.Analysis)
 	}
 }
 
-// rankFiles finds the per-rank snapshots of a folder, or nil when it is
-// not a rank set (see snapshot.IsRankSet).
-func rankFiles(dir string) []string {
+// RankFiles finds the per-rank snapshots of a folder, or nil when it is
+// not a rank set (see snapshot.IsRankSet). report and the explorer both
+// ask it.
+func RankFiles(dir string) []string {
 	found, err := snapshot.Discover(dir)
 	if err != nil || !snapshot.IsRankSet(found) {
 		return nil

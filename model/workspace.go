@@ -15,7 +15,6 @@ import (
 
 	"memscope/format"
 	"memscope/snapshot"
-	"memscope/snapshot/estimate"
 	"memscope/trace"
 )
 
@@ -161,7 +160,7 @@ func (w *Workspace) Regroup(dir, real, sim string) bool {
 	if id == 0 {
 		return false
 	}
-	paths := []string{dir, real, sim}
+	paths := []string{real, sim}
 	w.update(id, func(s *Source) {
 		s.Kind, s.Path, s.Paths, s.Label = KindTraceCompare, dir, paths, labelFor(KindTraceCompare, paths)
 	})
@@ -297,44 +296,16 @@ func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error
 	var out Source
 	ctx := w.ctx
 	switch src.Kind {
-	case KindSnapshot:
-		s, err := snapshot.OpenProgress(ctx, src.Paths[0], progress)
+	case KindSnapshot, KindEstimate, KindTraceRun, KindTraceCompare:
+		res, err := Load(ctx, src.Kind, src.Paths, snapshot.NewCategorizer(w.rules), func(_ string, f float64) { progress(f) })
 		if err != nil {
 			return out, err
 		}
-		out.Analysis = snapshot.Analyze(s, snapshot.NewCategorizer(w.rules))
-		out.Warnings = s.Warnings
-	case KindEstimate:
-		e, err := estimate.Open(ctx, src.Paths[0])
-		if err != nil {
-			return out, err
-		}
-		out.Estimate = estimate.Analyze(e, snapshot.NewCategorizer(w.rules))
-	case KindTraceRun:
-		set, err := trace.LoadPath(ctx, src.Paths[0])
-		if err != nil {
-			return out, err
-		}
-		if len(set.Ranks) == 0 {
-			return out, fmt.Errorf("%s: no trace could be read (%d files failed)", src.Paths[0], len(set.Errors))
-		}
-		out.Real = set
-		out.Warnings = rankWarnings(set)
-	case KindTraceCompare:
-		real, err := trace.LoadPath(ctx, src.Paths[0])
-		if err != nil {
-			return out, fmt.Errorf("real run: %w", err)
-		}
-		progress(0.5)
-		sim, err := trace.LoadPath(ctx, src.Paths[1])
-		if err != nil {
-			return out, fmt.Errorf("simulated run: %w", err)
-		}
-		out.Real, out.Sim = real, sim
-		out.Comparison = trace.Compare(real, sim, -1, nil)
-		out.Warnings = append(rankWarnings(real), rankWarnings(sim)...)
+		out.Analysis, out.Estimate = res.Analysis, res.Estimate
+		out.Real, out.Sim, out.Comparison = res.Real, res.Sim, res.Comparison
+		out.Warnings = res.Warnings
 	case KindRanks:
-		files := rankFiles(src.Paths[0])
+		files := RankFiles(src.Paths[0])
 		if files == nil {
 			return out, fmt.Errorf("%s: no per-rank snapshots found any more (rankN in the names, two ranks or more)", src.Paths[0])
 		}
@@ -355,16 +326,6 @@ func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error
 		return out, fmt.Errorf("nothing to load for a %s source", src.Kind)
 	}
 	return out, nil
-}
-
-func rankWarnings(s *trace.Set) []string {
-	var out []string
-	for _, r := range s.Ranks {
-		for _, w := range r.Warnings {
-			out = append(out, filepath.Base(r.Path)+": "+w)
-		}
-	}
-	return out
 }
 
 // maxOpenDepth bounds how deep Open looks into directories.
@@ -439,7 +400,7 @@ func (w *Workspace) openFile(p string, explicit bool) int {
 func (w *Workspace) openFolder(dir string) int {
 	skip := map[string]bool{}
 	n := 0
-	if files := rankFiles(dir); files != nil {
+	if files := RankFiles(dir); files != nil {
 		w.Add(KindRanks, dir)
 		n++
 		for _, f := range files {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"memscope/trace"
 )
 
 // TestReplayPauseSeekLoop: the position follows the clock at the replay's
@@ -18,7 +20,7 @@ func TestReplayPauseSeekLoop(t *testing.T) {
 	}
 	clock := time.Unix(1000, 0)
 	now := func() time.Time { return clock }
-	r, err := NewReplay(context.Background(), dir, now, 1)
+	r, err := newPlaybackOf(t, dir, now, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,4 +47,14 @@ func TestReplayPauseSeekLoop(t *testing.T) {
 	if at, _, loop, _ := r.Position(); !near(at, span/2) || loop != 2 {
 		t.Errorf("seek 2.5 spans: at %v loop %d, want %v in loop 2", at, loop, span/2)
 	}
+}
+
+// newPlaybackOf loads dir's traces and plays them back.
+func newPlaybackOf(t testing.TB, dir string, now func() time.Time, speed float64) (*Playback, error) {
+	t.Helper()
+	set, err := trace.LoadPath(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	return NewPlayback(set, dir, now, speed)
 }

@@ -1,6 +1,6 @@
 // Package nvml is memscope's live GPU data: a small source interface with
 // three implementations (NVML through go-nvml, a simulated fake for demos
-// and tests, and a replay of recorded traces), a sampler that keeps a ring
+// and tests, and the playback of a recording), a sampler that keeps a ring
 // of history off the UI goroutine, and the recorder behind `memscope
 // record`.
 package nvml

@@ -85,7 +85,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 	}
 	for _, speed := range []float64{1, 4} {
-		rp, err := NewReplay(context.Background(), dir, nil, speed)
+		rp, err := newPlaybackOf(t, dir, nil, speed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,10 +143,10 @@ func TestFakeAndSampler(t *testing.T) {
 	}
 }
 
-func TestReplay(t *testing.T) {
+func TestPlayback(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	r, err := NewReplay(context.Background(), "../testdata/traces/megatron_trace_memory/sim", clock, 1)
+	r, err := newPlaybackOf(t, "../testdata/traces/megatron_trace_memory/sim", clock, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

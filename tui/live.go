@@ -74,7 +74,7 @@ func (t *liveTab) help() []key.Binding {
 	return keys
 }
 
-// player is a replayed recording's playback controls (nvml.Replay).
+// player is a replayed recording's playback controls (nvml.Playback).
 type player interface {
 	Position() (at, span float64, loop int, paused bool)
 	TogglePause()

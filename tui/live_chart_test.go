@@ -11,6 +11,7 @@ import (
 
 	"memscope/model"
 	"memscope/nvml"
+	"memscope/trace"
 )
 
 var reXLabel = regexp.MustCompile(`-?\d+(?:\.\d)?([smh])\b`)
@@ -111,7 +112,7 @@ func TestLiveReplayControls(t *testing.T) {
 		Duration: 250 * time.Millisecond, FlushEvery: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := nvml.NewReplay(context.Background(), dir, nil, 1)
+	r, err := newPlaybackOf(t, dir, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,4 +139,14 @@ func TestLiveReplayControls(t *testing.T) {
 	if _, _, _, paused := r.Position(); paused {
 		t.Error("space resumes")
 	}
+}
+
+// newPlaybackOf loads dir's traces and plays them back.
+func newPlaybackOf(t testing.TB, dir string, now func() time.Time, speed float64) (*nvml.Playback, error) {
+	t.Helper()
+	set, err := trace.LoadPath(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	return nvml.NewPlayback(set, dir, now, speed)
 }

@@ -11,13 +11,13 @@ import (
 	"memscope/trace"
 )
 
-// Replay plays recorded traces back as if live: each rank becomes a GPU,
+// Playback plays recorded traces back as if live (memscope --replay): each rank becomes a GPU,
 // reserved_memory_MB its used memory and allocated_memory_MB its process's
 // memory, at the recorded pace (looping at the end).
-type Replay struct {
+type Playback struct {
 	name   string
 	devs   []Device
-	series []replaySeries
+	series []playbackSeries
 	start  time.Time
 	now    func() time.Time
 	span   float64
@@ -33,20 +33,17 @@ type Replay struct {
 	interval float64
 }
 
-type replaySeries struct {
+type playbackSeries struct {
 	t, used, alloc []float64
 	// total is the GPU's memory in bytes: recorded, or estimated.
 	total int64
 }
 
-// NewReplay loads the traces of dir. now is the clock (nil: real time);
-// speed scales the recorded pace (1: as recorded; <= 0 means 1).
-func NewReplay(ctx context.Context, dir string, now func() time.Time, speed float64) (*Replay, error) {
-	set, err := trace.LoadPath(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(set.Ranks) == 0 {
+// NewPlayback plays a recording (memscope record's traces, or any run's)
+// back: set is the loaded run, dir names it. now is the clock (nil: real
+// time); speed scales the recorded pace (1: as recorded; <= 0 means 1).
+func NewPlayback(set *trace.Set, dir string, now func() time.Time, speed float64) (*Playback, error) {
+	if set == nil || len(set.Ranks) == 0 {
 		return nil, fmt.Errorf("%s: no trace could be read", dir)
 	}
 	if now == nil {
@@ -55,10 +52,10 @@ func NewReplay(ctx context.Context, dir string, now func() time.Time, speed floa
 	if !(speed > 0) {
 		speed = 1
 	}
-	r := &Replay{name: "replay of " + dir, start: now(), now: now, speed: speed}
+	r := &Playback{name: "replay of " + dir, start: now(), now: now, speed: speed}
 	var gaps []float64
 	for _, rk := range set.Ranks {
-		var s replaySeries
+		var s playbackSeries
 		var maxUsed, total float64
 		name := fmt.Sprintf("replayed rank %d", rk.Rank)
 		for _, it := range rk.Iterations {
@@ -85,7 +82,7 @@ func NewReplay(ctx context.Context, dir string, now func() time.Time, speed floa
 			idx[i] = i
 		}
 		sort.SliceStable(idx, func(a, b int) bool { return s.t[idx[a]] < s.t[idx[b]] })
-		var o replaySeries
+		var o playbackSeries
 		for _, i := range idx {
 			o.t, o.used, o.alloc = append(o.t, s.t[i]), append(o.used, s.used[i]), append(o.alloc, s.alloc[i])
 		}
@@ -114,7 +111,7 @@ func NewReplay(ctx context.Context, dir string, now func() time.Time, speed floa
 
 // Interval is how often to sample the replay to see every recorded sample
 // at the chosen speed (never below 50 ms).
-func (r *Replay) Interval() time.Duration {
+func (r *Playback) Interval() time.Duration {
 	if r.interval <= 0 {
 		return time.Second
 	}
@@ -122,17 +119,17 @@ func (r *Replay) Interval() time.Duration {
 }
 
 // Name describes the source.
-func (r *Replay) Name() string { return r.name }
+func (r *Playback) Name() string { return r.name }
 
 // Simulated is true: the data is recorded, not live.
-func (r *Replay) Simulated() bool { return true }
+func (r *Playback) Simulated() bool { return true }
 
 // Devices lists one device per replayed rank.
-func (r *Replay) Devices() []Device { return append([]Device(nil), r.devs...) }
+func (r *Playback) Devices() []Device { return append([]Device(nil), r.devs...) }
 
 // played is the recording seconds played since the start (seeks and
 // pauses included, loops not folded). Called with mu held.
-func (r *Replay) played(now time.Time) float64 {
+func (r *Playback) played(now time.Time) float64 {
 	if !r.pausedAt.IsZero() {
 		now = r.pausedAt
 	}
@@ -141,7 +138,7 @@ func (r *Replay) played(now time.Time) float64 {
 
 // Position says where playback is: seconds into the recording, its span,
 // how many times it has looped and whether it is paused.
-func (r *Replay) Position() (at, span float64, loop int, paused bool) {
+func (r *Playback) Position() (at, span float64, loop int, paused bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := r.played(r.now())
@@ -152,7 +149,7 @@ func (r *Replay) Position() (at, span float64, loop int, paused bool) {
 }
 
 // TogglePause stops playback where it is, or resumes it.
-func (r *Replay) TogglePause() {
+func (r *Playback) TogglePause() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
@@ -166,7 +163,7 @@ func (r *Replay) TogglePause() {
 }
 
 // Seek moves playback by d recording seconds (never before the start).
-func (r *Replay) Seek(d float64) {
+func (r *Playback) Seek(d float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := r.played(r.now())
@@ -174,7 +171,7 @@ func (r *Replay) Seek(d float64) {
 }
 
 // Sample returns each rank's recorded values at the current playback time.
-func (r *Replay) Sample(ctx context.Context) ([]Sample, error) {
+func (r *Playback) Sample(ctx context.Context) ([]Sample, error) {
 	now := r.now()
 	r.mu.Lock()
 	el := r.played(now)
@@ -207,4 +204,4 @@ func (r *Replay) Sample(ctx context.Context) ([]Sample, error) {
 }
 
 // Close does nothing.
-func (r *Replay) Close() error { return nil }
+func (r *Playback) Close() error { return nil }
