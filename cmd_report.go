@@ -16,7 +16,6 @@ import (
 	"memscope/plot"
 	"memscope/snapshot"
 	"memscope/snapshot/report"
-	"memscope/trace"
 )
 
 // cmdReport implements `memscope report`.
@@ -125,40 +124,8 @@ func rankSets(paths []string, reports []report.FileReport) []report.RankSet {
 // size (reportGCPercent): report exits once it has written what it loaded.
 func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer, progress io.Writer) []report.FileReport {
 	var reports []report.FileReport
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		switch {
-		case err != nil:
-			reports = append(reports, report.FileReport{Path: p, Err: err})
-		case st.IsDir():
-			found, err := snapshot.Discover(p)
-			if err != nil {
-				reports = append(reports, report.FileReport{Path: p, Err: err})
-				continue
-			}
-			if len(found) == 0 {
-				err := fmt.Errorf("no snapshots found (looked for *.pickle, *.pkl, *.pickle.gz, memory_viz *.html and snapshot *.json, up to 4 levels deep)")
-				if traces, _ := trace.FindFiles(p); len(traces) > 0 {
-					err = fmt.Errorf("no snapshots found; it holds %d memory trace files: use memscope compare %s", len(traces), p)
-				}
-				reports = append(reports, report.FileReport{Path: p, Err: err})
-			}
-			for _, f := range found {
-				reports = append(reports, report.FileReport{Path: f.Path, Kind: f.Kind, Label: f.Label})
-			}
-		default:
-			// The one detection every command shares: a trace or an
-			// unknown JSON is an error saying what it is.
-			d, err := model.Detect(p)
-			switch {
-			case err != nil:
-				reports = append(reports, report.FileReport{Path: p, Err: err})
-			case d.Kind != model.KindSnapshot && d.Kind != model.KindEstimate:
-				reports = append(reports, report.FileReport{Path: p, Err: d.NotFor(p, "report")})
-			default:
-				reports = append(reports, report.FileReport{Path: p, Kind: d.Format, Label: snapshot.ParseLabel(p)})
-			}
-		}
+	for _, in := range model.SnapshotInputs(paths, "report") {
+		reports = append(reports, report.FileReport{Path: in.Path, Kind: in.Format, Label: in.Label, Err: in.Err})
 	}
 	var total int64
 	sizes := make([]int64, len(reports))

@@ -136,37 +136,3 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}
 	return 0
 }
-
-// parseFlags parses flags that may appear before, between or after the
-// positional arguments ("memscope report F --json" works), and returns the
-// positionals.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, errUsage
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}

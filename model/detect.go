@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"memscope/format"
+	"memscope/snapshot"
+	"memscope/trace"
 )
 
 // Detected is what a file holds, by content: one answer for every command
@@ -80,4 +82,57 @@ func (d Detected) NotFor(path, command string) error {
 		hint = ": use memscope report or memscope diff"
 	}
 	return fmt.Errorf("%s: %s, not what memscope %s reads%s", path, d.What, command, hint)
+}
+
+// Input is one file a command reads (SnapshotInputs).
+type Input struct {
+	Path   string
+	Format format.Kind // format.Snapshot or format.Estimate
+	Label  snapshot.Label
+	// Err says why the path gives no input (it is missing, a folder
+	// without snapshots, or a file of another kind).
+	Err error
+}
+
+// SnapshotInputs expands paths into the allocator snapshots and estimates
+// that report and diff read: a file must be one (else an error naming
+// what it is and the command that reads it), a folder gives every one
+// under it, four levels deep (none: an error, which points to compare
+// when the folder holds traces).
+func SnapshotInputs(paths []string, command string) []Input {
+	var out []Input
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			out = append(out, Input{Path: p, Err: err})
+		case st.IsDir():
+			found, err := snapshot.Discover(p)
+			if err != nil {
+				out = append(out, Input{Path: p, Err: err})
+				continue
+			}
+			if len(found) == 0 {
+				err := fmt.Errorf("no snapshots found (looked for *.pickle, *.pkl, *.pickle.gz, memory_viz *.html and snapshot *.json, up to 4 levels deep)")
+				if traces, _ := trace.FindFiles(p); len(traces) > 0 {
+					err = fmt.Errorf("no snapshots found; it holds %d memory trace files: use memscope compare %s", len(traces), p)
+				}
+				out = append(out, Input{Path: p, Err: err})
+			}
+			for _, f := range found {
+				out = append(out, Input{Path: f.Path, Format: f.Kind, Label: f.Label})
+			}
+		default:
+			d, err := Detect(p)
+			switch {
+			case err != nil:
+				out = append(out, Input{Path: p, Err: err})
+			case d.Kind != KindSnapshot && d.Kind != KindEstimate:
+				out = append(out, Input{Path: p, Err: d.NotFor(p, command)})
+			default:
+				out = append(out, Input{Path: p, Format: d.Format, Label: snapshot.ParseLabel(p)})
+			}
+		}
+	}
+	return out
 }
