@@ -118,7 +118,7 @@ func exportSnapshot(c *tabContext, t *snapTab) tea.Cmd {
 		return done(nil, fmt.Errorf("no snapshot to export"))
 	}
 	base := filepath.Join(exportDir(c), "memscope_snapshot_"+stamp())
-	d, e := t.dev(), t.est()
+	d, e := t.dev(), t.estDev()
 	var tl *snapshot.Timeline
 	if d != nil {
 		tl = t.src.Analysis.Timeline(d.Device)

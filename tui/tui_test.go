@@ -264,14 +264,14 @@ func TestSnapshotTreeExpands(t *testing.T) {
 	a := newTestApp(t, 120, 40, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
 	press(a, "2")
 	before := strings.Count(screen(a), "▸") + strings.Count(screen(a), "▾")
-	rows := len(a.snap.currentTree(&a.c).Rows)
+	rows := len(a.snap.currentTree().Rows)
 	press(a, "down", "right")
-	after := len(a.snap.currentTree(&a.c).Rows)
+	after := len(a.snap.currentTree().Rows)
 	if after <= rows {
 		t.Errorf("→ should expand the selected node: rows %d -> %d (markers before %d)", rows, after, before)
 	}
 	press(a, "left")
-	if got := len(a.snap.currentTree(&a.c).Rows); got != rows {
+	if got := len(a.snap.currentTree().Rows); got != rows {
 		t.Errorf("← should collapse it again: rows %d, want %d", got, rows)
 	}
 	press(a, "g")
@@ -571,7 +571,7 @@ func TestHelpKeysDoWhatTheySay(t *testing.T) {
 	// Snapshot: * expands everything under the cursor; s on an allocation
 	// shows its stack.
 	press(a, "2")
-	tv := a.snap.currentTree(&a.c)
+	tv := a.snap.currentTree()
 	before := len(tv.Rows)
 	press(a, "*")
 	if len(tv.Rows) <= before {
@@ -894,7 +894,7 @@ func TestStateSurvivesCopiesAndReloads(t *testing.T) {
 	}
 	a := newTestApp(t, 120, 40, p)
 	press(a, "2", "down", "right", "down", "down")
-	tree := a.snap.currentTree(&a.c)
+	tree := a.snap.currentTree()
 	cursor := tree.Cur().Path
 	open := len(tree.Rows)
 	press(a, "3", "down", "down", "down", "5", "left", "left")
@@ -902,7 +902,7 @@ func TestStateSurvivesCopiesAndReloads(t *testing.T) {
 
 	a.ws.MarkDemo() // copies every source, as a progress tick does
 	a.refresh()
-	if a.snap.currentTree(&a.c) != tree || a.top.list.Cursor != topCursor || a.timeline.cursor != tlCursor {
+	if a.snap.currentTree() != tree || a.top.list.Cursor != topCursor || a.timeline.cursor != tlCursor {
 		t.Error("a copy of the same data rebuilt the views")
 	}
 
@@ -914,7 +914,7 @@ func TestStateSurvivesCopiesAndReloads(t *testing.T) {
 	if a.c.sources[0].Generation == gen {
 		t.Fatal("the reload did not happen")
 	}
-	tree2 := a.snap.currentTree(&a.c)
+	tree2 := a.snap.currentTree()
 	if tree2 == tree || tree2.Cur() == nil || tree2.Cur().Path != cursor || len(tree2.Rows) != open {
 		t.Errorf("after a reload the tree has %d rows (want %d), cursor %v (want %s)", len(tree2.Rows), open, tree2.Cur(), cursor)
 	}
@@ -1021,7 +1021,7 @@ func TestSnapshotTreeSearch(t *testing.T) {
 	for _, r := range "entrance" {
 		press(a, string(r))
 	}
-	tv := a.snap.currentTree(&a.c)
+	tv := a.snap.currentTree()
 	if r := tv.Cur(); r == nil || !strings.Contains(r.Node.Label, "entrance.py") {
 		t.Fatalf("the cursor is on the call site in entrance.py: %+v\n%s", r, screen(a))
 	}
@@ -1320,11 +1320,11 @@ func TestRolesPeakTopAndIcicle(t *testing.T) {
 			t.Error("enter zooms into the frame")
 		}
 		press(a, "esc")
-		if ic.zoom != 0 || a.snap.mode != smIcicle {
+		if ic.zoom != 0 || a.snap.alloc.mode != amIcicle {
 			t.Error("esc zooms out first")
 		}
 		press(a, "esc")
-		if a.snap.mode != smCategory {
+		if a.snap.alloc.mode != amCategory {
 			t.Error("esc at the top leaves the flame graph")
 		}
 	}
