@@ -235,6 +235,9 @@ func (a *App) handle(msg tea.Msg) tea.Cmd {
 			}
 			return a.handle(toTab{tabTraces, m})
 		}
+		if a.source(a.c.traceSel) != nil {
+			m.orElse = ptr(tabTraces) // no rank folder there: the traces' rank
+		}
 		return a.handle(toTab{tabSnapshot, m})
 	}
 	return nil

@@ -126,3 +126,23 @@ func TestCommandExportAndRank(t *testing.T) {
 		t.Errorf("status %q", r.status)
 	}
 }
+
+// TestCommandRankFromAnyTab: :rank N on a snapshot tab whose snapshot is
+// not part of a rank folder opens the traces' rank N instead of failing;
+// with neither, it says so.
+func TestCommandRankFromAnyTab(t *testing.T) {
+	a := newTestApp(t, 120, 40, testInputs...)
+	press(a, "5", ":")
+	typeLine(a, "rank 2")
+	press(a, "enter")
+	if a.active != tabTraces || a.traces.mode != modeDetail || a.traces.cur() == nil || a.traces.cur().rank != 2 {
+		t.Errorf(":rank 2 on the Timeline: tab %d, traces mode %v, status %q", a.active, a.traces.mode, a.status)
+	}
+	s := newTestApp(t, 120, 40, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	press(s, "2", ":")
+	typeLine(s, "rank 2")
+	press(s, "enter")
+	if s.active != tabSnapshot || !strings.Contains(s.status, "no rank folder or traces open") {
+		t.Errorf(":rank 2 with a lone snapshot: tab %d, status %q", s.active, s.status)
+	}
+}

@@ -235,7 +235,8 @@ func rankSetHint(c *tabContext, s *model.Source) string {
 
 // openRank opens rank n of the rank folder shown (or of the one the
 // snapshot shown was opened from), in the iteration shown (:rank N).
-func (t *snapTab) openRank(c *tabContext, n int) {
+func (t *snapTab) openRank(c *tabContext, m openRankMsg) {
+	n := m.n
 	rs := t.src
 	step, exit := -1, false
 	if rs != nil && rs.Kind != model.KindRanks && t.back != 0 && len(rs.Paths) > 0 {
@@ -247,6 +248,10 @@ func (t *snapTab) openRank(c *tabContext, n int) {
 		step, exit = k.Step, k.Exit
 	}
 	if rs == nil || rs.Kind != model.KindRanks {
+		if m.orElse != nil {
+			c.send(toTab{*m.orElse, openRankMsg{n: n}})
+			return
+		}
 		c.setStatus("no rank folder or traces open: memscope DIR opens a folder of per-rank snapshots")
 		return
 	}

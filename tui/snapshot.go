@@ -184,7 +184,7 @@ func (t *snapTab) currentTree() *widget.Tree {
 func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	switch m := msg.(type) {
 	case openRankMsg:
-		t.openRank(c, m.n)
+		t.openRank(c, m)
 		return nil
 	case exportMsg:
 		if t.src != nil && t.src.State == model.Loaded && t.src.Kind != model.KindRanks {
