@@ -11,6 +11,16 @@ trace from an empty allocator reproduces the final segment state exactly when
 the trace is not truncated.
 
   gen_snapshot.py --entries 100000 --frames unshared --depth 40 OUT.pickle
+
+Shapes (vary them: a figure from one shape is not a claim about the engine):
+  --frames unshared           every frame its own dict (no memo sharing)
+  --frames shared             a stack's frames shared wherever that stack recurs
+  --frame-pool N              stacks drawn from N frame dicts shared by all
+                              stacks through the pickle memo, as PyTorch
+                              interns them; with --stacks large, many distinct
+                              stacks over few frames
+  --frees random              blocks outlive their step and are freed at
+                              random among all live ones (a scattered heap)
 """
 import argparse
 import bisect
@@ -39,6 +49,24 @@ FILES = [
 CPP = [("??", "torch::unwind::unwind()", 0), ("??", "torch::CapturedTraceback::gather(bool, bool, bool)", 0),
        ("??", "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", 0),
        ("??", "at::native::empty_cuda", 0), ("/usr/lib/python3.11/ceval.c", "_PyEval_EvalFrameDefault", 4200)]
+
+
+def make_pooled_stacks(rng, n, depth, pool):
+    """n distinct stacks whose frames are references into one pool of
+    shared frame dicts (PyTorch interns frames, so pickle memoises them)."""
+    frames = []
+    for i in range(pool):
+        f, fn, l = FILES[i % len(FILES)]
+        frames.append(dict(filename=f, name=fn, line=l + i // len(FILES)))
+    top = [dict(filename="/workspace/train.py", name="<module>", line=200)]
+    stacks, seen = [], set()
+    while len(stacks) < n:
+        idx = tuple(rng.randrange(pool) for _ in range(depth - 1))
+        if idx in seen:
+            continue
+        seen.add(idx)
+        stacks.append([frames[j] for j in idx] + top)
+    return stacks
 
 
 def make_stacks(rng, n, depth):
@@ -176,25 +204,48 @@ def main():
     ap.add_argument("--stacks", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--protocol", type=int, default=4)
+    ap.add_argument("--frame-pool", type=int, default=0,
+                    help="draw the stacks' frames from this many frame dicts shared by all stacks (0: off)")
+    ap.add_argument("--frees", choices=["step", "random"], default="step",
+                    help="step: a step frees what it made; random: blocks outlive steps, freed at random among all live")
     a = ap.parse_args()
     rng = random.Random(a.seed)
-    stacks = make_stacks(rng, a.stacks, a.depth)
+    if a.frame_pool:
+        if a.frames == "unshared":
+            ap.error("--frame-pool shares frames; it does not go with --frames unshared")
+        stacks = make_pooled_stacks(rng, a.stacks, a.depth, a.frame_pool)
+    else:
+        stacks = make_stacks(rng, a.stacks, a.depth)
     max_entries = a.max_entries or (a.entries * 10)
     sim = Sim(rng, stacks, a.frames == "unshared", max_entries)
     params = [sim.malloc(rng.choice([4 << 20, 16 << 20, 64 << 20, 3 << 19]), rng.choice(stacks)) for _ in range(50)]
     anns = []
+    heap = []  # --frees random: blocks live across steps
     step = 0
     while sim.total < a.entries:
         step += 1
         anns.append({"name": "ProfilerStep#%d" % step, "stage": "START", "device": 0, "time_us": sim.t})
-        live = []
+        live = heap if a.frees == "random" else []
         for _ in range(rng.randint(100, 300)):
             req = rng.choice([rng.randint(1, 4096), rng.randint(4096, SMALL), rng.randint(SMALL, 40 << 20)])
             live.append(sim.malloc(req, rng.choice(stacks)))
-            if live and rng.random() < 0.3:
-                sim.dealloc(live.pop(rng.randrange(len(live))))
+            if live and rng.random() < (0.45 if a.frees == "random" else 0.3):
+                i = rng.randrange(len(live))
+                live[i], live[-1] = live[-1], live[i]
+                sim.dealloc(live.pop())
             if sim.total >= a.entries:
                 break
+        if a.frees == "random":
+            # The heap lives on: trim it back to a working set, freeing at
+            # random, so memory stays bounded while frees stay scattered.
+            while len(heap) > 2000 and sim.total < a.entries:
+                i = rng.randrange(len(heap))
+                heap[i], heap[-1] = heap[-1], heap[i]
+                sim.dealloc(heap.pop())
+            anns.append({"name": "ProfilerStep#%d" % step, "stage": "END", "device": 0, "time_us": sim.t})
+            if step % 7 == 0 and sim.total < a.entries:
+                sim.empty_cache()
+            continue
         keep = live[: rng.randint(0, 3)] if sim.total < a.entries else live
         for addr in live[len(keep):]:
             if sim.total >= a.entries:
