@@ -33,10 +33,13 @@ const (
 // most k named bands: the k-1 largest at the peak and Other.
 func (t *Timeline) Bands(by BandBy, k int) *Bands {
 	k = max(k, 2)
+	// Sites by stack and frame: a million intervals share a few thousand
+	// stacks (siteNames).
+	names := newSiteNames()
 	key := func(i int, iv *Interval) string {
 		switch by {
 		case BandSite:
-			if l := Location(iv.Frames); l != "" {
+			if l := names.of(iv.Frames); l != noStack {
 				return l
 			}
 			return NoFrames
@@ -56,11 +59,11 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 			atPeak[keys[i]] += iv.Size
 		}
 	}
-	names := make([]string, 0, len(total))
+	order := make([]string, 0, len(total))
 	for n := range total {
-		names = append(names, n)
+		order = append(order, n)
 	}
-	slices.SortFunc(names, func(a, b string) int {
+	slices.SortFunc(order, func(a, b string) int {
 		if c := cmp.Compare(atPeak[b], atPeak[a]); c != 0 {
 			return c
 		}
@@ -69,14 +72,14 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 		}
 		return cmp.Compare(a, b)
 	})
-	if len(names) > k {
-		names = append(names[:k-1], Other)
+	if len(order) > k {
+		order = append(order[:k-1], Other)
 	}
 	index := map[string]uint16{}
-	for i, n := range names {
+	for i, n := range order {
 		index[n] = uint16(i)
 	}
-	b := &Bands{Names: names, of: make([]uint16, len(t.Intervals))}
+	b := &Bands{Names: order, of: make([]uint16, len(t.Intervals))}
 	for i := range keys {
 		j, ok := index[keys[i]]
 		if !ok {
@@ -84,14 +87,22 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 		}
 		b.of[i] = j
 	}
-	b.byStart = make([]int32, len(t.Intervals))
-	b.byEnd = make([]int32, len(t.Intervals))
-	for i := range b.byStart {
-		b.byStart[i], b.byEnd[i] = int32(i), int32(i)
-	}
-	slices.SortFunc(b.byStart, func(x, y int32) int { return cmp.Compare(t.Intervals[x].Start, t.Intervals[y].Start) })
-	slices.SortFunc(b.byEnd, func(x, y int32) int { return cmp.Compare(t.Intervals[x].End, t.Intervals[y].End) })
+	b.byStart, b.byEnd = t.orders()
 	return b
+}
+
+// orders is the intervals ordered by start and by end event, built once.
+func (t *Timeline) orders() (byStart, byEnd []int32) {
+	t.ordersOnce.Do(func() {
+		t.startOrder = make([]int32, len(t.Intervals))
+		t.endOrder = make([]int32, len(t.Intervals))
+		for i := range t.startOrder {
+			t.startOrder[i], t.endOrder[i] = int32(i), int32(i)
+		}
+		slices.SortFunc(t.startOrder, func(x, y int32) int { return cmp.Compare(t.Intervals[x].Start, t.Intervals[y].Start) })
+		slices.SortFunc(t.endOrder, func(x, y int32) int { return cmp.Compare(t.Intervals[x].End, t.Intervals[y].End) })
+	})
+	return t.startOrder, t.endOrder
 }
 
 // Totals returns, for each event of events (ascending; -1 is before the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"memscope/internal/units"
 )
@@ -102,6 +103,11 @@ type Timeline struct {
 	// bySize orders the intervals by size for LiveAt; starts and ends copy
 	// their bounds for a cache-friendly scan.
 	bySize, starts, ends []int32
+	// ordersOnce builds, for every grouping of Bands, the intervals
+	// ordered by start and by end event (they do not depend on the
+	// grouping; a million intervals take a tenth of a second to sort).
+	ordersOnce           sync.Once
+	startOrder, endOrder []int32
 }
 
 // Replay rebuilds active and reserved memory over the trace of one device,

@@ -63,29 +63,37 @@ const noStack = "(no stack)"
 // the frame tests (noise, plumbing: a dozen substring searches each) and the
 // formatted location are cached per frame too.
 type siteNames struct {
-	byStack map[*Frame]string
+	byStack map[stackKey]string
 	kind    map[frameName]siteKind
 	text    map[Frame]string
 }
 
 type frameName struct{ file, name string }
 
+// stackKey names a stack by its backing array and length (a shorter stack
+// may share the start of a longer one's array).
+type stackKey struct {
+	first *Frame
+	n     int
+}
+
 func newSiteNames() *siteNames {
-	return &siteNames{byStack: map[*Frame]string{}, kind: map[frameName]siteKind{}, text: map[Frame]string{}}
+	return &siteNames{byStack: map[stackKey]string{}, kind: map[frameName]siteKind{}, text: map[Frame]string{}}
 }
 
 func (m *siteNames) of(st Stack) string {
 	if len(st) == 0 {
 		return noStack
 	}
-	if s, ok := m.byStack[&st[0]]; ok {
+	k := stackKey{&st[0], len(st)}
+	if s, ok := m.byStack[k]; ok {
 		return s
 	}
 	s := noStack
 	if i := m.locationIndex(st); i >= 0 {
 		s = m.format(st[i])
 	}
-	m.byStack[&st[0]] = s
+	m.byStack[k] = s
 	return s
 }
 

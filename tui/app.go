@@ -398,7 +398,9 @@ func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 		}
 		return a, nil
 	case stateTick:
-		a.timeline.onStateTick(msg)
+		return a, a.timeline.onStateTick(msg)
+	case stateMsg:
+		a.timeline.onState(msg)
 		return a, nil
 	case tea.KeyPressMsg:
 		return a, a.onKey(msg)

@@ -129,7 +129,18 @@ func benchTimeline(b *testing.B, an *snapshot.Analysis, minEvents int) {
 			}
 		})
 	}
-	b.Run("state-at-cursor", func(b *testing.B) {
+	// With the allocator state shown, a key costs the UI goroutine only
+	// the move and the frame; the replay to the new event (state-replay)
+	// runs off it, in a tea.Cmd, once the cursor rests.
+	press(a, "m")
+	b.Run("state-mode-cursor", func(b *testing.B) {
+		for k := 0; k < b.N; k++ {
+			press(a, "right")
+			_ = a.timeline.view(&a.c)
+		}
+	})
+	press(a, "m")
+	b.Run("state-replay", func(b *testing.B) {
 		for k := 0; k < b.N; k++ {
 			press(a, "right")
 			_ = a.timeline.tl.StateAt(an.Snapshot, a.timeline.cursor)
@@ -175,5 +186,57 @@ func BenchmarkScaleAnomalies1M(b *testing.B) {
 		steps, _ := snapshot.StepsOf(st)
 		_ = tl.LeakSuspects(steps)
 		_ = tl.PendingFrees()
+	}
+}
+
+// BenchmarkOpenFile is what a user waits for on MEMSCOPE_BENCH_FILE: from
+// nothing to the Snapshot tab's first frame (decode, analysis, tree), then
+// to the Timeline's (its bands and columns), then one key on each tab.
+//
+//	MEMSCOPE_BENCH_FILE=/tmp/bigtrain.pickle go test ./tui -run '^$' -bench OpenFile -benchtime 3x
+func BenchmarkOpenFile(b *testing.B) {
+	path := os.Getenv("MEMSCOPE_BENCH_FILE")
+	if path == "" {
+		b.Skip("MEMSCOPE_BENCH_FILE is not set")
+	}
+	var a *App
+	b.Run("first-frame", func(b *testing.B) {
+		for k := 0; k < b.N; k++ {
+			a = newTestApp(b, 200, 60, path)
+			if s := a.source(a.c.snapSel); s == nil || s.State != model.Loaded {
+				b.Fatalf("not loaded: %v", s)
+			}
+			_ = a.render()
+		}
+	})
+	b.Run("timeline-first-frame", func(b *testing.B) {
+		for k := 0; k < b.N; k++ {
+			a.timeline = newTimelineTab()
+			for i, t := range a.tabs {
+				if t.id() == tabTimeline {
+					a.tabs[i] = a.timeline
+				}
+			}
+			a.refresh()
+			a.resize()
+			press(a, "5")
+			_ = a.render()
+		}
+	})
+	for _, c := range []struct {
+		tab  string
+		keys []string
+	}{
+		{"2", []string{"down", "right", "down", "g", "g", "g"}},
+		{"3", []string{"down", "down", "s", "S"}},
+		{"5", []string{"right", "+", ">", "<", "-", "g", "g", "g"}},
+	} {
+		press(a, c.tab)
+		b.Run("keys-tab"+c.tab, func(b *testing.B) {
+			for k := 0; k < b.N; k++ {
+				press(a, c.keys[k%len(c.keys)])
+				_ = a.render()
+			}
+		})
 	}
 }

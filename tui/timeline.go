@@ -47,6 +47,9 @@ type timelineTab struct {
 	state     *snapshot.AllocatorState
 	stateAt   int
 	stateList widget.Scroller
+	// stateWant is the event whose state is being replayed off the UI
+	// goroutine (-2: none asked).
+	stateWant int
 	// lines draws active and reserved as lines; otherwise (the default)
 	// active memory is stacked in bands by category, role or call site
 	// (bandBy), cached for the window in stack*.
@@ -54,6 +57,9 @@ type timelineTab struct {
 	bandBy    snapshot.BandBy
 	bands     *snapshot.Bands
 	bandsKey  [2]any
+	// bandsOf keeps each grouping's bands of this timeline: g cycles
+	// through three, and each takes tens of ms on a million intervals.
+	bandsOf map[snapshot.BandBy]*snapshot.Bands
 	stackKey  [5]int
 	stackCols [][]int64
 	stackResv []int64
@@ -99,7 +105,7 @@ type stateTick struct{ cursor int }
 // stateDelay is how long the cursor must rest before the state follows.
 const stateDelay = 120 * time.Millisecond
 
-func newTimelineTab() *timelineTab { return &timelineTab{} }
+func newTimelineTab() *timelineTab { return &timelineTab{stateWant: -2} }
 
 func (t *timelineTab) id() tabID { return tabTimeline }
 
@@ -151,7 +157,9 @@ func (t *timelineTab) setSource(c *tabContext, s *model.Source) {
 	}
 	t.liveAt = -2
 	t.chartS = nil
-	t.bands, t.stackCols = nil, nil
+	t.bands, t.stackCols, t.bandsOf = nil, nil, nil
+	// The state view was of another trace: m replays it for this one.
+	t.showState, t.state, t.stateWant = false, nil, -2
 }
 
 func (t *timelineTab) clampWindow() {
@@ -258,7 +266,10 @@ func (t *timelineTab) update(c *tabContext, msg tea.Msg) (cmd tea.Cmd) {
 			}
 		case "m":
 			t.showState = !t.showState
-			t.state = nil
+			t.state, t.stateWant = nil, -2
+			if t.showState {
+				return t.replayState()
+			}
 			return nil
 		case "g":
 			t.bandBy = (t.bandBy + 1) % 3
@@ -670,6 +681,9 @@ func (t *timelineTab) chart(c *tabContext, h int) string {
 func (t *timelineTab) stateView(c *tabContext) string {
 	th := c.th
 	st := t.state
+	if st == nil {
+		return th.Dim.Render(fmt.Sprintf("replaying the allocator state to event %d…", t.cursor))
+	}
 	var b strings.Builder
 	following := ""
 	if st.Event != t.cursor {
@@ -725,11 +739,43 @@ func (t *timelineTab) stateView(c *tabContext) string {
 }
 
 // onStateTick replays the allocator state once the cursor has rested.
-func (t *timelineTab) onStateTick(m stateTick) {
+func (t *timelineTab) onStateTick(m stateTick) tea.Cmd {
 	if t.tl != nil && t.showState && m.cursor == t.cursor && t.stateAt != t.cursor {
-		t.state, t.stateAt = t.tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
-		t.prepare()
+		return t.replayState()
 	}
+	return nil
+}
+
+// stateMsg is the allocator state replayed to event at of timeline tl.
+type stateMsg struct {
+	tl *snapshot.Timeline
+	at int
+	st *snapshot.AllocatorState
+}
+
+// replayState replays the allocator state to the cursor off the UI
+// goroutine: on a million-event trace it takes a tenth of a second and
+// tens of MB, which a key must not wait for. The timeline and snapshot
+// are read only, by both goroutines.
+func (t *timelineTab) replayState() tea.Cmd {
+	if t.tl == nil || t.src == nil || t.src.Analysis == nil || t.stateWant == t.cursor {
+		return nil
+	}
+	tl, s, at := t.tl, t.src.Analysis.Snapshot, t.cursor
+	t.stateWant = at
+	return func() tea.Msg { return stateMsg{tl: tl, at: at, st: tl.StateAt(s, at)} }
+}
+
+// onState takes a replayed state, if it is still for this timeline.
+func (t *timelineTab) onState(m stateMsg) {
+	if m.tl != t.tl || !t.showState {
+		return
+	}
+	if m.at == t.stateWant {
+		t.stateWant = -2
+	}
+	t.state, t.stateAt = m.st, m.at
+	t.prepare()
 }
 
 // showStages opens the stages view (s, :stages).
@@ -755,7 +801,13 @@ func (t *timelineTab) prepare() {
 		t.prepareSeries(t.w)
 	} else {
 		if k := [2]any{tl, t.bandBy}; t.bands == nil || t.bandsKey != k {
-			t.bands, t.bandsKey = tl.Bands(t.bandBy, maxBands), k
+			if t.bandsOf == nil {
+				t.bandsOf = map[snapshot.BandBy]*snapshot.Bands{}
+			}
+			if t.bandsOf[t.bandBy] == nil {
+				t.bandsOf[t.bandBy] = tl.Bands(t.bandBy, maxBands)
+			}
+			t.bands, t.bandsKey = t.bandsOf[t.bandBy], k
 			t.stackCols = nil
 		}
 		cols := max(1, t.w-11)
@@ -776,11 +828,10 @@ func (t *timelineTab) prepare() {
 		}
 	}
 	if t.showState {
-		if t.state == nil {
-			t.state, t.stateAt = tl.StateAt(t.src.Analysis.Snapshot, t.cursor), t.cursor
-		}
 		t.stateList.SetHeight(max(1, t.h-t.chartHeight()-6))
-		t.stateList.SetN(len(t.state.Segments))
+		if t.state != nil {
+			t.stateList.SetN(len(t.state.Segments))
+		}
 		return
 	}
 	t.ensureLive()

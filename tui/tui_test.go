@@ -950,12 +950,35 @@ func TestLiveSetGrouped(t *testing.T) {
 	}
 }
 
+// runAll runs a command (a batch too) and sends its messages back, as the
+// program would; only for commands that end by themselves.
+func runAll(a *App, cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	switch msg := cmd().(type) {
+	case nil:
+	case tea.BatchMsg:
+		for _, c := range msg {
+			runAll(a, c)
+		}
+	default:
+		_, next := a.Update(msg)
+		runAll(a, next)
+	}
+}
+
 // TestAllocatorStateAtCursor: m on the Timeline shows the segments and
 // blocks replayed to the cursor, with the figures the replay gives there.
 func TestAllocatorStateAtCursor(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
 		a := newTestApp(t, size[0], size[1], "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
-		press(a, "5", "m")
+		press(a, "5")
+		_, replay := a.Update(tea.KeyPressMsg{Code: 'm', Text: "m"})
+		if s := screen(a); !strings.Contains(s, "replaying the allocator state") {
+			t.Errorf("m: the state is replayed off the UI goroutine, and the view says so meanwhile:\n%s", s)
+		}
+		runAll(a, replay)
 		tl := a.timeline.tl
 		check := func() {
 			t.Helper()
@@ -978,7 +1001,11 @@ func TestAllocatorStateAtCursor(t *testing.T) {
 		if a.timeline.stateAt == a.timeline.cursor {
 			t.Error("a stale tick replayed the state")
 		}
-		a.Update(stateTick{cursor: a.timeline.cursor}) // the cursor rested
+		_, replay = a.Update(stateTick{cursor: a.timeline.cursor}) // the cursor rested
+		if a.timeline.stateAt == a.timeline.cursor {
+			t.Error("the rested cursor's state was replayed on the UI goroutine")
+		}
+		runAll(a, replay)
 		check()
 		press(a, "m")
 		if strings.Contains(screen(a), "Allocator state") {

@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"fmt"
 	"math"
 
 	"charm.land/lipgloss/v2"
@@ -70,8 +71,9 @@ func Chart(c ChartSpec) string {
 		return lc.View()
 	}
 	origin := canvas.Point{X: lc.Origin().X + 1, Y: 0}
-	// draw joins the points (or only dots them) on one braille grid.
-	draw := func(pts []canvas.Float64Point, st lipgloss.Style, connect bool, dash int) {
+	// draw joins the points of each stroke (or only dots them) on one
+	// braille grid, so strokes of one style cost one grid.
+	draw := func(strokes [][]canvas.Float64Point, st lipgloss.Style, connect bool, dash int) {
 		g := graph.NewBrailleGrid(gw, gh, c.Xmin, c.Xmax, c.Ymin, c.Ymax)
 		set := func(p canvas.Point) {
 			switch dash {
@@ -86,17 +88,29 @@ func Chart(c ChartSpec) string {
 			}
 			g.Set(p)
 		}
-		for i := range pts {
-			if !connect || i == 0 {
-				set(g.GridPoint(pts[i]))
-				continue
-			}
-			for _, p := range graph.GetLinePoints(g.GridPoint(pts[i-1]), g.GridPoint(pts[i])) {
-				set(p)
+		for _, pts := range strokes {
+			for i := range pts {
+				if !connect || i == 0 {
+					set(g.GridPoint(pts[i]))
+					continue
+				}
+				for _, p := range graph.GetLinePoints(g.GridPoint(pts[i-1]), g.GridPoint(pts[i])) {
+					set(p)
+				}
 			}
 		}
 		graph.DrawBraillePatterns(&lc.Canvas, origin, g.BraillePatterns(), st)
 	}
+	// Reference lines are grouped by look (style and dotted), in the order
+	// each look first appears: a trace with thousands of annotations draws
+	// them on one grid, not one grid each.
+	type look struct {
+		st      lipgloss.Style
+		dotted  bool
+		strokes [][]canvas.Float64Point
+	}
+	var looks []*look
+	byLook := map[string]*look{}
 	for _, l := range c.Lines {
 		var pts []canvas.Float64Point
 		if l.Vert {
@@ -125,10 +139,19 @@ func Chart(c ChartSpec) string {
 					ds = append(ds, canvas.Float64Point{X: c.Xmin + f*(c.Xmax-c.Xmin), Y: l.At})
 				}
 			}
-			draw(ds, l.Style, false, 0)
-			continue
+			pts = ds
 		}
-		draw(pts, l.Style, true, 0)
+		key := fmt.Sprint(l.Dotted, l.Style.GetForeground(), l.Style.GetBold())
+		lk := byLook[key]
+		if lk == nil {
+			lk = &look{st: l.Style, dotted: l.Dotted}
+			byLook[key] = lk
+			looks = append(looks, lk)
+		}
+		lk.strokes = append(lk.strokes, pts)
+	}
+	for _, lk := range looks {
+		draw(lk.strokes, lk.st, !lk.dotted, 0)
 	}
 	for _, s := range c.Series {
 		idx := trace.MinMax(s.Ys, gw*2)
@@ -140,7 +163,7 @@ func Chart(c ChartSpec) string {
 			}
 			pts = append(pts, canvas.Float64Point{X: x, Y: clampF(y, c.Ymin, c.Ymax)})
 		}
-		draw(pts, s.Style, true, s.Dash)
+		draw([][]canvas.Float64Point{pts}, s.Style, true, s.Dash)
 	}
 	return lc.View()
 }
