@@ -53,13 +53,13 @@ type timelineTab struct {
 	// lines draws active and reserved as lines; otherwise (the default)
 	// active memory is stacked in bands by category, role or call site
 	// (bandBy), cached for the window in stack*.
-	lines     bool
-	bandBy    snapshot.BandBy
-	bands     *snapshot.Bands
-	bandsKey  [2]any
+	lines    bool
+	bandBy   snapshot.BandBy
+	bands    *snapshot.Bands
+	bandsKey [2]any
 	// bandsOf keeps each grouping's bands of this timeline: g cycles
 	// through three, and each takes tens of ms on a million intervals.
-	bandsOf map[snapshot.BandBy]*snapshot.Bands
+	bandsOf   map[snapshot.BandBy]*snapshot.Bands
 	stackKey  [5]int
 	stackCols [][]int64
 	stackResv []int64
