@@ -18,6 +18,8 @@ type Theme struct {
 	Title, Dim, Bold, Accent, Warn, Err, OK, Sel, Header, TabOn, TabOff, Status, Key lipgloss.Style
 }
 
+// NewTheme builds the styles for a dark or light background (NO_COLOR
+// read from the environment).
 func NewTheme(dark bool) Theme {
 	t := Theme{Dark: dark, NoColor: os.Getenv("NO_COLOR") != ""}
 	ld := lipgloss.LightDark(dark)
@@ -53,4 +55,6 @@ func (t Theme) Fg(hex string) lipgloss.Style {
 	return lipgloss.NewStyle().Foreground(lipgloss.Color(hex))
 }
 
+// Category is the style of a category or role, in the palette the pictures
+// use too.
 func (t Theme) Category(name string) lipgloss.Style { return t.Fg(palette.Category(name)) }

@@ -25,6 +25,8 @@ type Tree struct {
 	Colored bool
 }
 
+// TreeRow is one visible row of a Tree: a node at a depth, and its path
+// of labels (what TreeKeep remembers).
 type TreeRow struct {
 	Node  *snapshot.TreeNode
 	Depth int
@@ -37,6 +39,8 @@ var (
 	KeyExpandAll = key.NewBinding(key.WithKeys("*"), key.WithHelp("*", "expand all under cursor"))
 )
 
+// NewTree shows root's children, the first one opened; bars are fractions
+// of total.
 func NewTree(root *snapshot.TreeNode, total int64) *Tree {
 	t := &Tree{Root: root, Total: total, Expanded: map[string]bool{}}
 	if root != nil && len(root.Children) > 0 {
@@ -137,6 +141,7 @@ func (t *Tree) Restore(keep TreeKeep) {
 	}
 }
 
+// Flatten rebuilds the visible rows from what is expanded.
 func (t *Tree) Flatten() {
 	t.Rows = t.Rows[:0]
 	if t.Root == nil {
@@ -157,6 +162,7 @@ func (t *Tree) Flatten() {
 	t.List.SetN(len(t.Rows))
 }
 
+// Cur is the row under the cursor, nil when the tree is empty.
 func (t *Tree) Cur() *TreeRow {
 	if t.List.Cursor < 0 || t.List.Cursor >= len(t.Rows) {
 		return nil
@@ -245,6 +251,7 @@ func (t *Tree) Click(y int) {
 	}
 }
 
+// View draws h rows of the tree, w cells wide, around the cursor.
 func (t *Tree) View(th Theme, w, h int) string {
 	t.List.SetHeight(h)
 	var b strings.Builder

@@ -148,16 +148,19 @@ type Scroller struct {
 	Cursor, Offset, N, Height int
 }
 
+// SetN sets the number of rows, keeping the cursor inside.
 func (s *Scroller) SetN(n int) {
 	s.N = n
 	s.Clamp()
 }
 
+// SetHeight sets how many rows show at once.
 func (s *Scroller) SetHeight(h int) {
 	s.Height = max(1, h)
 	s.Clamp()
 }
 
+// Clamp keeps the cursor on a row and the window around the cursor.
 func (s *Scroller) Clamp() {
 	if s.Cursor >= s.N {
 		s.Cursor = s.N - 1
@@ -179,6 +182,8 @@ func (s *Scroller) Clamp() {
 	}
 }
 
+// Move moves the cursor d rows; Home and End to the first and last;
+// Page a window's height at a time.
 func (s *Scroller) Move(d int) { s.Cursor += d; s.Clamp() }
 func (s *Scroller) Home()      { s.Cursor = 0; s.Clamp() }
 func (s *Scroller) End()       { s.Cursor = s.N - 1; s.Clamp() }
