@@ -2,9 +2,11 @@ package snapshot
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Role is what an allocation is to the training program, in PyTorch's own
@@ -81,7 +83,7 @@ type stackTraits struct {
 // roleClassifier decides roles, caching traits per stack and per frame.
 type roleClassifier struct {
 	cat    *Categorizer // the user's role rules (nil: none)
-	stacks map[*Frame]*stackTraits
+	stacks map[stackKey]*stackTraits
 	frames map[frameName]frameInfo
 	empty  stackTraits
 }
@@ -113,7 +115,7 @@ const (
 )
 
 func newRoleClassifier(cat *Categorizer) *roleClassifier {
-	return &roleClassifier{cat: cat, stacks: map[*Frame]*stackTraits{}, frames: map[frameName]frameInfo{},
+	return &roleClassifier{cat: cat, stacks: map[stackKey]*stackTraits{}, frames: map[frameName]frameInfo{},
 		empty: stackTraits{empty: true}}
 }
 
@@ -121,7 +123,8 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	if len(st) == 0 {
 		return &c.empty
 	}
-	if t, ok := c.stacks[&st[0]]; ok {
+	k := stackKey{&st[0], len(st)}
+	if t, ok := c.stacks[k]; ok {
 		return t
 	}
 	t := &stackTraits{}
@@ -149,7 +152,7 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	if i := SiteIndex(st); i >= 0 {
 		t.site = SiteText(st[i])
 	}
-	c.stacks[&st[0]] = t
+	c.stacks[k] = t
 	return t
 }
 
@@ -405,8 +408,11 @@ func within(ws []window, i int) (window, bool) {
 
 // classifyRoles decides the role of every interval of the timeline from
 // its alloc stack, its free stack and the optimizer's annotated ranges.
-func (t *Timeline) classifyRoles(anns []Annotation) {
-	c := newRoleClassifier(t.cat)
+func (t *Timeline) classifyRoles(anns []Annotation) { t.classifyRolesBy(anns, rolesPerWorker) }
+
+// classifyRolesBy is classifyRoles with perWorker intervals at least per
+// goroutine.
+func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 	ranges := t.stageRanges(anns)
 	steps := windowsNamed(ranges, "Optimizer.step#")
 	zeroGrads := windowsNamed(ranges, "Optimizer.zero_grad#")
@@ -419,32 +425,54 @@ func (t *Timeline) classifyRoles(anns []Annotation) {
 		}
 	}
 	t.roles = make([]Role, len(t.Intervals))
-	for j := range t.Intervals {
-		iv := &t.Intervals[j]
-		alloc := c.traits(iv.Frames)
-		lt := lifetime{known: !iv.PreWindow, alive: iv.End == n}
-		if iv.PreWindow && iv.End < n {
-			// Its frames are the free's: the alloc is unknown.
-			alloc = &c.empty
-		}
-		if iv.End < n {
-			fi := iv.End
-			if iv.FreeRequested >= 0 {
-				fi = iv.FreeRequested
+	// Intervals are independent: classify them on every core, each worker
+	// with its own caches (a million intervals of distinct stacks are a
+	// few million frame lookups). The user's role rules are read only.
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(t.Intervals)/perWorker))
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(t.Intervals)/workers, (w+1)*len(t.Intervals)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := newRoleClassifier(t.cat)
+			for j := lo; j < hi; j++ {
+				t.roles[j] = t.classifyRole(c, j, n, withFrames, steps, zeroGrads)
 			}
-			lt.free = c.traits(t.Events[fi].Frames)
-			lt.framelessFree = withFrames && lt.free.empty
-			_, lt.zeroGradFree = within(zeroGrads, int(fi))
-		}
-		if lt.known {
-			lt.frameless = withFrames && len(iv.Frames) == 0
-			if w, ok := within(steps, int(iv.Start)); ok {
-				lt.inStep = true
-				lt.stepFree = iv.End < n && int(iv.End) < w.last
-			}
-		}
-		t.roles[j] = c.decide(alloc, lt)
+		}()
 	}
+	wg.Wait()
+}
+
+// rolesPerWorker is the fewest intervals worth a goroutine of their own.
+const rolesPerWorker = 20000
+
+// classifyRole decides the role of interval j.
+func (t *Timeline) classifyRole(c *roleClassifier, j int, n int32, withFrames bool, steps, zeroGrads []window) Role {
+	iv := &t.Intervals[j]
+	alloc := c.traits(iv.Frames)
+	lt := lifetime{known: !iv.PreWindow, alive: iv.End == n}
+	if iv.PreWindow && iv.End < n {
+		// Its frames are the free's: the alloc is unknown.
+		alloc = &c.empty
+	}
+	if iv.End < n {
+		fi := iv.End
+		if iv.FreeRequested >= 0 {
+			fi = iv.FreeRequested
+		}
+		lt.free = c.traits(t.Events[fi].Frames)
+		lt.framelessFree = withFrames && lt.free.empty
+		_, lt.zeroGradFree = within(zeroGrads, int(fi))
+	}
+	if lt.known {
+		lt.frameless = withFrames && len(iv.Frames) == 0
+		if w, ok := within(steps, int(iv.Start)); ok {
+			lt.inStep = true
+			lt.stepFree = iv.End < n && int(iv.End) < w.last
+		}
+	}
+	return c.decide(alloc, lt)
 }
 
 // Role is the role of interval j.

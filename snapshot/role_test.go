@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -275,6 +276,31 @@ func TestUserRoleRules(t *testing.T) {
 	for _, bad := range []string{"role Weights: w", "role Unknown: x", "role Parameter:"} {
 		if _, err := ParseRules(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestRolesOnAllCores: classifying roles on several goroutines (a chunk
+// each, its own caches) gives each interval the role one goroutine gives,
+// on both sides of the chunk size, on the real samples.
+func TestRolesOnAllCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h100/train_cpp_stacks.pickle.gz",
+		"../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle"} {
+		a := analyzeFile(t, p)
+		for _, d := range a.Devices {
+			tl := a.Timeline(d.Device)
+			if tl == nil || len(tl.Intervals) < 8 {
+				continue
+			}
+			tl.classifyRolesBy(a.Snapshot.Annotations, len(tl.Intervals)+1) // one goroutine
+			one := slices.Clone(tl.roles)
+			for _, per := range []int{len(tl.Intervals), len(tl.Intervals) / 4, 1} {
+				tl.classifyRolesBy(a.Snapshot.Annotations, per)
+				if !slices.Equal(one, tl.roles) {
+					t.Errorf("%s cuda:%d: %d per goroutine gives other roles than one goroutine", p, d.Device, per)
+				}
+			}
 		}
 	}
 }
