@@ -124,6 +124,7 @@ func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
 	a.c.sources = ws.Sources()
 	a.refresh()
 	a.resize()
+	a.prepareActive()
 	return a
 }
 
@@ -362,7 +363,9 @@ func (a *App) selectSource(s *model.Source) {
 // instead of ending the program.
 func (a *App) Update(msg tea.Msg) (m tea.Model, cmd tea.Cmd) {
 	defer func() {
-		if r := recover(); r != nil {
+		if r := recover(); r == nil {
+			a.prepareActive()
+		} else {
 			a.panics++
 			a.internalErr = fmt.Sprintf("internal error: %v", r)
 			if os.Getenv("MEMSCOPE_DEBUG") != "" {
@@ -496,6 +499,17 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	return a.call(func(c *tabContext) tea.Cmd { return t.update(c, msg) })
+}
+
+// preparer is a tab that does the work of its next frame in prepare, which
+// the App calls after each message while the tab is in front (views only
+// draw).
+type preparer interface{ prepare() }
+
+func (a *App) prepareActive() {
+	if p, ok := a.tab(a.active).(preparer); ok {
+		p.prepare()
+	}
 }
 
 // position is the active tab's place in the tab bar.

@@ -97,6 +97,7 @@ func benchTimeline(b *testing.B, an *snapshot.Analysis, minEvents int) {
 		b.Fatal("no timeline")
 	}
 	a.active = tabTimeline
+	a.prepareActive()
 	for _, c := range []struct {
 		name string
 		keys []string
@@ -164,6 +165,7 @@ func BenchmarkScaleRanks(b *testing.B) {
 			src := &model.Source{ID: 99, Kind: model.KindRanks, Path: "/run", Paths: []string{"/run"}, State: model.Loaded, Ranks: rows, Generation: 1}
 			a.snap.setSource(&a.c, src)
 			a.active = tabSnapshot
+			a.prepareActive()
 			_ = a.snap.view(&a.c)
 			b.ResetTimer()
 			for k := 0; k < b.N; k++ {

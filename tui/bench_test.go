@@ -97,6 +97,7 @@ func BenchmarkView(b *testing.B) {
 	for _, t := range a.tabs {
 		b.Run(t.name(), func(b *testing.B) {
 			a.active = t.id()
+			a.prepareActive()
 			a.render() // first frame builds caches (trees, sparklines, replay)
 			b.ResetTimer()
 			for k := 0; k < b.N; k++ {
@@ -109,6 +110,7 @@ func BenchmarkView(b *testing.B) {
 	}
 	b.Run("Traces-heatmap", func(b *testing.B) {
 		a.active = tabTraces
+		a.prepareActive()
 		press(a, "h")
 		a.render()
 		b.ResetTimer()
@@ -120,6 +122,7 @@ func BenchmarkView(b *testing.B) {
 	b.Run("Timeline-zoom-pan", func(b *testing.B) {
 		// Every frame a new window: the stacked bands are swept again.
 		a.active = tabTimeline
+		a.prepareActive()
 		a.render()
 		keys := []string{"+", ">", "<", "-"}
 		b.ResetTimer()
@@ -130,6 +133,7 @@ func BenchmarkView(b *testing.B) {
 	})
 	b.Run("Timeline-allocator-state", func(b *testing.B) {
 		a.active = tabTimeline
+		a.prepareActive()
 		press(a, "m")
 		a.render()
 		b.ResetTimer()
@@ -141,6 +145,7 @@ func BenchmarkView(b *testing.B) {
 	})
 	b.Run("Snapshot-segment-map", func(b *testing.B) {
 		a.active = tabSnapshot
+		a.prepareActive()
 		press(a, "m")
 		a.render()
 		b.ResetTimer()

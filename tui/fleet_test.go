@@ -193,6 +193,7 @@ func TestFleetKeys(t *testing.T) {
 	}
 	// r refreshes now.
 	a.active = tabFleet
+	a.prepareActive()
 	n := src.latest
 	_, cmd := a.Update(tea.KeyPressMsg{Code: 'r', Text: "r"})
 	if cmd == nil {

@@ -117,13 +117,9 @@ func (t *timelineTab) help() []key.Binding {
 	return []key.Binding{mkMove, mkPan, mkMarker, mkPeak, mkZoomIn, mkReset, mkAxis, widget.KeyUp, widget.KeyDown, mkGroup, mkLines, mkFlat, mkOpen, widget.KeyExpandAll, mkState, mkStages, skDevice, kExport}
 }
 
-func (t *timelineTab) resize(w, h int) {
-	t.w, t.h = w, h
-	t.prepare()
-}
+func (t *timelineTab) resize(w, h int) { t.w, t.h = w, h }
 
 func (t *timelineTab) setSource(c *tabContext, s *model.Source) {
-	defer t.prepare()
 	dev := c.sel.dev
 	if s == t.src && (s == nil || s.Generation == t.gen) && dev == t.dev {
 		return
@@ -183,7 +179,6 @@ func (t *timelineTab) moveCursor(to int) {
 }
 
 func (t *timelineTab) update(c *tabContext, msg tea.Msg) (cmd tea.Cmd) {
-	defer t.prepare()
 	switch m := msg.(type) {
 	case showStagesMsg:
 		t.showStages(c)
@@ -405,6 +400,11 @@ func (t *timelineTab) view(c *tabContext) string {
 		return th.Bold.Render(t.src.Name()) + "\n\n" + "This device's snapshot has no allocation trace. Record one with\ntorch.cuda.memory._record_memory_history(max_entries=100000) before the work,\nthen dump the snapshot."
 	}
 	tl := t.tl
+	if (!t.lines && t.stackCols == nil) || (t.lines && t.chartS == nil) {
+		// Not prepared yet (the App prepares the tab in front after each
+		// message): a frame never does the work itself.
+		return th.Bold.Render(t.src.Name()) + th.Dim.Render(" · preparing the timeline…")
+	}
 	n := len(tl.Events)
 	var b strings.Builder
 	peak := tl.Peak
@@ -790,8 +790,10 @@ func (t *timelineTab) showStages(c *tabContext) {
 }
 
 // prepare does the work the view needs for the cursor, window, size and
-// grouping now (bands, columns, the live set, the allocator state), so
-// that view only draws. Each piece is cached by what it depends on.
+// grouping now (bands, columns, the live set), so that view only draws.
+// Each piece is cached by what it depends on. The App calls it after each
+// message while the tab is in front (preparer): a Timeline nobody looks at
+// costs nothing when a watched file reloads.
 func (t *timelineTab) prepare() {
 	if t.tl == nil || len(t.tl.Events) == 0 || t.x1 <= t.x0 {
 		return

@@ -138,6 +138,7 @@ func TestGolden(t *testing.T) {
 		a := newTestApp(t, size[0], size[1], testInputs...)
 		for i, tab := range a.tabs {
 			a.active = a.tabs[i].id()
+			a.prepareActive()
 			name := strings.ToLower(tab.name()) + "_" + itoa(size[0]) + "x" + itoa(size[1])
 			t.Run(name, func(t *testing.T) {
 				s := screen(a)
@@ -168,6 +169,7 @@ func TestSmallTerminalsDegrade(t *testing.T) {
 		a := newTestApp(t, size[0], size[1], testInputs...)
 		for i := range a.tabs {
 			a.active = a.tabs[i].id()
+			a.prepareActive()
 			checkScreen(t, screen(a), size[0], size[1])
 		}
 		press(a, "?")
