@@ -71,6 +71,14 @@ func TestLateLogLine(t *testing.T) {
 		if got, _ := SniffFile(p); got != c.want {
 			t.Errorf("%d bytes: %q, want %q", len(c.body), got, c.want)
 		}
+		// SniffHead reads 64 KiB only: a late line is not its business.
+		want := c.want
+		if len(c.body) > headSize {
+			want = Unknown
+		}
+		if got, _ := SniffHead(p); got != want {
+			t.Errorf("SniffHead, %d bytes: %q, want %q", len(c.body), got, want)
+		}
 	}
 }
 

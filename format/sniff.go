@@ -23,19 +23,28 @@ func Sniff(head []byte) Kind {
 // line turns up, so a log whose first one comes after a long preamble
 // (NCCL_DEBUG output, a stack of warnings) is still found.
 func SniffFile(path string) (Kind, error) {
+	return sniffFile(path, true)
+}
+
+// headSize is how much of a file the head sniff reads.
+const headSize = 64 << 10
+
+// sniffFile sniffs path by its head and, when logs says so and the head is
+// text with no memory line, by the rest of it, chunk by chunk.
+func sniffFile(path string, logs bool) (Kind, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Unknown, err
 	}
 	defer f.Close()
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, headSize)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return Unknown, err
 	}
 	head := buf[:n]
 	k := sniffHead(path, head)
-	if k != Unknown || n < len(buf) || isBinaryOrJSON(head) {
+	if !logs || k != Unknown || n < len(buf) || isBinaryOrJSON(head) {
 		return k, nil
 	}
 	// A log whose memory lines come late: read on, keeping the tail of the
@@ -62,19 +71,7 @@ func SniffFile(path string) (Kind, error) {
 // SniffHead sniffs a file by its first 64 KiB only: enough for every form
 // but a log whose first memory line comes late. Walking a folder for
 // snapshots uses it, so a large file that is none is never read through.
-func SniffHead(path string) (Kind, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Unknown, err
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return Unknown, err
-	}
-	return sniffHead(path, buf[:n]), nil
-}
+func SniffHead(path string) (Kind, error) { return sniffFile(path, false) }
 
 // sniffHead judges a file by its head: the snapshot forms by the first
 // 16 KiB, then traces and logs.

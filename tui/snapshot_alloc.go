@@ -45,11 +45,7 @@ func (v *allocView) reset(sameFile bool) {
 	v.kept = map[[2]int]widget.TreeKeep{}
 	if sameFile {
 		for k, tv := range v.trees {
-			keep := widget.TreeKeep{Expanded: tv.Expanded}
-			if r := tv.Cur(); r != nil {
-				keep.Cursor = r.Path
-			}
-			v.kept[k] = keep
+			v.kept[k] = tv.Keep()
 		}
 	} else {
 		v.mode = amCategory

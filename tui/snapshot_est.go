@@ -50,11 +50,7 @@ func (v *estView) reset(sameFile bool) {
 	v.kept = map[int]widget.TreeKeep{}
 	if sameFile {
 		for k, tv := range v.trees {
-			keep := widget.TreeKeep{Expanded: tv.Expanded}
-			if r := tv.Cur(); r != nil {
-				keep.Cursor = r.Path
-			}
-			v.kept[k] = keep
+			v.kept[k] = tv.Keep()
 		}
 	} else {
 		v.mode = emMerged

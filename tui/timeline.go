@@ -367,10 +367,7 @@ func (t *timelineTab) ensureLive() {
 		// and the cursor's path.
 		var keep widget.TreeKeep
 		if t.ltree != nil {
-			keep.Expanded = t.ltree.Expanded
-			if r := t.ltree.Cur(); r != nil {
-				keep.Cursor = r.Path
-			}
+			keep = t.ltree.Keep()
 		}
 		tv := widget.NewTree(snapshot.CategoryTree(t.tl.LiveAt(t.cursor, liveTreeCap)), t.liveB)
 		tv.Colored = true

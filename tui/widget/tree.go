@@ -126,6 +126,16 @@ type TreeKeep struct {
 	Cursor   string
 }
 
+// Keep is what the tree has open and where its cursor is, for Restore on
+// the tree rebuilt from new data.
+func (t *Tree) Keep() TreeKeep {
+	keep := TreeKeep{Expanded: t.Expanded}
+	if r := t.Cur(); r != nil {
+		keep.Cursor = r.Path
+	}
+	return keep
+}
+
 // Restore reopens what keep had open and puts the cursor back on the same
 // path (when it still exists).
 func (t *Tree) Restore(keep TreeKeep) {
