@@ -41,7 +41,11 @@ func Load(ctx context.Context, kind SourceKind, paths []string, cat *snapshot.Ca
 	if cat == nil {
 		cat = snapshot.NewCategorizer(nil)
 	}
-	if want := map[bool]int{true: 2, false: 1}[kind == KindTraceCompare]; len(paths) != want {
+	want := 1
+	if kind == KindTraceCompare {
+		want = 2
+	}
+	if len(paths) != want {
 		return res, fmt.Errorf("a %s source takes %d paths, not %d", kind, want, len(paths))
 	}
 	defer func() {

@@ -215,10 +215,10 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	if t.src == nil || t.src.State != model.Loaded {
 		return nil
 	}
-	estimate := t.src.Estimate != nil
+	isEstimate := t.src.Estimate != nil
 	if m, ok := msg.(tea.KeyPressMsg); ok {
 		switch {
-		case !estimate && t.alloc.capturesKey(m):
+		case !isEstimate && t.alloc.capturesKey(m):
 			return t.alloc.update(c, t, msg)
 		case key.Matches(m, skSearch) && t.currentTree() != nil:
 			t.searching = true
@@ -240,7 +240,7 @@ func (t *snapTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			return exportSnapshot(c, t)
 		}
 	}
-	if estimate {
+	if isEstimate {
 		return t.est.update(c, t, msg)
 	}
 	return t.alloc.update(c, t, msg)
