@@ -107,3 +107,20 @@ func TestSniffHeads(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotHead: the snapshot forms are judged by the first 16 KiB; a
+// JSON whose snapshot keys come later is not taken for a snapshot.
+func TestSnapshotHead(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		pad  int
+		want Kind
+	}{{snapshotHead - 64, Snapshot}, {snapshotHead + 64, Unknown}} {
+		body := `{"pad": "` + strings.Repeat("x", c.pad) + `", "segments": [], "device_traces": []}`
+		p := filepath.Join(dir, "s.json")
+		os.WriteFile(p, []byte(body), 0o644)
+		if got, _ := SniffFile(p); got != c.want {
+			t.Errorf("snapshot keys after %d bytes: %q, want %q", c.pad, got, c.want)
+		}
+	}
+}
