@@ -59,11 +59,15 @@ type timelineTab struct {
 	bandsKey [2]any
 	// bandsOf keeps each grouping's bands of this timeline: g cycles
 	// through three, and each takes tens of ms on a million intervals.
-	bandsOf   map[snapshot.BandBy]*snapshot.Bands
-	stackKey  [5]int
-	stackCols [][]int64
-	stackResv []int64
-	stackMax  float64
+	bandsOf map[snapshot.BandBy]*snapshot.Bands
+	// times holds the events' times once the x axis is time (timesSorted:
+	// they never go back, so every window is sorted).
+	times       []int64
+	timesSorted bool
+	stackKey    [5]int
+	stackCols   [][]int64
+	stackResv   []int64
+	stackMax    float64
 	// atCursor holds each band's bytes at the cursor (atCursorAt).
 	atCursor   []int64
 	atCursorAt int
@@ -153,7 +157,7 @@ func (t *timelineTab) setSource(c *tabContext, s *model.Source) {
 	}
 	t.liveAt = -2
 	t.chartS = nil
-	t.bands, t.stackCols, t.bandsOf = nil, nil, nil
+	t.bands, t.stackCols, t.bandsOf, t.times = nil, nil, nil, nil
 	// The state view was of another trace: m replays it for this one.
 	t.showState, t.state, t.stateWant = false, nil, -2
 }
@@ -521,10 +525,16 @@ func (t *timelineTab) prepareSeries(cols int) {
 // it. byTime needs times that grow along the trace; ok says whether the
 // columns are slices of time.
 func columnEvents(tl *snapshot.Timeline, x0, x1, cols int, byTime bool) (out []int, ok bool) {
+	times := eventTimes(tl)
+	return columnEventsOf(times, tl.Active, x0, x1, cols, byTime && sortedTimes(times[x0:x1]))
+}
+
+// columnEventsOf is columnEvents over the events' times (sorted: they grow
+// over [x0, x1)) and active memory.
+func columnEventsOf(times, active []int64, x0, x1, cols int, sorted bool) (out []int, ok bool) {
 	out = make([]int, cols)
-	ev := tl.Events
-	t0, t1 := ev[x0].TimeUS, ev[x1-1].TimeUS
-	if byTime && t0 > 0 && t1 > t0 && sortedByTime(ev[x0:x1]) {
+	if sorted && times[x0] > 0 && times[x1-1] > times[x0] {
+		t0, t1 := times[x0], times[x1-1]
 		e := x0
 		for c := range cols {
 			end := t0 + int64(c+1)*(t1-t0)/int64(cols)
@@ -532,8 +542,8 @@ func columnEvents(tl *snapshot.Timeline, x0, x1, cols int, byTime bool) (out []i
 				end = t1 + 1
 			}
 			best := -1
-			for ; e < x1 && ev[e].TimeUS < end; e++ {
-				if best < 0 || tl.Active[e] > tl.Active[best] {
+			for ; e < x1 && times[e] < end; e++ {
+				if best < 0 || active[e] > active[best] {
 					best = e
 				}
 			}
@@ -550,7 +560,7 @@ func columnEvents(tl *snapshot.Timeline, x0, x1, cols int, byTime bool) (out []i
 		hi := max(lo+1, x0+(c+1)*span/cols)
 		best := lo
 		for e := lo; e < hi && e < x1; e++ {
-			if tl.Active[e] > tl.Active[best] {
+			if active[e] > active[best] {
 				best = e
 			}
 		}
@@ -559,9 +569,19 @@ func columnEvents(tl *snapshot.Timeline, x0, x1, cols int, byTime bool) (out []i
 	return out, false
 }
 
-func sortedByTime(ev []snapshot.TraceEntry) bool {
-	for i := 1; i < len(ev); i++ {
-		if ev[i].TimeUS < ev[i-1].TimeUS {
+// eventTimes copies the events' times into one array: a window's scans
+// read 8 bytes an event instead of striding over whole trace entries.
+func eventTimes(tl *snapshot.Timeline) []int64 {
+	out := make([]int64, len(tl.Events))
+	for i := range tl.Events {
+		out[i] = tl.Events[i].TimeUS
+	}
+	return out
+}
+
+func sortedTimes(ts []int64) bool {
+	for i := 1; i < len(ts); i++ {
+		if ts[i] < ts[i-1] {
 			return false
 		}
 	}
@@ -811,7 +831,16 @@ func (t *timelineTab) prepare() {
 		}
 		cols := max(1, t.w-11)
 		if k := [5]int{t.x0, t.x1, cols, int(t.bandBy), map[bool]int{true: 1}[t.byTime]}; t.stackCols == nil || t.stackKey != k {
-			t.stackEvent, t.stackByTime = columnEvents(tl, t.x0, t.x1, cols, t.byTime)
+			sorted := false
+			if t.byTime {
+				if t.times == nil {
+					t.times = eventTimes(tl)
+					t.timesSorted = sortedTimes(t.times)
+				}
+				sorted = t.timesSorted || sortedTimes(t.times[t.x0:t.x1])
+			}
+			// times is nil until the axis is time; unsorted, it is not read.
+			t.stackEvent, t.stackByTime = columnEventsOf(t.times, tl.Active, t.x0, t.x1, cols, sorted)
 			t.stackCols = tl.Totals(t.bands, t.stackEvent)
 			t.stackResv = make([]int64, cols)
 			t.stackMax = 0
