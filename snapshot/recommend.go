@@ -27,6 +27,18 @@ func (s Severity) String() string {
 	return "info"
 }
 
+// Mark is how lists of recommendations flag the severity: "!!" critical,
+// "!" warning, info the mark given (each writer has its bullet).
+func (s Severity) Mark(info string) string {
+	switch s {
+	case Critical:
+		return "!!"
+	case Warning:
+		return "!"
+	}
+	return info
+}
+
 // Recommendation is one finding with the figure behind it.
 type Recommendation struct {
 	Severity Severity

@@ -139,14 +139,7 @@ func (v *allocView) update(c *tabContext, t *snapTab, msg tea.Msg) tea.Cmd {
 			if d := t.dev(); d != nil && len(d.Recommendations) > 0 {
 				o := &textOverlay{title: fmt.Sprintf("Recommendations for %s cuda:%d", safe(t.src.Name()), d.Device)}
 				for _, r := range d.Recommendations {
-					mark := "·"
-					switch r.Severity {
-					case snapshot.Critical:
-						mark = "!!"
-					case snapshot.Warning:
-						mark = "!"
-					}
-					o.items = append(o.items, mark+" "+safe(r.Text))
+					o.items = append(o.items, r.Severity.Mark("·")+" "+safe(r.Text))
 				}
 				c.send(openOverlayMsg{o})
 			}
@@ -358,12 +351,10 @@ func (t *snapTab) recView(c *tabContext, d *snapshot.DeviceStats) string {
 		if i == 3 {
 			break
 		}
-		mark, st := "·", th.Dim
-		switch r.Severity {
-		case snapshot.Critical:
-			mark, st = "!!", th.Err
-		case snapshot.Warning:
-			mark, st = "! ", th.Warn
+		st := map[snapshot.Severity]lipgloss.Style{snapshot.Critical: th.Err, snapshot.Warning: th.Warn, snapshot.Info: th.Dim}[r.Severity]
+		mark := r.Severity.Mark("·")
+		if r.Severity == snapshot.Warning {
+			mark += " " // as wide as the critical mark
 		}
 		lines = append(lines, widget.Fit(st.Render(mark)+" "+safe(r.Text), t.w))
 	}

@@ -463,14 +463,7 @@ func writeSnapshotText(tw *textWriter, a *snapshot.Analysis, opt Options) {
 		} else {
 			tw.line("  Recommendations")
 			for _, r := range d.Recommendations {
-				mark := "-"
-				switch r.Severity {
-				case snapshot.Critical:
-					mark = "!!"
-				case snapshot.Warning:
-					mark = "!"
-				}
-				tw.line("    %-2s %s", mark, r.Text)
+				tw.line("    %-2s %s", r.Severity.Mark("-"), r.Text)
 			}
 		}
 	}
