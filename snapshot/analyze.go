@@ -425,7 +425,7 @@ func lastAllocFrames(trace []TraceEntry) map[uint64]Stack {
 func analyzeTrace(s *Snapshot, trace []TraceEntry, tl *Timeline, st *DeviceStats) {
 	for i := range trace {
 		if e := &trace[i]; e.Action == ActionOOM {
-			st.OOMs = append(st.OOMs, OOMEvent{Index: i, Size: e.Size, DeviceFree: e.DeviceFree, TimeUS: e.TimeUS, Frames: e.Frames})
+			st.OOMs = append(st.OOMs, OOMEvent{Index: i, Size: e.Size, DeviceFree: s.ExtraOf(e).DeviceFree, TimeUS: e.TimeUS, Frames: e.Frames})
 		}
 	}
 	if tl != nil {

@@ -25,6 +25,7 @@ type (
 	Settings   = schema.Settings
 	KV         = schema.KV
 	Snapshot   = schema.Snapshot
+	TraceExtra = schema.TraceExtra
 )
 
 // Block states.

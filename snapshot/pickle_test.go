@@ -241,7 +241,7 @@ func TestUnknownThingsAreKeptAndNamed(t *testing.T) {
 	if len(s.Segments[0].Blocks) != 2 || s.Segments[0].Blocks[1].State != StateOther {
 		t.Errorf("unknown-state block not kept: %+v", s.Segments[0].Blocks)
 	}
-	if tr := s.Trace(0); len(tr) != 3 || tr[1].Action != ActionOther || tr[2].Action != ActionOOM || tr[2].DeviceFree != 1<<20 {
+	if tr := s.Trace(0); len(tr) != 3 || tr[1].Action != ActionOther || tr[2].Action != ActionOOM || s.ExtraOf(&tr[2]).DeviceFree != 1<<20 {
 		t.Errorf("trace: %+v", tr)
 	}
 }

@@ -194,7 +194,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 			t.ReservedFromTrace = true
 		case ActionOOM:
 			t.Markers = append(t.Markers, Marker{Index: int(i), Kind: MarkOOM,
-				Label: fmt.Sprintf("OOM: %s requested, %s free", units.Bytes(e.Size), units.Bytes(e.DeviceFree))})
+				Label: fmt.Sprintf("OOM: %s requested, %s free", units.Bytes(e.Size), units.Bytes(s.ExtraOf(e).DeviceFree))})
 		case ActionSnapshot:
 			t.Markers = append(t.Markers, Marker{Index: int(i), Kind: MarkSnapshot, Label: "snapshot"})
 		}

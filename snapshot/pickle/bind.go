@@ -25,6 +25,14 @@ type binder struct {
 	warns   map[string]int
 	actions map[uint32]schema.Action // parsed action per string id
 	workers int                      // goroutines for the parallel parts
+	// extras are the snapshot's TraceExtras, interned by value and, for
+	// recognised entries, by string ids (extraIDs; lastExtra caches the
+	// last lookup, which a real trace repeats for nearly every entry).
+	extras       []schema.TraceExtra
+	extraByValue map[schema.TraceExtra]uint32
+	extraIDs     map[extraKey]uint32
+	lastExtra    extraKey
+	lastExtraID  uint32
 }
 
 // maxRecordsPerByte bounds records per input byte. An honest snapshot spends
@@ -222,6 +230,7 @@ func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
 	default:
 		return nil, errAt("top level", "expected a dict (or a legacy list of segments), found %s", root.k)
 	}
+	s.TraceExtras = b.extras
 	s.Warnings = b.warnings()
 	return s, nil
 }

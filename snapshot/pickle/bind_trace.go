@@ -62,6 +62,8 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 		return err
 	}
 	kv := b.g.seq(v)
+	var extra schema.TraceExtra
+	defer func() { e.Extra = b.extra(extra) }()
 	for j := 0; j < len(kv); j += 2 {
 		k, x := kv[j], kv[j+1]
 		var err error
@@ -87,14 +89,14 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 		case keyFrames:
 			e.Frames, err = b.stack(x, "")
 		case keyDeviceFree:
-			e.DeviceFree, err = b.integer(x, "")
+			extra.DeviceFree, err = b.integer(x, "")
 		case keyCompileContext:
 			if x.k == kStr {
-				e.CompileContext = b.str(x)
+				extra.CompileContext = b.str(x)
 			}
 		case keyUserMetadata:
 			if x.k == kStr {
-				e.UserMetadata = b.str(x)
+				extra.UserMetadata = b.str(x)
 			}
 		case keyPoolID, keyForwardFrames, keyDevice:
 			// Known, not used by the analysis.
@@ -134,12 +136,9 @@ func (b *binder) action(id uint32) schema.Action {
 // rawTraceEntry binds a trace entry recognised while decoding.
 func (b *binder) rawTraceEntry(r *rawTrace, e *schema.TraceEntry, dpath string, i int) error {
 	e.Action = b.action(r.action)
-	e.Addr, e.Size, e.Stream, e.TimeUS, e.DeviceFree = r.addr, r.size, r.stream, r.time, r.devFree
-	if r.cc != noRef {
-		e.CompileContext = b.g.strs[r.cc]
-	}
-	if r.um != noRef {
-		e.UserMetadata = b.g.strs[r.um]
+	e.Addr, e.Size, e.Stream, e.TimeUS = r.addr, r.size, r.stream, r.time
+	if r.devFree != 0 || r.cc != noRef || r.um != noRef {
+		e.Extra = b.rawExtra(r)
 	}
 	if r.fram != noRef {
 		if c := b.g.cont(r.fram); c.kind == cStack {
@@ -466,4 +465,56 @@ func (b *binder) strOrEmpty(id uint32) string {
 		return b.g.strs[id]
 	}
 	return ""
+}
+
+// extraKey identifies a TraceExtra by its string ids, so that a million
+// entries sharing one compile_context cost a map lookup each, not a string
+// hash.
+type extraKey struct {
+	devFree int64
+	cc, um  uint32
+}
+
+// rawExtra interns a recognised entry's extra fields (see extra).
+func (b *binder) rawExtra(r *rawTrace) uint32 {
+	k := extraKey{r.devFree, r.cc, r.um}
+	if k == b.lastExtra && b.lastExtraID != 0 {
+		return b.lastExtraID
+	}
+	id, ok := b.extraIDs[k]
+	if !ok {
+		var x schema.TraceExtra
+		x.DeviceFree = r.devFree
+		if r.cc != noRef {
+			x.CompileContext = b.g.strs[r.cc]
+		}
+		if r.um != noRef {
+			x.UserMetadata = b.g.strs[r.um]
+		}
+		id = b.extra(x)
+		if b.extraIDs == nil {
+			b.extraIDs = map[extraKey]uint32{}
+		}
+		b.extraIDs[k] = id
+	}
+	b.lastExtra, b.lastExtraID = k, id
+	return id
+}
+
+// extra interns x in the snapshot's TraceExtras and returns its
+// TraceEntry.Extra (0 for none).
+func (b *binder) extra(x schema.TraceExtra) uint32 {
+	if x == (schema.TraceExtra{}) {
+		return 0
+	}
+	if id, ok := b.extraByValue[x]; ok {
+		return id
+	}
+	if b.extraByValue == nil {
+		b.extraByValue = map[schema.TraceExtra]uint32{}
+	}
+	b.extras = append(b.extras, x)
+	id := uint32(len(b.extras))
+	b.extraByValue[x] = id
+	return id
 }

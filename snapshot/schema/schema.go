@@ -148,15 +148,25 @@ type Segment struct {
 // Private reports whether the segment belongs to a private memory pool.
 func (s *Segment) Private() bool { return s.PoolID != [2]int64{} }
 
-// TraceEntry is one event of the allocator's ring buffer.
+// TraceEntry is one event of the allocator's ring buffer. It is kept to 64
+// bytes: a real trace holds a million of them. The fields that most entries
+// lack or share (device_free, compile_context, user_metadata) are interned in
+// Snapshot.TraceExtras.
 type TraceEntry struct {
-	Action Action
 	Addr   uint64
 	Size   int64
 	Stream uint64
 	// TimeUS is microseconds since the epoch; 0 when absent.
 	TimeUS int64
 	Frames Stack
+	// Extra is 0 when the entry has none of TraceExtra's fields, else 1 +
+	// their index in Snapshot.TraceExtras.
+	Extra  uint32
+	Action Action
+}
+
+// TraceExtra holds a trace entry's rarely distinct fields.
+type TraceExtra struct {
 	// DeviceFree is the free device memory reported by an oom entry.
 	DeviceFree     int64
 	CompileContext string
@@ -193,7 +203,10 @@ type KV struct{ Key, Value string }
 type Snapshot struct {
 	Segments []Segment
 	// Traces holds one trace per device ordinal (often empty).
-	Traces      [][]TraceEntry
+	Traces [][]TraceEntry
+	// TraceExtras holds the distinct TraceExtra values of the entries (see
+	// TraceEntry.Extra).
+	TraceExtras []TraceExtra
 	Settings    Settings
 	Annotations []Annotation
 	// Warnings lists what was kept but not understood (unknown states,
@@ -202,6 +215,14 @@ type Snapshot struct {
 	// Format says what the file was: "pickle protocol 4", "json", "html", with
 	// "+gzip" when compressed.
 	Format string
+}
+
+// ExtraOf returns e's device_free, compile_context and user_metadata.
+func (s *Snapshot) ExtraOf(e *TraceEntry) TraceExtra {
+	if e.Extra == 0 || int(e.Extra) > len(s.TraceExtras) {
+		return TraceExtra{}
+	}
+	return s.TraceExtras[e.Extra-1]
 }
 
 // Devices returns the device ordinals that have segments or trace entries,
