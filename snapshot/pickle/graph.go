@@ -87,6 +87,12 @@ const (
 	hasStream
 	hasTime
 	hasDevFree
+	// hasFramesRef marks, in a helper, a frames value that is a memo
+	// entry it cannot read (a kRef: fram is its index); joining resolves
+	// it. A real trace shares one frames list among entries with the same
+	// stack, so a third of a helper's entries name a list made before its
+	// region.
+	hasFramesRef
 )
 
 // graph is the decoded value graph.

@@ -144,6 +144,10 @@ func (j *joiner) entry(idx uint32) (val, bool) {
 // containers copies the helper's containers and trace records.
 func (j *joiner) containers() {
 	d, hg := j.d, j.h.g
+	// odd holds the frames values, by helper trace index, that resolved to
+	// something other than a list: those entries become generic dicts, as
+	// one machine would have left them.
+	var odd map[uint32]val
 	for i := range uint32(hg.traces.len()) {
 		r := *hg.traces.at(i)
 		r.action = j.strs[r.action]
@@ -153,7 +157,19 @@ func (j *joiner) containers() {
 		if r.um != noRef {
 			r.um = j.strs[r.um]
 		}
-		if r.fram != noRef {
+		switch {
+		case r.has&hasFramesRef != 0:
+			// A frames list the helper could not read: usually one made
+			// before its region, shared by entries with the same stack.
+			if v := j.resolve(val{k: kRef, ref: r.fram}); v.k == kList {
+				r.fram, r.has = v.ref, r.has&^hasFramesRef
+			} else {
+				if odd == nil {
+					odd = map[uint32]val{}
+				}
+				odd[i] = v
+			}
+		case r.fram != noRef:
 			r.fram += j.conts
 		}
 		d.g.traces.push(r)
@@ -167,6 +183,12 @@ func (j *joiner) containers() {
 		case cStack:
 			c.start = j.stacks[c.start]
 		case cTrace:
+			if v, ok := odd[c.start]; ok {
+				r := *d.g.traces.at(c.start + j.traces)
+				id := d.g.conts.push(container{vk: kDict})
+				d.traceToDict(id, &r, v)
+				continue
+			}
 			c.start += j.traces
 		case cGeneric:
 			items = append(items[:0], hg.seq(val{ref: i})...)

@@ -88,6 +88,17 @@ func (d *decoder) untrace(cid uint32) {
 	g := d.g
 	c := g.conts.at(cid)
 	r := *g.traces.at(c.start)
+	frames := val{k: kList, ref: r.fram}
+	if r.has&hasFramesRef != 0 {
+		frames.k = kRef
+	}
+	d.traceToDict(cid, &r, frames)
+}
+
+// traceToDict makes container cid the generic dict of trace record r, whose
+// frames value is frames (unused when r has none).
+func (d *decoder) traceToDict(cid uint32, r *rawTrace, frames val) {
+	g := d.g
 	key := func(s string) val { return val{k: kStr, ref: d.str([]byte(s))} }
 	kv := []val{key("action"), {k: kStr, ref: r.action}}
 	ints := []struct {
@@ -103,14 +114,13 @@ func (d *decoder) untrace(cid uint32) {
 	}
 	for _, f := range []struct {
 		name string
-		ref  uint32
-		k    vkind
-	}{{"compile_context", r.cc, kStr}, {"user_metadata", r.um, kStr}, {"frames", r.fram, kList}} {
-		if f.ref != noRef {
-			kv = append(kv, key(f.name), val{k: f.k, ref: f.ref})
+		v    val
+	}{{"compile_context", val{k: kStr, ref: r.cc}}, {"user_metadata", val{k: kStr, ref: r.um}}, {"frames", frames}} {
+		if f.v.ref != noRef || f.v.k == kRef {
+			kv = append(kv, key(f.name), f.v)
 		}
 	}
-	c = g.conts.at(cid)
+	c := g.conts.at(cid)
 	*c = container{vk: kDict}
 	d.extend(cid, kv)
 }
@@ -167,7 +177,10 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 		case keyUserMetadata:
 			r.um, ok = v.ref, v.k == kStr
 		case keyFrames:
-			r.fram, ok = v.ref, v.k == kList
+			r.fram, ok = v.ref, v.k == kList || v.k == kRef
+			if v.k == kRef {
+				r.has |= hasFramesRef
+			}
 		default:
 			return false
 		}
