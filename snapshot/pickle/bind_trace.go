@@ -32,6 +32,14 @@ func (b *binder) traces(v val, path string) ([][]schema.TraceEntry, error) {
 	out := make([][]schema.TraceEntry, len(devs))
 	for d, dv := range devs {
 		dpath := path + "[" + strconv.Itoa(d) + "]"
+		if dv.k == kList && b.g.cont(dv.ref).kind == cTraceList {
+			t, err := b.traceList(b.g.cont(dv.ref), dpath)
+			if err != nil {
+				return nil, err
+			}
+			out[d] = t
+			continue
+		}
 		items, err := b.list(dv, dpath)
 		if err != nil {
 			return nil, err
@@ -48,6 +56,28 @@ func (b *binder) traces(v val, path string) ([][]schema.TraceEntry, error) {
 		out[d] = t
 	}
 	return out, nil
+}
+
+// traceList binds a list of trace records (cTraceList) from the records,
+// without a val per entry.
+func (b *binder) traceList(c *container, dpath string) ([]schema.TraceEntry, error) {
+	if c.n == 0 {
+		return nil, nil
+	}
+	t := freshSlice[schema.TraceEntry](int(c.n))
+	for i := range t {
+		r := b.g.traces.at(c.start + uint32(i))
+		var err error
+		if r.has&hasGeneric != 0 {
+			err = b.traceEntry(val{k: kDict, ref: r.cid}, &t[i], dpath, i)
+		} else {
+			err = b.rawTraceEntry(r, &t[i], dpath, i)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) error {

@@ -50,6 +50,11 @@ const (
 	cFrame                // a recognised frame dict; start is its id in graph.frames
 	cStack                // a list of frame dicts; start indexes graph.stacks
 	cTrace                // a recognised trace entry dict; start indexes graph.traces
+	// cTraceList is a list of recognised trace entries whose records are
+	// graph.traces[start:start+n], in order: a device's trace, a million
+	// entries that would otherwise take a 16-byte val each (and the copies
+	// of a slice grown by doubling).
+	cTraceList
 )
 
 type container struct {
@@ -74,6 +79,9 @@ type rawTrace struct {
 	addr, stream         uint64
 	size, time, devFree  int64
 	action, cc, um, fram uint32
+	// cid is the dict's container, which a list of trace records
+	// (cTraceList) names when it goes back to the generic form.
+	cid uint32
 	// has records which integer fields were present.
 	has uint8
 }
@@ -93,6 +101,10 @@ const (
 	// stack, so a third of a helper's entries name a list made before its
 	// region.
 	hasFramesRef
+	// hasGeneric marks a record whose dict went back to the generic form
+	// (untrace), or never left it (a frames value that is no list, found
+	// at the join): a cTraceList holding it binds that dict instead.
+	hasGeneric
 )
 
 // graph is the decoded value graph.
@@ -115,10 +127,22 @@ func (g *graph) cont(id uint32) *container { return g.conts.at(id) }
 func (g *graph) seq(v val) []val {
 	c := g.conts.at(v.ref)
 	switch {
+	case c.kind == cTraceList:
+		return g.traceListItems(c)
 	case c.n == 0 || c.kind != cGeneric:
 		return nil
 	case c.spilled:
 		return g.spills[c.start][:c.n]
 	}
 	return g.items.slice(c.start, c.n)
+}
+
+// traceListItems is a cTraceList's items as vals (a fresh slice: only rare
+// paths read such a list item by item; the binder reads its records).
+func (g *graph) traceListItems(c *container) []val {
+	vs := make([]val, c.n)
+	for i := range vs {
+		vs[i] = val{k: kDict, ref: g.traces.at(c.start + uint32(i)).cid}
+	}
+	return vs
 }

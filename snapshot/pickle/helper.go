@@ -237,8 +237,26 @@ func (d *decoder) enterRegion(at int) bool {
 // (d.stack is the stack after the APPENDS), and stops the helper after its
 // last batch.
 func (d *decoder) appendBelow(items []val) error {
-	d.resid = append(d.resid, items...)
 	d.residN = append(d.residN, len(items))
+	switch {
+	case len(d.resid) > 0:
+		d.resid = append(d.resid, items...)
+	default:
+		// While the items are consecutive trace records (a device's
+		// trace), only the run is kept: half a real trace's entries
+		// would otherwise take a 16-byte val each, in a slice grown by
+		// doubling.
+		if first, ok := d.traceRun(items, d.residRun[0]+d.residRun[1], d.residRun[1] == 0); ok {
+			if d.residRun[1] == 0 {
+				d.residRun[0] = first
+			}
+			d.residRun[1] += uint32(len(items))
+			break
+		}
+		c := container{start: d.residRun[0], n: d.residRun[1]}
+		d.resid = append(d.g.traceListItems(&c), items...)
+		d.residRun = [2]uint32{}
+	}
 	if d.pos < len(d.data) && d.data[d.pos] == opMark {
 		return nil
 	}

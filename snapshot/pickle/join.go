@@ -46,11 +46,26 @@ func (d *decoder) join(h *decoder) bool {
 	d.joined = j
 	list := d.stack[len(d.stack)-1].ref
 	rest := h.resid
+	next := h.residRun[0] + j.traces
 	for _, n := range h.residN {
-		batch := rest[:n]
-		rest = rest[n:]
-		for i, v := range batch {
-			batch[i] = j.remap(v)
+		var batch []val
+		if h.residRun[1] > 0 {
+			// A run of the helper's records: it continues the list's
+			// own run, or becomes vals.
+			if c := d.g.conts.at(list); c.kind == cTraceList && c.start+c.n == next {
+				c.n += uint32(n)
+				next += uint32(n)
+				continue
+			}
+			run := container{start: next, n: uint32(n)}
+			batch = d.g.traceListItems(&run)
+			next += uint32(n)
+		} else {
+			batch = rest[:n]
+			rest = rest[n:]
+			for i, v := range batch {
+				batch[i] = j.remap(v)
+			}
 		}
 		d.appendItems(list, batch)
 	}
@@ -157,6 +172,7 @@ func (j *joiner) containers() {
 		if r.um != noRef {
 			r.um = j.strs[r.um]
 		}
+		r.cid += j.conts
 		switch {
 		case r.has&hasFramesRef != 0:
 			// A frames list the helper could not read: usually one made
@@ -182,8 +198,11 @@ func (j *joiner) containers() {
 			c.start = j.frames[c.start]
 		case cStack:
 			c.start = j.stacks[c.start]
+		case cTraceList:
+			c.start += j.traces
 		case cTrace:
 			if v, ok := odd[c.start]; ok {
+				d.g.traces.at(c.start + j.traces).has |= hasGeneric
 				r := *d.g.traces.at(c.start + j.traces)
 				id := d.g.conts.push(container{vk: kDict})
 				d.traceToDict(id, &r, v)

@@ -78,6 +78,9 @@ type decoder struct {
 	floor   int
 	resid   []val
 	residN  []int
+	// residRun, while resid is empty, holds the items appended below the
+	// region as a run of trace records: the first and how many.
+	residRun [2]uint32
 	// joined, in a main machine that joined a helper, gives the memo
 	// entries the helper made (left holes in memo).
 	joined *joiner
@@ -255,6 +258,8 @@ func (d *decoder) extend(cid uint32, vs []val) {
 		d.unstack(cid)
 	case cTrace:
 		d.untrace(cid)
+	case cTraceList:
+		d.untraceList(cid)
 	}
 	if !c.spilled {
 		if c.n == 0 {
@@ -287,12 +292,20 @@ func (d *decoder) extend(cid uint32, vs []val) {
 }
 
 // appendItems adds items to a list: a fresh list of frames becomes an
-// interned stack.
+// interned stack, and a list of consecutive trace records a run of them.
 func (d *decoder) appendItems(list uint32, items []val) {
 	c := d.g.conts.at(list)
-	if !(c.n == 0 && c.kind == cGeneric && d.tryStack(list, items)) {
-		d.extend(list, items)
+	switch {
+	case c.n == 0 && c.kind == cGeneric:
+		if d.tryStack(list, items) || d.tryTraceList(list, items) {
+			return
+		}
+	case c.kind == cTraceList:
+		if d.growTraceList(c, items) {
+			return
+		}
 	}
+	d.extend(list, items)
 }
 
 func (d *decoder) popMark(at int, op string) (int, error) {

@@ -87,6 +87,7 @@ var pushOnly = func() (t [256]bool) {
 func (d *decoder) untrace(cid uint32) {
 	g := d.g
 	c := g.conts.at(cid)
+	g.traces.at(c.start).has |= hasGeneric // a cTraceList may hold it
 	r := *g.traces.at(c.start)
 	frames := val{k: kList, ref: r.fram}
 	if r.has&hasFramesRef != 0 {
@@ -123,6 +124,62 @@ func (d *decoder) traceToDict(cid uint32, r *rawTrace, frames val) {
 	c := g.conts.at(cid)
 	*c = container{vk: kDict}
 	d.extend(cid, kv)
+}
+
+// traceRun reports whether items are trace dicts whose records follow one
+// another from record next on (first is the first one's).
+func (d *decoder) traceRun(items []val, next uint32, any bool) (first uint32, ok bool) {
+	g := d.g
+	for i, it := range items {
+		if it.k != kDict || it.ref == noRef {
+			return 0, false
+		}
+		c := g.conts.at(it.ref)
+		if c.kind != cTrace {
+			return 0, false
+		}
+		if i == 0 {
+			first = c.start
+			if !any && first != next {
+				return 0, false
+			}
+			next = first
+		}
+		if c.start != next {
+			return 0, false
+		}
+		next++
+	}
+	return first, true
+}
+
+// tryTraceList makes a fresh list whose first items are consecutive trace
+// records a cTraceList.
+func (d *decoder) tryTraceList(cid uint32, items []val) bool {
+	first, ok := d.traceRun(items, 0, true)
+	if !ok {
+		return false
+	}
+	c := d.g.conts.at(cid)
+	c.kind, c.start, c.n = cTraceList, first, uint32(len(items))
+	return true
+}
+
+// growTraceList adds items to a cTraceList when they continue its run.
+func (d *decoder) growTraceList(c *container, items []val) bool {
+	if _, ok := d.traceRun(items, c.start+c.n, false); !ok {
+		return false
+	}
+	c.n += uint32(len(items))
+	return true
+}
+
+// untraceList turns a cTraceList back into a generic list.
+func (d *decoder) untraceList(cid uint32) {
+	c := d.g.conts.at(cid)
+	vs := d.g.traceListItems(c)
+	*c = container{vk: kList}
+	d.extend(cid, vs)
 }
 
 // unstack turns an interned frame list back into a generic list of frames,
@@ -191,6 +248,7 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 	if r.action == noRef {
 		return false
 	}
+	r.cid = cid
 	c := d.g.conts.at(cid)
 	c.kind = cTrace
 	c.start = d.g.traces.push(r)
