@@ -12,5 +12,8 @@ func mapFile(*os.File, int) ([]byte, func(), error) {
 	return nil, nil, errors.New("memory-mapping is implemented on Linux only")
 }
 
+// dropPages has nothing to give back where nothing is mapped.
+func dropPages([]byte) func(from, to int) { return nil }
+
 // memAvailable is unknown outside Linux: the default ceiling applies.
 func memAvailable() int64 { return 0 }

@@ -128,7 +128,7 @@ func decodeMapped(ctx context.Context, data []byte, unmap func(), progress func(
 			s, err = nil, errors.New("the file changed while it was read (truncated by another program?)")
 		}
 	}()
-	return pickle.DecodeMapped(ctx, data, release, progress)
+	return pickle.DecodeMapped(ctx, data, release, dropPages(data), progress)
 }
 
 // ErrNotSnapshot is returned for data that is none of the snapshot forms.

@@ -141,6 +141,11 @@ func (d *decoder) startHelper(split func(n int) (prefix, target int, ok bool)) b
 	if !ok {
 		return false
 	}
+	if d.drop != nil {
+		// Planning read frame headers up to the region: the machines
+		// read those pages again when they get there.
+		d.drop(p.prefix, p.at)
+	}
 	ctx := d.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -163,7 +168,7 @@ func (d *decoder) startHelper(split func(n int) (prefix, target int, ok bool)) b
 			h.done <- out
 		}()
 		debug.SetPanicOnFault(true)
-		out = runHelper(ctx, data, p)
+		out = runHelper(ctx, data, p, d.drop)
 	}()
 	return true
 }
@@ -185,7 +190,7 @@ func (d *decoder) stopHelper() {
 
 // runHelper runs a helper: the prefix, then the region. It returns nil
 // when the helper gave up.
-func runHelper(ctx context.Context, data []byte, p splitPlan) *decoder {
+func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int)) *decoder {
 	h := newDecoder(data)
 	h.ctx, h.end = ctx, p.prefix
 	if _, err := h.run(); err != errPrefix {
@@ -194,6 +199,7 @@ func runHelper(ctx context.Context, data []byte, p splitPlan) *decoder {
 	if !h.enterRegion(p.at) {
 		return nil
 	}
+	h.drop, h.dropped = drop, p.at
 	if _, err := h.run(); err != errRegion {
 		return nil
 	}

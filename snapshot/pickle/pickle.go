@@ -49,6 +49,12 @@ type decoder struct {
 	progress   func(float64)
 	ctx        context.Context
 	nextReport int
+	// drop, when set, is called with input ranges this machine has read
+	// past ([dropped, to), every dropStep bytes): the caller gives a
+	// mapped file's pages back, so that the file does not stay resident
+	// next to what is decoded from it. Nothing decoded refers to the input.
+	drop    func(from, to int)
+	dropped int
 	// small mirrors memo entries 0-255, which BINGET (one-byte index) reads:
 	// in a snapshot those are the dict keys and common strings, read tens of
 	// millions of times.
@@ -90,15 +96,22 @@ type decoder struct {
 // the top-level value. Bytes after STOP are ignored (the HTML form pads with
 // NULs; pickle.load ignores trailing data too).
 func decodePickle(data []byte) (*graph, val, error) {
-	return decodePickleCtx(context.Background(), data, nil)
+	return decodePickleCtx(context.Background(), data, nil, nil)
 }
 
 // progressStep is how many input bytes pass between progress reports and
 // cancellation checks.
 const progressStep = 4 << 20
 
-func decodePickleCtx(ctx context.Context, data []byte, progress func(float64)) (*graph, val, error) {
-	d, root, err := decodeWith(ctx, data, progress, splitHalf)
+// dropStep is how many input bytes a machine reads between calls of its
+// drop hook; a power of two (the ranges end at its multiples, so at page
+// boundaries).
+const dropStep = 4 << 20
+
+// drop, when set, is told which input pages each machine is done with (see
+// decoder.drop).
+func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), drop func(from, to int)) (*graph, val, error) {
+	d, root, err := decodeWith(ctx, data, progress, splitHalf, drop)
 	if err != nil {
 		return nil, val{}, err
 	}
@@ -107,9 +120,9 @@ func decodePickleCtx(ctx context.Context, data []byte, progress func(float64)) (
 
 // decodeWith runs the machine, with a helper on another core where split
 // (nil for none) places one (see helper.go).
-func decodeWith(ctx context.Context, data []byte, progress func(float64), split func(n int) (prefix, target int, ok bool)) (*decoder, val, error) {
+func decodeWith(ctx context.Context, data []byte, progress func(float64), split func(n int) (prefix, target int, ok bool), drop func(from, to int)) (*decoder, val, error) {
 	d := newDecoder(data)
-	d.ctx, d.progress = ctx, progress
+	d.ctx, d.progress, d.drop = ctx, progress, drop
 	if split != nil && d.startHelper(split) {
 		defer d.stopHelper()
 	}
@@ -148,6 +161,13 @@ func (d *decoder) report(pos int) error {
 	if d.ctx != nil {
 		if err := d.ctx.Err(); err != nil {
 			return err
+		}
+	}
+	if d.drop != nil && pos-d.dropped >= dropStep {
+		to := pos &^ (dropStep - 1)
+		if to > d.dropped {
+			d.drop(d.dropped, to)
+			d.dropped = to
 		}
 	}
 	if pos >= d.nextReport {

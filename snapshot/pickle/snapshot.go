@@ -41,23 +41,25 @@ func DecodeSnapshot(ctx context.Context, in *[]byte, progress func(float64)) (*s
 	// After decoding nothing may keep the input alive, so the collector can
 	// reclaim it (a file's worth of memory) while the binder builds the
 	// typed snapshot: it is cleared where it came from (see decode).
-	return decodeSnapshot(ctx, in, nil, progress)
+	return decodeSnapshot(ctx, in, nil, nil, progress)
 }
 
 // DecodeMapped is DecodeSnapshot for input that is not on the Go heap (a
 // memory-mapped file): release is called once the pickle machine is done
-// with it, before binding, and nothing decoded refers to it.
-func DecodeMapped(ctx context.Context, data []byte, release func(), progress func(float64)) (*schema.Snapshot, error) {
-	return decodeSnapshot(ctx, &data, release, progress)
+// with it, before binding, and nothing decoded refers to it. drop, when not
+// nil, is called while decoding with byte ranges [from, to) the machines
+// have read past (page-aligned), which the caller may give back.
+func DecodeMapped(ctx context.Context, data []byte, release func(), drop func(from, to int), progress func(float64)) (*schema.Snapshot, error) {
+	return decodeSnapshot(ctx, &data, release, drop, progress)
 }
 
 // decodeSnapshot takes the input by pointer and clears it, for the reason
 // decode in package snapshot does: an argument slot would keep it alive.
-func decodeSnapshot(ctx context.Context, in *[]byte, release func(), progress func(float64)) (*schema.Snapshot, error) {
+func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(from, to int), progress func(float64)) (*schema.Snapshot, error) {
 	data := *in
 	*in = nil
 	size := len(data)
-	g, root, err := decodePickleCtx(ctx, data, progress)
+	g, root, err := decodePickleCtx(ctx, data, progress, drop)
 	data = nil
 	if release != nil {
 		release()
