@@ -100,9 +100,13 @@ type Timeline struct {
 	cat               *Categorizer
 	// roles is the role of each interval (see Role).
 	roles []Role
-	// bySize orders the intervals by size for LiveAt; starts and ends copy
-	// their bounds for a cache-friendly scan.
+	// bySize orders the intervals by size for LiveAt's large live sets;
+	// starts and ends copy their bounds for a cache-friendly scan.
 	bySize, starts, ends []int32
+	sizeOnce, boundsOnce sync.Once
+	// liveSortMax replaces the constant of that name in tests (0: the
+	// constant).
+	liveSortMax int
 	// ordersOnce builds, for every grouping of Bands, the intervals
 	// ordered by start and by end event (they do not depend on the
 	// grouping; a million intervals take a tenth of a second to sort).
@@ -166,13 +170,17 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		e := &events[i]
 		switch e.Action {
 		case ActionAlloc:
-			delete(requested, e.Addr)
+			if len(requested) > 0 { // nearly always empty: spare the hash
+				delete(requested, e.Addr)
+			}
 			open[e.Addr] = int32(len(t.Intervals))
 			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Frames: e.Frames})
 		case ActionFreeRequested:
 			if i+1 < n && events[i+1].Action == ActionFreeCompleted && events[i+1].Addr == e.Addr {
 				// One free: memory_viz merges the pair at the free_requested.
-				delete(requested, e.Addr)
+				if len(requested) > 0 {
+					delete(requested, e.Addr)
+				}
 				closeAt(e.Addr, i, i, e)
 				i++
 				continue
@@ -359,29 +367,49 @@ func (t *Timeline) ReservedAt(i int) int64 {
 	return t.Reserved[min(i, len(t.Reserved)-1)]
 }
 
+// liveSortMax is the live-set size up to which LiveAt sorts the live
+// allocations themselves. Above it, it walks every interval in an order by
+// size sorted once: sorting a million intervals takes 60 ms, which report
+// would spend for one query of a live set of thousands.
+const liveSortMax = 1 << 15
+
 // LiveAt returns the allocations live after event i (-1: before the first
-// event), largest first; limit 0 means all. The intervals are ordered by
-// size once, so moving a cursor costs one linear scan and no sort.
+// event), largest first; limit 0 means all. A query costs a scan of the
+// intervals' bounds and a sort of the live set, or, for a live set over
+// liveSortMax, a walk of an order by size sorted once.
 func (t *Timeline) LiveAt(i int, limit int) []Allocation {
-	if t.bySize == nil {
-		t.bySize = make([]int32, len(t.Intervals))
-		t.starts = make([]int32, len(t.Intervals))
-		t.ends = make([]int32, len(t.Intervals))
-		for j := range t.Intervals {
-			t.bySize[j] = int32(j)
-			t.starts[j], t.ends[j] = t.Intervals[j].Start, t.Intervals[j].End
-		}
-		slices.SortFunc(t.bySize, func(a, b int32) int {
-			x, y := &t.Intervals[a], &t.Intervals[b]
-			if c := cmp.Compare(y.Size, x.Size); c != 0 {
-				return c
-			}
-			return cmp.Compare(x.Addr, y.Addr)
-		})
-	}
+	t.buildBounds()
 	i32 := int32(i)
+	sortMax := liveSortMax
+	if t.liveSortMax > 0 {
+		sortMax = t.liveSortMax
+	}
+	var live []int32
+	over := false
+	for j := range t.starts {
+		if t.starts[j] <= i32 && i32 < t.ends[j] {
+			if len(live) == sortMax {
+				over = true
+				break
+			}
+			live = append(live, int32(j))
+		}
+	}
+	order := live
+	if over {
+		t.sizeOnce.Do(func() {
+			t.bySize = make([]int32, len(t.Intervals))
+			for j := range t.bySize {
+				t.bySize[j] = int32(j)
+			}
+			slices.SortFunc(t.bySize, t.bySizeCmp)
+		})
+		order = t.bySize
+	} else {
+		slices.SortFunc(live, t.bySizeCmp)
+	}
 	var out []Allocation
-	for _, j := range t.bySize {
+	for _, j := range order {
 		if t.starts[j] > i32 || t.ends[j] <= i32 {
 			continue
 		}
@@ -395,12 +423,34 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 	return out
 }
 
+// bySizeCmp orders intervals largest first, then by address and index (so
+// both of LiveAt's orders agree).
+func (t *Timeline) bySizeCmp(a, b int32) int {
+	x, y := &t.Intervals[a], &t.Intervals[b]
+	if c := cmp.Compare(y.Size, x.Size); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.Addr, y.Addr); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+// buildBounds copies the intervals' bounds once, for cache-friendly scans.
+func (t *Timeline) buildBounds() {
+	t.boundsOnce.Do(func() {
+		t.starts = make([]int32, len(t.Intervals))
+		t.ends = make([]int32, len(t.Intervals))
+		for j := range t.Intervals {
+			t.starts[j], t.ends[j] = t.Intervals[j].Start, t.Intervals[j].End
+		}
+	})
+}
+
 // LiveStats counts the allocations live after event i, their bytes and
 // their bytes by category (largest first), without building them.
 func (t *Timeline) LiveStats(i int) (n int, bytes int64, cats []CategoryTotal) {
-	if t.bySize == nil {
-		t.LiveAt(-2, 1) // builds the index
-	}
+	t.buildBounds()
 	i32 := int32(i)
 	idx := map[string]int{}
 	for j := range t.starts {

@@ -328,3 +328,45 @@ func TestBandsAddUpToActive(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveAtBothOrders: LiveAt sorts a live set up to liveSortMax itself
+// and walks the order of every interval by size above it; both give the
+// same allocations in the same order, with and without a limit, at every
+// event of a real trace.
+func TestLiveAtBothOrders(t *testing.T) {
+	s, err := Open(context.Background(), "../testdata/snapshots/h100/gpt_adamw.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := Replay(s, 0, nil)
+	large := Replay(s, 0, nil)
+	large.liveSortMax = 1 // every live set is over it: the index
+	n := len(small.Events)
+	checked, big := 0, 0
+	for i := -1; i < n; i += max(1, n/97) {
+		for _, limit := range []int{0, 5} {
+			a, b := small.LiveAt(i, limit), large.LiveAt(i, limit)
+			if len(a) != len(b) {
+				t.Fatalf("event %d, limit %d: %d and %d allocations", i, limit, len(a), len(b))
+			}
+			for k := range a {
+				if a[k].Address != b[k].Address || a[k].Size != b[k].Size || a[k].Role != b[k].Role {
+					t.Fatalf("event %d, limit %d: allocation %d differs: %+v and %+v", i, limit, k, a[k], b[k])
+				}
+			}
+			if k := len(a); k > 1 && limit == 0 {
+				big++
+				if a[0].Size < a[k-1].Size {
+					t.Fatalf("event %d: not largest first", i)
+				}
+			}
+		}
+		checked++
+	}
+	if big < checked/2 {
+		t.Errorf("only %d of %d events had more than one live allocation: the test checks little", big, checked)
+	}
+	if small.bySize != nil || large.bySize == nil {
+		t.Errorf("the small live sets built the index (%v), or the large ones did not (%v)", small.bySize != nil, large.bySize == nil)
+	}
+}
