@@ -48,8 +48,9 @@ func DecodeSnapshot(ctx context.Context, in *[]byte, progress func(float64)) (*s
 // DecodeMapped is DecodeSnapshot for input that is not on the Go heap (a
 // memory-mapped file): release is called once the pickle machine is done
 // with it, before binding, and nothing decoded refers to it. drop, when not
-// nil, is called while decoding with byte ranges [from, to) the machines
-// have read past (page-aligned), which the caller may give back.
+// nil, is called while decoding (from either machine's goroutine) with
+// byte ranges [from, to) the machines have read past, which the caller may
+// give back; they need not be page-aligned.
 func DecodeMapped(ctx context.Context, data []byte, release func(), drop func(from, to int), progress func(float64)) (*schema.Snapshot, error) {
 	return decodeSnapshot(ctx, &data, release, drop, progress)
 }
