@@ -3,9 +3,47 @@ package pickle
 // chunked is an append-only array stored in fixed-size chunks. Growing a
 // single slice to millions of elements copies it over and over (half of the
 // decode time on an 80 MB snapshot went to those copies); chunks never move.
+//
+// An array with off set takes its chunks from outside the Go heap
+// (offHeap) where it can, so that free and freeChunk give them back to the
+// kernel at once instead of at the collector's next cycle; T must then hold
+// no pointers, and nothing may read a chunk after it is freed.
 type chunked[T any] struct {
 	chunks [][]T
 	n      uint32
+	off    bool
+	mapped []bool // per chunk: from offHeap
+}
+
+// newChunk makes a zeroed chunk.
+func (c *chunked[T]) newChunk() []T {
+	if c.off {
+		if s, ok := offHeap[T](chunkLen); ok {
+			c.mapped = append(c.mapped, true)
+			return s
+		}
+	}
+	c.mapped = append(c.mapped, false)
+	return make([]T, chunkLen)
+}
+
+// freeChunk gives chunk k back; its elements must not be read again.
+func (c *chunked[T]) freeChunk(k int) {
+	if c.chunks[k] == nil {
+		return
+	}
+	if c.mapped[k] {
+		freeOffHeap(c.chunks[k])
+	}
+	c.chunks[k] = nil
+}
+
+// free gives every chunk back and empties the array.
+func (c *chunked[T]) free() {
+	for k := range c.chunks {
+		c.freeChunk(k)
+	}
+	c.chunks, c.mapped, c.n = nil, nil, 0
 }
 
 const (
@@ -19,7 +57,7 @@ func (c *chunked[T]) len() int { return int(c.n) }
 func (c *chunked[T]) push(v T) uint32 {
 	i := c.n
 	if i&chunkMask == 0 {
-		c.chunks = append(c.chunks, make([]T, chunkLen))
+		c.chunks = append(c.chunks, c.newChunk())
 	}
 	c.chunks[i>>chunkBits][i&chunkMask] = v
 	c.n++
@@ -37,7 +75,7 @@ func (c *chunked[T]) run(n int) (uint32, bool) {
 	off := int(c.n & chunkMask)
 	if c.n == 0 || off == 0 || off+n > chunkLen {
 		// Start a fresh chunk; the tail of the previous one stays unused.
-		c.chunks = append(c.chunks, make([]T, chunkLen))
+		c.chunks = append(c.chunks, c.newChunk())
 		c.n = uint32(len(c.chunks)-1) << chunkBits
 	}
 	i := c.n
@@ -62,7 +100,7 @@ func (c *chunked[T]) canGrow(i, n uint32, m int) bool {
 func (c *chunked[T]) pad(n int) {
 	for n > 0 {
 		if c.n&chunkMask == 0 {
-			c.chunks = append(c.chunks, make([]T, chunkLen))
+			c.chunks = append(c.chunks, c.newChunk())
 		}
 		m := min(n, chunkLen-int(c.n&chunkMask))
 		c.n += uint32(m)

@@ -25,6 +25,10 @@ type binder struct {
 	warns   map[string]int
 	actions map[uint32]schema.Action // parsed action per string id
 	workers int                      // goroutines for the parallel parts
+	// consume is set when the graph is freed after binding (bindGraph):
+	// lastTraces then says that the traces being bound are the last
+	// reader of the trace records.
+	consume, lastTraces bool
 	// extras are the snapshot's TraceExtras, interned by value and, for
 	// recognised entries, by string ids (extraIDs; lastExtra caches the
 	// last lookup, which a real trace repeats for nearly every entry).
@@ -204,6 +208,10 @@ func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
 		if !known {
 			return nil, fmt.Errorf("%w: the top level has no segments or device_traces (keys: %s)", ErrNotSnapshot, strings.Join(keys, ", "))
 		}
+		// The traces are bound last, so that nothing reads a trace
+		// record after them: the binder of a consumed graph gives their
+		// chunks back as it goes (see traceList).
+		var traceKeys []int
 		for i := 0; i < len(kv); i += 2 {
 			k, v := kv[i], kv[i+1]
 			switch b.keyRole(k) {
@@ -212,9 +220,7 @@ func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
 					return nil, err
 				}
 			case keyDeviceTraces, keyTraces:
-				if s.Traces, err = b.traces(v, b.keyName(k)); err != nil {
-					return nil, err
-				}
+				traceKeys = append(traceKeys, i)
 			case keyAllocatorSettings:
 				if s.Settings, err = b.settings(v); err != nil {
 					return nil, err
@@ -225,6 +231,12 @@ func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
 				}
 			default:
 				b.warn(fmt.Sprintf("unknown top-level key %q", b.keyName(k)))
+			}
+		}
+		for _, i := range traceKeys {
+			b.lastTraces = b.consume && len(traceKeys) == 1
+			if s.Traces, err = b.traces(kv[i+1], b.keyName(kv[i])); err != nil {
+				return nil, err
 			}
 		}
 	default:

@@ -33,7 +33,7 @@ func (b *binder) traces(v val, path string) ([][]schema.TraceEntry, error) {
 	for d, dv := range devs {
 		dpath := path + "[" + strconv.Itoa(d) + "]"
 		if dv.k == kList && b.g.cont(dv.ref).kind == cTraceList {
-			t, err := b.traceList(b.g.cont(dv.ref), dpath)
+			t, err := b.traceList(b.g.cont(dv.ref), dpath, b.lastTraces && d == len(devs)-1)
 			if err != nil {
 				return nil, err
 			}
@@ -59,8 +59,11 @@ func (b *binder) traces(v val, path string) ([][]schema.TraceEntry, error) {
 }
 
 // traceList binds a list of trace records (cTraceList) from the records,
-// without a val per entry.
-func (b *binder) traceList(c *container, dpath string) ([]schema.TraceEntry, error) {
+// without a val per entry. With last (the list is the last reader of the
+// records), each chunk of records is given back once passed, so the typed
+// trace fills memory the records leave: a real trace's peak no longer holds
+// both.
+func (b *binder) traceList(c *container, dpath string, last bool) ([]schema.TraceEntry, error) {
 	if c.n == 0 {
 		return nil, nil
 	}
@@ -75,6 +78,9 @@ func (b *binder) traceList(c *container, dpath string) ([]schema.TraceEntry, err
 		}
 		if err != nil {
 			return nil, err
+		}
+		if idx := c.start + uint32(i); last && (idx+1)&chunkMask == 0 {
+			b.g.traces.freeChunk(int(idx >> chunkBits))
 		}
 	}
 	return t, nil

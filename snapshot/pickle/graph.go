@@ -124,6 +124,10 @@ type graph struct {
 
 func (g *graph) cont(id uint32) *container { return g.conts.at(id) }
 
+// free gives back the trace records held off the heap (see chunked): after
+// it, nothing may read them. A graph of records on the heap only drops them.
+func (g *graph) free() { g.traces.free() }
+
 func (g *graph) seq(v val) []val {
 	c := g.conts.at(v.ref)
 	switch {

@@ -168,7 +168,7 @@ func (d *decoder) startHelper(split func(n int) (prefix, target int, ok bool)) b
 			h.done <- out
 		}()
 		debug.SetPanicOnFault(true)
-		out = runHelper(ctx, data, p, d.drop)
+		out = runHelper(ctx, data, p, d.drop, d.g.traces.off)
 	}()
 	return true
 }
@@ -183,16 +183,24 @@ func (d *decoder) stopHelper() {
 	}
 	h.cancel()
 	if !h.joined {
-		<-h.done
+		if out := <-h.done; out != nil {
+			out.g.free() // its work is dropped
+		}
 		h.joined = true
 	}
 }
 
 // runHelper runs a helper: the prefix, then the region. It returns nil
 // when the helper gave up.
-func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int)) *decoder {
+func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), offHeap bool) (out *decoder) {
 	h := newDecoder(data)
 	h.ctx, h.end = ctx, p.prefix
+	h.g.traces.off = offHeap
+	defer func() {
+		if out == nil { // gave up, or a panic passes
+			h.g.free()
+		}
+	}()
 	if _, err := h.run(); err != errPrefix {
 		return nil
 	}
@@ -230,7 +238,9 @@ func (d *decoder) enterRegion(at int) bool {
 	}
 	d.pendPos, d.pendMemo = -1, -1
 	g := d.g
-	g.conts, g.items, g.spills, g.traces, g.stacks = chunked[container]{}, chunked[val]{}, nil, chunked[rawTrace]{}, stackTable{}
+	off := g.traces.off
+	g.free()
+	g.conts, g.items, g.spills, g.traces, g.stacks = chunked[container]{}, chunked[val]{}, nil, chunked[rawTrace]{off: off}, stackTable{}
 	g.spilled = 0
 	d.region, d.refFrom, d.floor = true, int64(m0), 1
 	d.stack = append(d.stack[:0], val{k: kTop})
@@ -281,8 +291,8 @@ func (d *decoder) atEnd() error {
 			h := d.help
 			helper := <-h.done
 			h.joined = true
-			if helper != nil {
-				d.join(helper)
+			if helper != nil && !d.join(helper) {
+				helper.g.free() // the main machine runs the region itself
 			}
 		}
 		// Past the boundary (it was no opcode boundary, in a file whose

@@ -189,7 +189,11 @@ func (j *joiner) containers() {
 			r.fram += j.conts
 		}
 		d.g.traces.push(r)
+		if (i+1)&chunkMask == 0 {
+			hg.traces.freeChunk(int(i >> chunkBits)) // copied
+		}
 	}
+	hg.traces.free()
 	var items []val
 	for i := range uint32(hg.conts.len()) {
 		c := *hg.conts.at(i)

@@ -55,9 +55,15 @@ func DecodeMapped(ctx context.Context, data []byte, release func(), drop func(fr
 	return decodeSnapshot(ctx, &data, release, drop, progress)
 }
 
-// bindGraph binds a decoded graph; the graph is garbage once it returns.
+// bindGraph binds a decoded graph and frees it: it is garbage once this
+// returns, and its trace records, off the heap, are given back at once
+// (the binder gives back each chunk of them it has read when nothing will
+// read it again).
 func bindGraph(g *graph, root val, size int) (*schema.Snapshot, error) {
-	return newBinder(g, size).bindRoot(root)
+	defer g.free()
+	b := newBinder(g, size)
+	b.consume = true
+	return b.bindRoot(root)
 }
 
 // decodeSnapshot takes the input by pointer and clears it, for the reason
@@ -66,7 +72,7 @@ func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(f
 	data := *in
 	*in = nil
 	size := len(data)
-	g, root, err := decodePickleCtx(ctx, data, progress, drop)
+	g, root, err := decodePickleCtx(ctx, data, progress, drop, true)
 	data = nil
 	if release != nil {
 		release()
