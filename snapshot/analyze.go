@@ -243,6 +243,13 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 
 func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceStats {
 	st := DeviceStats{Device: dev}
+	// The allocator state at the peak undoes every event after it (50 ms
+	// for a million): rebuilt on another core while the rest is measured.
+	var peakState chan *AllocatorState
+	if tl != nil {
+		peakState = make(chan *AllocatorState, 1)
+		go func() { peakState <- tl.StateAt(s, tl.Peak.EventIndex) }()
+	}
 	trace := s.Trace(dev)
 	var allocFrames map[uint64]Stack // lazily built: frames of the last alloc per address
 	pools := map[string]*PoolStats{}
@@ -367,17 +374,21 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 
 	st.TraceEntries = len(trace)
 	analyzeTrace(s, trace, tl, &st)
-	st.Peak = peakStats(s, &st, tl)
-	if tl != nil {
-		st.Peak.Roles = RoleTotals(tl.Peak.Live)
-	} else {
-		st.Peak.Roles = st.Roles
-	}
 	if tl != nil {
 		st.Stages = tl.Stages(s.Annotations)
 		st.Steps, st.HasSteps = StepsOf(st.Stages)
 		st.Leaks = tl.LeakSuspects(st.Steps)
 		st.Pending = tl.PendingFrees()
+	}
+	var state *AllocatorState
+	if peakState != nil {
+		state = <-peakState
+	}
+	st.Peak = peakStats(&st, tl, state)
+	if tl != nil {
+		st.Peak.Roles = RoleTotals(tl.Peak.Live)
+	} else {
+		st.Peak.Roles = st.Roles
 	}
 	st.Recommendations = recommend(s, &st)
 	return st
@@ -454,7 +465,9 @@ func analyzeTrace(s *Snapshot, trace []TraceEntry, tl *Timeline, st *DeviceStats
 // peakStats describes the device at the peak of the timeline, or at the
 // snapshot when there is no trace (memory_viz then draws a flat line at the
 // active blocks' requested bytes).
-func peakStats(s *Snapshot, st *DeviceStats, tl *Timeline) PeakStats {
+// peakStats measures the peak; state is the allocator state there (nil
+// without a trace).
+func peakStats(st *DeviceStats, tl *Timeline, state *AllocatorState) PeakStats {
 	var p PeakStats
 	if tl == nil {
 		p = PeakStats{Active: st.RequestedBytes, Reserved: st.ReservedBytes, EventIndex: -1,
@@ -462,7 +475,6 @@ func peakStats(s *Snapshot, st *DeviceStats, tl *Timeline) PeakStats {
 	} else {
 		p = PeakStats{FromTrace: true, Active: tl.Peak.Active, Reserved: tl.Peak.Reserved,
 			EventIndex: tl.Peak.EventIndex, TimeUS: tl.Peak.TimeUS}
-		state := tl.StateAt(s, tl.Peak.EventIndex)
 		p.Free, p.LargestFree, p.ExternalPct = state.Free, state.LargestFree, state.ExternalPct
 	}
 	if p.Reserved > 0 {

@@ -153,14 +153,14 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		}
 	}
 	t.Intervals = make([]Interval, 0, allocs+max(0, frees-allocs)+64)
-	open := make(map[uint64]int32, 1024)    // addr -> interval of its open alloc
-	requested := make(map[uint64]int32, 64) // addr -> index of a lone free_requested
+	open := newAddrMap(1024)    // addr -> interval of its open alloc
+	requested := newAddrMap(64) // addr -> index of a lone free_requested
 	var netReserved int64
 	closeAt := func(addr uint64, i, req int32, e *TraceEntry) {
-		if j, ok := open[addr]; ok {
+		if j, ok := open.Get(addr); ok {
 			iv := &t.Intervals[j]
 			iv.End, iv.FreeRequested = i, req
-			delete(open, addr)
+			open.Delete(addr)
 			return
 		}
 		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
@@ -170,26 +170,26 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		e := &events[i]
 		switch e.Action {
 		case ActionAlloc:
-			if len(requested) > 0 { // nearly always empty: spare the hash
-				delete(requested, e.Addr)
+			if requested.Len() > 0 { // nearly always empty: spare the hash
+				requested.Delete(e.Addr)
 			}
-			open[e.Addr] = int32(len(t.Intervals))
+			open.Put(e.Addr, int32(len(t.Intervals)))
 			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Frames: e.Frames})
 		case ActionFreeRequested:
 			if i+1 < n && events[i+1].Action == ActionFreeCompleted && events[i+1].Addr == e.Addr {
 				// One free: memory_viz merges the pair at the free_requested.
-				if len(requested) > 0 {
-					delete(requested, e.Addr)
+				if requested.Len() > 0 {
+					requested.Delete(e.Addr)
 				}
 				closeAt(e.Addr, i, i, e)
 				i++
 				continue
 			}
-			requested[e.Addr] = i
+			requested.Put(e.Addr, i)
 		case ActionFreeCompleted:
-			req, ok := requested[e.Addr]
+			req, ok := requested.Get(e.Addr)
 			if ok {
-				delete(requested, e.Addr)
+				requested.Delete(e.Addr)
 			} else {
 				req = -1
 			}
@@ -208,11 +208,11 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		}
 	}
 	// A free requested but not completed by the end is still pending there.
-	for addr, req := range requested {
-		if j, ok := open[addr]; ok && t.Intervals[j].Start < req {
+	requested.Range(func(addr uint64, req int32) {
+		if j, ok := open.Get(addr); ok && t.Intervals[j].Start < req {
 			t.Intervals[j].FreeRequested = req
 		}
-	}
+	})
 	var reserved int64
 	matched := 0 // active blocks whose allocation is open at the end
 	for si := range s.Segments {
@@ -227,7 +227,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 				continue
 			}
 			t.SnapshotActive += b.RequestedSize
-			if _, ok := open[b.Address]; ok {
+			if _, ok := open.Get(b.Address); ok {
 				matched++
 				continue
 			}
@@ -241,7 +241,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 				Addr: b.Address, Frames: b.Frames, PreWindow: true})
 		}
 	}
-	t.fillSeries(netReserved, reserved, matched == len(open))
+	t.fillSeries(netReserved, reserved, matched == open.Len())
 	t.addAnnotations(s)
 	t.classifyRoles(s.Annotations)
 	t.findPeak()
