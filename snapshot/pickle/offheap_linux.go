@@ -10,7 +10,7 @@ import (
 // hold no pointers: the collector never scans this memory.
 func offHeap[T any](n int) ([]T, bool) {
 	size := n * int(unsafe.Sizeof(*new(T)))
-	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_POPULATE)
 	if err != nil {
 		return nil, false
 	}
