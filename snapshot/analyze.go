@@ -312,7 +312,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 			frames, fromTrace := b.Frames, false
 			if len(frames) == 0 && len(trace) > 0 {
 				if allocFrames == nil {
-					allocFrames = lastAllocFrames(trace)
+					allocFrames = lastAllocFrames(s, trace)
 				}
 				frames, fromTrace = allocFrames[b.Address], true
 				if len(frames) == 0 {
@@ -423,11 +423,11 @@ func CategoryTotals(allocs []Allocation, cat *Categorizer) []CategoryTotal {
 }
 
 // lastAllocFrames maps each address to the frames of its last alloc event.
-func lastAllocFrames(trace []TraceEntry) map[uint64]Stack {
+func lastAllocFrames(s *Snapshot, trace []TraceEntry) map[uint64]Stack {
 	m := map[uint64]Stack{}
 	for i := range trace {
-		if e := &trace[i]; e.Action == ActionAlloc && len(e.Frames) > 0 {
-			m[e.Addr] = e.Frames
+		if e := &trace[i]; e.Action == ActionAlloc && e.Stack != 0 {
+			m[e.Addr] = s.FramesOf(e)
 		}
 	}
 	return m
@@ -436,7 +436,7 @@ func lastAllocFrames(trace []TraceEntry) map[uint64]Stack {
 func analyzeTrace(s *Snapshot, trace []TraceEntry, tl *Timeline, st *DeviceStats) {
 	for i := range trace {
 		if e := &trace[i]; e.Action == ActionOOM {
-			st.OOMs = append(st.OOMs, OOMEvent{Index: i, Size: e.Size, DeviceFree: s.ExtraOf(e).DeviceFree, TimeUS: e.TimeUS, Frames: e.Frames})
+			st.OOMs = append(st.OOMs, OOMEvent{Index: i, Size: e.Size, DeviceFree: s.ExtraOf(e).DeviceFree, TimeUS: e.TimeUS, Frames: s.FramesOf(e)})
 		}
 	}
 	if tl != nil {

@@ -57,8 +57,8 @@ func TestCachedMatchingAgreesWithReference(t *testing.T) {
 			}
 		}
 		for _, tr := range s.Traces {
-			for _, e := range tr {
-				stacks = append(stacks, e.Frames)
+			for i := range tr {
+				stacks = append(stacks, s.FramesOf(&tr[i]))
 			}
 		}
 	}

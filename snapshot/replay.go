@@ -98,6 +98,8 @@ type Timeline struct {
 	// otherwise Reserved is flat at the snapshot's reserved memory.
 	ReservedFromTrace bool
 	cat               *Categorizer
+	// stacks are the snapshot's call stacks, which events refer to.
+	stacks []Stack
 	// roles is the role of each interval (see Role).
 	roles []Role
 	// bySize orders the intervals by size for LiveAt's large live sets;
@@ -138,7 +140,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		cat = NewCategorizer(nil)
 	}
 	n := int32(len(events))
-	t := &Timeline{Device: dev, Events: events, cat: cat,
+	t := &Timeline{Device: dev, Events: events, stacks: s.Stacks, cat: cat,
 		Active: make([]int64, len(events)), Reserved: make([]int64, len(events))}
 	// Every alloc starts an interval, and a free of an unseen alloc one
 	// more: counting them first spares growing a slice of a million
@@ -164,7 +166,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 			return
 		}
 		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
-			Addr: addr, Frames: e.Frames, PreWindow: true})
+			Addr: addr, Frames: s.FramesOf(e), PreWindow: true})
 	}
 	for i := int32(0); i < n; i++ {
 		e := &events[i]
@@ -174,7 +176,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 				requested.Delete(e.Addr)
 			}
 			open.Put(e.Addr, int32(len(t.Intervals)))
-			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Frames: e.Frames})
+			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Frames: s.FramesOf(e)})
 		case ActionFreeRequested:
 			if i+1 < n && events[i+1].Action == ActionFreeCompleted && events[i+1].Addr == e.Addr {
 				// One free: memory_viz merges the pair at the free_requested.
@@ -445,6 +447,14 @@ func (t *Timeline) buildBounds() {
 			t.starts[j], t.ends[j] = t.Intervals[j].Start, t.Intervals[j].End
 		}
 	})
+}
+
+// FramesAt returns the call stack of event i.
+func (t *Timeline) FramesAt(i int) Stack {
+	if k := t.Events[i].Stack; k != 0 && int(k) <= len(t.stacks) {
+		return t.stacks[k-1]
+	}
+	return nil
 }
 
 // LiveStats counts the allocations live after event i, their bytes and

@@ -419,7 +419,7 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 	n := int32(len(t.Events))
 	withFrames := false
 	for i := range t.Events {
-		if t.Events[i].Action == ActionAlloc && len(t.Events[i].Frames) > 0 {
+		if t.Events[i].Action == ActionAlloc && len(t.FramesAt(i)) > 0 {
 			withFrames = true
 			break
 		}
@@ -461,7 +461,7 @@ func (t *Timeline) classifyRole(c *roleClassifier, j int, n int32, withFrames bo
 		if iv.FreeRequested >= 0 {
 			fi = iv.FreeRequested
 		}
-		lt.free = c.traits(t.Events[fi].Frames)
+		lt.free = c.traits(t.FramesAt(int(fi)))
 		lt.framelessFree = withFrames && lt.free.empty
 		_, lt.zeroGradFree = within(zeroGrads, int(fi))
 	}

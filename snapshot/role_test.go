@@ -182,8 +182,9 @@ func TestRolesFromTrace(t *testing.T) {
 	fwd, opt := frames(forwardPy...), frames(sp+"torch/optim/adam.py|_init_group", "/home/u/train.py|main")
 	user := frames("/home/u/train.py|main")
 	zero := frames(sp+"torch/optim/optimizer.py|zero_grad", "/home/u/train.py|main")
+	s := &Snapshot{}
 	ev := func(a Action, addr uint64, us int64, st Stack) TraceEntry {
-		return TraceEntry{Action: a, Addr: addr, Size: 1 << 20, TimeUS: us, Frames: st}
+		return TraceEntry{Action: a, Addr: addr, Size: 1 << 20, TimeUS: us, Stack: s.AddStack(st)}
 	}
 	trace := []TraceEntry{
 		ev(ActionAlloc, 0x1000, 1, fwd),                   // activation
@@ -201,10 +202,11 @@ func TestRolesFromTrace(t *testing.T) {
 		ev(ActionFreeCompleted, 0x7000, 15, user),         // freed at its line
 		ev(ActionAlloc, 0x8000, 16, frames(forwardPy...)), // alive at the end
 	}
-	s := &Snapshot{Traces: [][]TraceEntry{trace}, Annotations: []Annotation{
+	s.Traces = [][]TraceEntry{trace}
+	s.Annotations = []Annotation{
 		{Name: "Optimizer.step#Adam.step", Stage: "START", TimeUS: 8},
 		{Name: "Optimizer.step#Adam.step", Stage: "END", TimeUS: 12},
-	}}
+	}
 	tl := Replay(s, 0, nil)
 	want := map[uint64]Role{0x1000: RoleActivation, 0x2000: RoleTemporary, 0x3000: RoleTemporary, 0x4000: RoleGradient,
 		0x5000: RoleOptimizerState, 0x6000: RoleTemporary, 0x7000: RoleTemporary, 0x8000: RoleActivation}

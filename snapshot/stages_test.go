@@ -19,6 +19,7 @@ type program struct {
 	anns   []Annotation
 	sizes  map[uint64]int64
 	sites  map[uint64]Stack
+	s      Snapshot // holds the stacks the trace refers to
 }
 
 func newProgram() *program {
@@ -39,20 +40,20 @@ func (p *program) ev(e TraceEntry) {
 
 func (p *program) alloc(addr uint64, size int64, where string) {
 	p.sizes[addr], p.sites[addr] = size, site(where)
-	p.ev(TraceEntry{Action: ActionAlloc, Addr: addr, Size: size, Frames: p.sites[addr]})
+	p.ev(TraceEntry{Action: ActionAlloc, Addr: addr, Size: size, Stack: p.s.AddStack(p.sites[addr])})
 }
 
 func (p *program) free(addr uint64) {
-	p.ev(TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: p.sizes[addr], Frames: p.sites[addr]})
-	p.ev(TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: p.sizes[addr], Frames: p.sites[addr]})
+	p.ev(TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])})
+	p.ev(TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])})
 }
 
 func (p *program) freeRequest(addr uint64) {
-	p.ev(TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: p.sizes[addr], Frames: p.sites[addr]})
+	p.ev(TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])})
 }
 
 func (p *program) freeComplete(addr uint64) {
-	p.ev(TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: p.sizes[addr], Frames: p.sites[addr]})
+	p.ev(TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])})
 }
 
 func (p *program) wait(us int64) { p.now += us }
@@ -68,7 +69,8 @@ func (p *program) end(name string) {
 }
 
 func (p *program) analyze() *DeviceStats {
-	s := &Snapshot{Traces: [][]TraceEntry{p.trace}, Annotations: p.anns}
+	s := &p.s
+	s.Traces, s.Annotations = [][]TraceEntry{p.trace}, p.anns
 	return &Analyze(s, nil).Devices[0]
 }
 

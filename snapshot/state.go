@@ -70,7 +70,7 @@ func (t *Timeline) StateAt(s *Snapshot, i int) *AllocatorState {
 			if j > 0 && ev[j-1].Action == ActionFreeRequested && ev[j-1].Addr == e.Addr {
 				if j-1 > i {
 					// The pair is one free, and both are undone.
-					blocks[e.Addr] = StateBlock{Addr: e.Addr, Size: e.Size, Frames: e.Frames}
+					blocks[e.Addr] = StateBlock{Addr: e.Addr, Size: e.Size, Frames: s.FramesOf(e)}
 					j--
 					continue
 				}
@@ -78,7 +78,7 @@ func (t *Timeline) StateAt(s *Snapshot, i int) *AllocatorState {
 				// memory_viz shows the free as done.
 				continue
 			}
-			blocks[e.Addr] = StateBlock{Addr: e.Addr, Size: e.Size, PendingFree: true, Frames: e.Frames}
+			blocks[e.Addr] = StateBlock{Addr: e.Addr, Size: e.Size, PendingFree: true, Frames: s.FramesOf(e)}
 		case ActionFreeRequested:
 			if b, ok := blocks[e.Addr]; ok {
 				b.PendingFree = false

@@ -25,7 +25,7 @@ func syntheticTrace(n int) *snapshot.Snapshot {
 			stacks[i] = append(stacks[i], snapshot.Frame{Filename: fmt.Sprintf("/w/model/layer%d.py", (i+d)%50), Line: int64(10 + d + i), Name: "forward"})
 		}
 	}
-	s := &snapshot.Snapshot{Traces: [][]snapshot.TraceEntry{nil}}
+	s := &snapshot.Snapshot{Traces: [][]snapshot.TraceEntry{nil}, Stacks: stacks}
 	var open []uint64
 	addr := uint64(1 << 40)
 	t := int64(1_000_000)
@@ -39,7 +39,7 @@ func syntheticTrace(n int) *snapshot.Snapshot {
 			}
 		}
 		size := int64(512 * (1 + i%2048))
-		s.Traces[0] = append(s.Traces[0], snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr, Size: size, TimeUS: t, Frames: stacks[i%len(stacks)]})
+		s.Traces[0] = append(s.Traces[0], snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr, Size: size, TimeUS: t, Stack: uint32(i%len(stacks)) + 1})
 		open = append(open, addr)
 		addr += uint64(size)
 		if len(open) > 300 {

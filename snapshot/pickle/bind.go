@@ -243,6 +243,7 @@ func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
 		return nil, errAt("top level", "expected a dict (or a legacy list of segments), found %s", root.k)
 	}
 	s.TraceExtras = b.extras
+	s.Stacks = b.stacks
 	s.Warnings = b.warnings()
 	return s, nil
 }

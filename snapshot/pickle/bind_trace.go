@@ -47,7 +47,7 @@ func (b *binder) traces(v val, path string) ([][]schema.TraceEntry, error) {
 		if len(items) == 0 {
 			continue
 		}
-		t := freshSlice[schema.TraceEntry](len(items))
+		t := make([]schema.TraceEntry, len(items)) // no pointers: see traceList
 		for i, it := range items {
 			if err := b.traceEntry(it, &t[i], dpath, i); err != nil {
 				return nil, err
@@ -67,7 +67,11 @@ func (b *binder) traceList(c *container, dpath string, last bool) ([]schema.Trac
 	if c.n == 0 {
 		return nil, nil
 	}
-	t := freshSlice[schema.TraceEntry](int(c.n))
+	// Entries hold no pointers, so the collector neither scans them nor
+	// puts a write barrier on their stores: their pages are left for the
+	// binder to touch as it fills them (freshSlice's reason does not
+	// apply), while the records it has read are given back.
+	t := make([]schema.TraceEntry, c.n)
 	for i := range t {
 		r := b.g.traces.at(c.start + uint32(i))
 		var err error
@@ -123,7 +127,7 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 		case keyTimeUS:
 			e.TimeUS, err = b.integer(x, "")
 		case keyFrames:
-			e.Frames, err = b.stack(x, "")
+			e.Stack, err = b.stackRef(x, "")
 		case keyDeviceFree:
 			extra.DeviceFree, err = b.integer(x, "")
 		case keyCompileContext:
@@ -178,16 +182,16 @@ func (b *binder) rawTraceEntry(r *rawTrace, e *schema.TraceEntry, dpath string, 
 	}
 	if r.fram != noRef {
 		if c := b.g.cont(r.fram); c.kind == cStack {
-			e.Frames = b.typedStack(c.start)
+			e.Stack = b.entryStack(c.start)
 			return nil
 		}
 		// Only a list that is not plain frames can fail; its path is
 		// built here rather than for each of a million entries.
-		st, err := b.stack(val{k: kList, ref: r.fram}, fmt.Sprintf("%s[%d].frames", dpath, i))
+		ref, err := b.stackRef(val{k: kList, ref: r.fram}, fmt.Sprintf("%s[%d].frames", dpath, i))
 		if err != nil {
 			return err
 		}
-		e.Frames = st
+		e.Stack = ref
 	}
 	return nil
 }
@@ -338,21 +342,48 @@ func (b *binder) render(v val, depth int) string {
 // stack binds a list of frame dicts. Lists shared through the memo are bound
 // once; equal stacks share one backing array.
 func (b *binder) stack(v val, path string) (schema.Stack, error) {
+	id, ok, err := b.stackID(v, path)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return b.typedStack(id), nil
+}
+
+// stackRef is stack for a trace entry: 0 for none, else 1 + the stack's
+// index in Snapshot.Stacks.
+func (b *binder) stackRef(v val, path string) (uint32, error) {
+	id, ok, err := b.stackID(v, path)
+	if !ok || err != nil {
+		return 0, err
+	}
+	return b.entryStack(id), nil
+}
+
+// entryStack types interned stack id for a trace entry and returns the
+// entry's Stack (see schema.TraceEntry).
+func (b *binder) entryStack(id uint32) uint32 {
+	b.typedStack(id)
+	return id + 1
+}
+
+// stackID interns the frames list v; ok is false for none (None or an
+// empty list).
+func (b *binder) stackID(v val, path string) (id uint32, ok bool, err error) {
 	if v.k == kNone {
-		return nil, nil
+		return 0, false, nil
 	}
 	if v.k != kList && v.k != kTuple {
-		return nil, errAt(path, "expected a list of frames, found %s", v.k)
+		return 0, false, errAt(path, "expected a list of frames, found %s", v.k)
 	}
 	c := b.g.cont(v.ref)
 	if c.n == 0 {
-		return nil, nil
+		return 0, false, nil
 	}
 	if c.kind == cStack {
-		return b.typedStack(c.start), nil
+		return c.start, true, nil
 	}
 	if s := b.stackOf[v.ref]; s > 0 {
-		return b.typedStack(uint32(s - 1)), nil
+		return uint32(s - 1), true, nil
 	}
 	items := b.g.seq(v)
 	ids := b.scratch[:0]
@@ -362,7 +393,7 @@ func (b *binder) stack(v val, path string) (schema.Stack, error) {
 			continue
 		}
 		if it.k != kDict {
-			return nil, errAt(fmt.Sprintf("%s[%d]", path, i), "expected a frame dict, found %s", it.k)
+			return 0, false, errAt(fmt.Sprintf("%s[%d]", path, i), "expected a frame dict, found %s", it.k)
 		}
 		if fc := b.g.cont(it.ref); fc.kind == cFrame {
 			ids = append(ids, fc.start)
@@ -371,18 +402,18 @@ func (b *binder) stack(v val, path string) (schema.Stack, error) {
 		ipath := fmt.Sprintf("%s[%d]", path, i)
 		f, err := b.genericFrame(it, ipath)
 		if err != nil {
-			return nil, err
+			return 0, false, err
 		}
 		fid, ok := b.g.frames.intern(f)
 		if !ok {
-			return nil, errAt(ipath, "more than %d distinct frames (memscope's limit)", maxFrameID)
+			return 0, false, errAt(ipath, "more than %d distinct frames (memscope's limit)", maxFrameID)
 		}
 		ids = append(ids, fid)
 	}
 	b.scratch = ids
-	id := b.g.stacks.intern(ids)
+	id = b.g.stacks.intern(ids)
 	b.stackOf[v.ref] = int32(id) + 1
-	return b.typedStack(id), nil
+	return id, true, nil
 }
 
 // parallelStacks is the number of interned stacks from which converting

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"memscope/snapshot/schema"
 )
 
 // genTraces is a snapshot writer in Python, so the tests read what
@@ -136,6 +138,10 @@ func bindBoth(t *testing.T, name string, data []byte, split func(int) (int, int,
 	if err1 == nil {
 		s1, e1 := newBinder(one.g, len(data)).bindRoot(root1)
 		s2, e2 := newBinder(two.g, len(data)).bindRoot(root2)
+		if e1 == nil && e2 == nil {
+			canonStacks(s1)
+			canonStacks(s2)
+		}
 		if (e1 == nil) != (e2 == nil) || e1 == nil && !reflect.DeepEqual(s1, s2) || e1 != nil && e1.Error() != e2.Error() {
 			t.Fatalf("%s: typed snapshots differ (errors %v, %v)", name, e1, e2)
 		}
@@ -143,6 +149,28 @@ func bindBoth(t *testing.T, name string, data []byte, split func(int) (int, int,
 		t.Fatalf("%s: one machine: %v; with a helper: %v", name, err1, err2)
 	}
 	return two.joined != nil
+}
+
+// canonStacks renumbers a snapshot's trace stacks in order of first use:
+// the ids are the interning order, which differs between one machine and
+// two; the frames each entry refers to must not.
+func canonStacks(s *schema.Snapshot) {
+	ids := map[uint32]uint32{}
+	var stacks []schema.Stack
+	for _, tr := range s.Traces {
+		for i := range tr {
+			if k := tr[i].Stack; k != 0 {
+				id, ok := ids[k]
+				if !ok {
+					stacks = append(stacks, s.Stacks[k-1])
+					id = uint32(len(stacks))
+					ids[k] = id
+				}
+				tr[i].Stack = id
+			}
+		}
+	}
+	s.Stacks = stacks
 }
 
 func needPython(t *testing.T) {

@@ -49,12 +49,13 @@ func TestTypedStacksAroundTheParallelLimit(t *testing.T) {
 			if len(tr) != 2*n {
 				t.Fatalf("n=%d workers=%d: %d entries, want %d", n, workers, len(tr), 2*n)
 			}
-			for i, e := range tr {
+			for i := range tr {
 				k := i % n
-				if !slices.Equal(e.Frames, want[k]) {
-					t.Fatalf("n=%d workers=%d: entry %d has frames %v, want %v", n, workers, i, e.Frames, want[k])
+				fr, frk := s.FramesOf(&tr[i]), s.FramesOf(&tr[k])
+				if !slices.Equal(fr, want[k]) {
+					t.Fatalf("n=%d workers=%d: entry %d has frames %v, want %v", n, workers, i, fr, want[k])
 				}
-				if len(e.Frames) > 0 && &e.Frames[0] != &tr[k].Frames[0] {
+				if len(fr) > 0 && &fr[0] != &frk[0] {
 					t.Fatalf("n=%d workers=%d: entries %d and %d have equal stacks in different arrays", n, workers, k, i)
 				}
 			}

@@ -148,9 +148,11 @@ type Segment struct {
 // Private reports whether the segment belongs to a private memory pool.
 func (s *Segment) Private() bool { return s.PoolID != [2]int64{} }
 
-// TraceEntry is one event of the allocator's ring buffer. It is kept to 64
-// bytes: a real trace holds a million of them. The fields that most entries
-// lack or share (device_free, compile_context, user_metadata) are interned in
+// TraceEntry is one event of the allocator's ring buffer. It is kept to 48
+// bytes and free of pointers: a real trace holds a million of them, which
+// the collector then never scans. Its call stack is an index into
+// Snapshot.Stacks (see FramesOf), and the fields that most entries lack or
+// share (device_free, compile_context, user_metadata) are interned in
 // Snapshot.TraceExtras.
 type TraceEntry struct {
 	Addr   uint64
@@ -158,7 +160,9 @@ type TraceEntry struct {
 	Stream uint64
 	// TimeUS is microseconds since the epoch; 0 when absent.
 	TimeUS int64
-	Frames Stack
+	// Stack is 0 for an entry without frames, else 1 + the index of its
+	// call stack in Snapshot.Stacks.
+	Stack uint32
 	// Extra is 0 when the entry has none of TraceExtra's fields, else 1 +
 	// their index in Snapshot.TraceExtras.
 	Extra  uint32
@@ -207,6 +211,8 @@ type Snapshot struct {
 	// TraceExtras holds the distinct TraceExtra values of the entries (see
 	// TraceEntry.Extra).
 	TraceExtras []TraceExtra
+	// Stacks holds the call stacks of the entries (see TraceEntry.Stack).
+	Stacks      []Stack
 	Settings    Settings
 	Annotations []Annotation
 	// Warnings lists what was kept but not understood (unknown states,
@@ -215,6 +221,24 @@ type Snapshot struct {
 	// Format says what the file was: "pickle protocol 4", "json", "html", with
 	// "+gzip" when compressed.
 	Format string
+}
+
+// FramesOf returns e's call stack (nil when it has none).
+func (s *Snapshot) FramesOf(e *TraceEntry) Stack {
+	if e.Stack == 0 || int(e.Stack) > len(s.Stacks) {
+		return nil
+	}
+	return s.Stacks[e.Stack-1]
+}
+
+// AddStack appends st to Stacks and returns the TraceEntry.Stack that
+// refers to it (0 for an empty stack), for snapshots built in code.
+func (s *Snapshot) AddStack(st Stack) uint32 {
+	if len(st) == 0 {
+		return 0
+	}
+	s.Stacks = append(s.Stacks, st)
+	return uint32(len(s.Stacks))
 }
 
 // ExtraOf returns e's device_free, compile_context and user_metadata.
