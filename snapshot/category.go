@@ -64,7 +64,7 @@ type Categorizer struct {
 	// runs.
 	roleRules []Rule
 	roleKeys  [][]string
-	cache     map[*Frame]Decision
+	cache     map[StackKey]Decision
 	// frames caches what the rules make of each (file, function) pair: a
 	// long run has hundreds of thousands of distinct stacks but only a few
 	// thousand distinct frames, and splitting names into parts is most of
@@ -111,7 +111,7 @@ func NewCategorizer(rules []Rule) *Categorizer {
 		}
 	}
 	return &Categorizer{rules: lower, keys: ruleKeys(lower), roleRules: roles, roleKeys: ruleKeys(roles),
-		cache: map[*Frame]Decision{}, frames: map[[2]string]frameClass{}}
+		cache: map[StackKey]Decision{}, frames: map[[2]string]frameClass{}}
 }
 
 // ruleKeys are the rules' keywords as part runs with separators removed.
@@ -164,11 +164,11 @@ func (c *Categorizer) Decide(st Stack) Decision {
 	if len(st) == 0 {
 		return Decision{Category: Unknown, Frame: -1}
 	}
-	if d, ok := c.cache[&st[0]]; ok {
+	if d, ok := c.cache[st.Key()]; ok {
 		return d
 	}
 	d := c.match(st)
-	c.cache[&st[0]] = d
+	c.cache[st.Key()] = d
 	return d
 }
 
@@ -183,7 +183,7 @@ func (c *Categorizer) match(st Stack) Decision {
 	for pass := 0; pass < 2; pass++ {
 		looked := false
 		for i, f := range st {
-			fc := c.classify(f)
+			fc := c.classify(*f)
 			if fc.skip || (pass == 0 && !fc.py) {
 				continue
 			}
@@ -411,7 +411,7 @@ func isPlumbing(f Frame) bool {
 // LocationFrame is the frame Location formats.
 func LocationFrame(st Stack) (Frame, bool) {
 	if i := LocationIndex(st); i >= 0 {
-		return st[i], true
+		return *st[i], true
 	}
 	return Frame{}, false
 }
@@ -440,7 +440,7 @@ var libraryDirs = []string{"/site-packages/", "/dist-packages/", "/torch/", "/li
 func EstimateLocationIndex(st Stack) int {
 	user := -1
 	for i, f := range st {
-		if IsNoise(f) || isPlumbing(f) || IsProfilerFrame(f) {
+		if IsNoise(*f) || isPlumbing(*f) || IsProfilerFrame(*f) {
 			continue
 		}
 		fn := strings.ReplaceAll(f.Filename, "\\", "/")

@@ -20,7 +20,7 @@ func matchReference(c *Categorizer, st Stack) Decision {
 	var texts []text
 	for pass := 0; pass < 2 && len(texts) == 0; pass++ {
 		for i, f := range st {
-			if IsNoise(f) || IsProfilerFrame(f) || (pass == 0 && !strings.HasSuffix(f.Filename, ".py")) {
+			if IsNoise(*f) || IsProfilerFrame(*f) || (pass == 0 && !strings.HasSuffix(f.Filename, ".py")) {
 				continue
 			}
 			texts = append(texts, text{i, identParts(baseName(f.Filename), nil)}, text{i, identParts(f.Name, nil)})
@@ -70,7 +70,7 @@ func TestCachedMatchingAgreesWithReference(t *testing.T) {
 	for range 5000 {
 		st := make(Stack, rng.IntN(8))
 		for i := range st {
-			st[i] = Frame{Filename: files[rng.IntN(len(files))], Name: names[rng.IntN(len(names))], Line: int64(rng.IntN(500))}
+			st[i] = &Frame{Filename: files[rng.IntN(len(files))], Name: names[rng.IntN(len(names))], Line: int64(rng.IntN(500))}
 		}
 		stacks = append(stacks, st)
 	}

@@ -103,17 +103,17 @@ func Compare(a, b Side) *Diff {
 	}
 	category := func(x *Allocation) string { return x.Category }
 	d.Categories = mergeRows(groupBy(a.Allocs, category), groupBy(b.Allocs, category), true)
-	locs := map[*Frame]string{} // one Location per distinct stack
+	locs := map[StackKey]string{} // one Location per distinct stack
 	site := func(x *Allocation) string {
 		if len(x.Frames) == 0 {
 			return NoFrames
 		}
-		l, ok := locs[&x.Frames[0]]
+		l, ok := locs[x.Frames.Key()]
 		if !ok {
 			if l = x.Location(); l == "" {
 				l = NoFrames
 			}
-			locs[&x.Frames[0]] = l
+			locs[x.Frames.Key()] = l
 		}
 		return l
 	}

@@ -16,6 +16,7 @@ import "memscope/snapshot/schema"
 type (
 	Frame      = schema.Frame
 	Stack      = schema.Stack
+	StackKey   = schema.StackKey
 	BlockState = schema.BlockState
 	Action     = schema.Action
 	Block      = schema.Block
@@ -49,3 +50,6 @@ const (
 	ActionOOM           = schema.ActionOOM
 	ActionOther         = schema.ActionOther
 )
+
+// StackOf returns a Stack of copies of frames, for stacks built in code.
+func StackOf(frames ...Frame) Stack { return schema.StackOf(frames...) }

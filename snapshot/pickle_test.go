@@ -41,7 +41,7 @@ func TestDecodeBuiltSnapshot(t *testing.T) {
 	if b[0].State != StateActiveAllocated || b[1].State != StateInactive || b[2].State != StateActivePendingFree {
 		t.Errorf("states: %v %v %v", b[0].State, b[1].State, b[2].State)
 	}
-	if b[0].RequestedSize != 1000 || b[0].Frames[0] != (Frame{Filename: "/m/model.py", Name: "forward", Line: 12}) {
+	if b[0].RequestedSize != 1000 || *b[0].Frames[0] != (Frame{Filename: "/m/model.py", Name: "forward", Line: 12}) {
 		t.Errorf("block 0: %+v", b[0])
 	}
 	if &b[0].Frames[0] != &b[2].Frames[0] {

@@ -272,7 +272,7 @@ func TestCategoriesFromFileAndFunctionNames(t *testing.T) {
 		{[]Frame{{Filename: "/x/utils.py", Name: "pad", Line: 1}, {Filename: "/x/moe_layer.py", Name: "route", Line: 9}}, "Expert/MoE", "moe"},
 	}
 	for _, c := range cases {
-		d := cat.Decide(c.frames)
+		d := cat.Decide(StackOf(c.frames...))
 		if d.Category != c.want || d.Keyword != c.keyword {
 			t.Errorf("%v: %q by %q, want %q by %q", c.frames, d.Category, d.Keyword, c.want, c.keyword)
 		}

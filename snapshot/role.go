@@ -123,14 +123,14 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	if len(st) == 0 {
 		return &c.empty
 	}
-	k := stackKey{&st[0], len(st)}
+	k := stackKey{st.Key(), len(st)}
 	if t, ok := c.stacks[k]; ok {
 		return t
 	}
 	t := &stackTraits{}
 	var all frameTraits
 	for i := range st {
-		fi := c.frame(st[i])
+		fi := c.frame(*st[i])
 		all |= fi.traits
 		if t.user == RoleUnknown {
 			t.user = fi.user
@@ -150,7 +150,7 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	t.factory = all&ftFactory != 0 && all&ftTorchOp == 0
 	t.torchOp = all&ftTorchOp != 0
 	if i := SiteIndex(st); i >= 0 {
-		t.site = SiteText(st[i])
+		t.site = SiteText(*st[i])
 	}
 	c.stacks[k] = t
 	return t

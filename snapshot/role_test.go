@@ -88,7 +88,7 @@ func frames(spec ...string) Stack {
 		if isPythonFrame(f) {
 			f.Line = 10
 		}
-		st = append(st, f)
+		st = append(st, &f)
 	}
 	return st
 }

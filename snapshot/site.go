@@ -131,7 +131,7 @@ func SiteIndex(st Stack) int { return siteIndex(st, classifySite) }
 func siteIndex(st Stack, classify func(Frame) siteKind) int {
 	python, node, native := -1, -1, -1
 	for i := range st {
-		switch classify(st[i]) {
+		switch classify(*st[i]) {
 		case kindUser:
 			return i
 		case kindLibrary:
@@ -169,7 +169,7 @@ func isAutogradNode(name string) bool {
 // when the stack has none.
 func Site(st Stack) string {
 	if i := SiteIndex(st); i >= 0 {
-		return SiteText(st[i])
+		return SiteText(*st[i])
 	}
 	return ""
 }
@@ -256,7 +256,7 @@ func cppName(sig string) string {
 func OpIndex(st Stack) int {
 	primitive := -1
 	for i := range st {
-		f := &st[i]
+		f := st[i]
 		if op, ok := atenOp(f.Name); ok {
 			if !isAllocPrimitive(op) {
 				return i
@@ -280,7 +280,7 @@ func Op(st Stack) string {
 	if i < 0 {
 		return ""
 	}
-	f := st[i]
+	f := *st[i]
 	if op, ok := atenOp(f.Name); ok {
 		return "aten::" + op
 	}

@@ -136,10 +136,10 @@ func TestSitesOnSamples(t *testing.T) {
 				}
 				checked++
 				f := al.Frames[k]
-				if IsNoise(f) || IsProfilerFrame(f) {
+				if IsNoise(*f) || IsProfilerFrame(*f) {
 					t.Fatalf("%s: site %v is a hidden frame", p, f)
 				}
-				user := slices.IndexFunc(al.Frames, func(f Frame) bool { return classifySite(f) == kindUser })
+				user := slices.IndexFunc(al.Frames, func(f *Frame) bool { return classifySite(*f) == kindUser })
 				if user >= 0 && user != k {
 					t.Fatalf("%s: site %v, but the user's own frame %v is in the stack", p, f, al.Frames[user])
 				}

@@ -73,7 +73,7 @@ type frameName struct{ file, name string }
 // stackKey names a stack by its backing array and length (a shorter stack
 // may share the start of a longer one's array).
 type stackKey struct {
-	first *Frame
+	first StackKey
 	n     int
 }
 
@@ -85,13 +85,13 @@ func (m *siteNames) of(st Stack) string {
 	if len(st) == 0 {
 		return noStack
 	}
-	k := stackKey{&st[0], len(st)}
+	k := stackKey{st.Key(), len(st)}
 	if s, ok := m.byStack[k]; ok {
 		return s
 	}
 	s := noStack
 	if i := m.locationIndex(st); i >= 0 {
-		s = m.format(st[i])
+		s = m.format(*st[i])
 	}
 	m.byStack[k] = s
 	return s

@@ -382,16 +382,16 @@ func TestSiteNamesIsLocation(t *testing.T) {
 	withSource := Frame{Filename: "/w/model.py", Line: 7, Name: "forward", Source: "y = x @ w"}
 	stacks := []Stack{
 		nil,
-		{noise},
-		{noise, plumb, prof},
-		{plumb, cpp},
-		{plumb, cpp, user},
-		{noise, user, cpp},
-		{userOther, user},
-		{cpp, userOther},
-		{withSource},
-		{prof, {Filename: "/w/model.py", Line: 7, Name: "forward", Source: "other"}},
-		{py("/w/no_line.py", 0, "f")},
+		{&noise},
+		{&noise, &plumb, &prof},
+		{&plumb, &cpp},
+		{&plumb, &cpp, &user},
+		{&noise, &user, &cpp},
+		{&userOther, &user},
+		{&cpp, &userOther},
+		{&withSource},
+		{&prof, {Filename: "/w/model.py", Line: 7, Name: "forward", Source: "other"}},
+		StackOf(py("/w/no_line.py", 0, "f")),
 	}
 	names := newSiteNames()
 	for pass := range 2 {

@@ -118,7 +118,7 @@ func stackTree(allocs []Allocation, leaves bool) *TreeNode {
 		n := root
 		shown := 0
 		for j := len(a.Frames) - 1; j >= 0; j-- {
-			f := &a.Frames[j]
+			f := a.Frames[j]
 			if IsNoise(*f) {
 				continue
 			}

@@ -72,7 +72,7 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 				prefix = "▶ "
 				o.focus = len(o.lines)
 			}
-			head, dir := frameLine(f)
+			head, dir := frameLine(*f)
 			line := prefix + safe(head)
 			if mark && i == al.CategoryFrame {
 				line += "  ◆ " + al.Category
@@ -81,12 +81,12 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 				line += "  · " + safe(dir)
 			}
 			o.lines = append(o.lines, line)
-			o.noise = append(o.noise, i != loc && (snapshot.IsNoise(f) || snapshot.IsPlumbing(f) || snapshot.IsProfilerFrame(f) || isInterpreter(f)))
-			o.frames = append(o.frames, &st[i])
+			o.noise = append(o.noise, i != loc && (snapshot.IsNoise(*f) || snapshot.IsPlumbing(*f) || snapshot.IsProfilerFrame(*f) || isInterpreter(*f)))
+			o.frames = append(o.frames, st[i])
 			if f.Source != "" {
 				o.lines = append(o.lines, "      "+safe(f.Source))
 				o.noise = append(o.noise, false)
-				o.frames = append(o.frames, &st[i])
+				o.frames = append(o.frames, st[i])
 			}
 		}
 	}

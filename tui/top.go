@@ -134,14 +134,14 @@ func (t *topTab) setSource(c *tabContext, s *model.Source) {
 	}
 	t.locs = make([]string, len(t.allocs))
 	t.search = make([]string, len(t.allocs))
-	locCache := map[*snapshot.Frame]string{}
+	locCache := map[snapshot.StackKey]string{}
 	for i := range t.allocs {
 		al := &t.allocs[i]
 		if len(al.Frames) > 0 {
-			l, ok := locCache[&al.Frames[0]]
+			l, ok := locCache[al.Frames.Key()]
 			if !ok {
 				l = al.Location()
-				locCache[&al.Frames[0]] = l
+				locCache[al.Frames.Key()] = l
 			}
 			t.locs[i] = l
 		}

@@ -108,7 +108,7 @@ func analyzeDevice(d *Device, cat *snapshot.Categorizer) DeviceStats {
 		paths map[string]bool
 	}
 	mods := map[string]*modAcc{}
-	groupIdx := map[*snapshot.Frame]int{} // groups in order of first appearance, for stable ties
+	groupIdx := map[snapshot.StackKey]int{} // groups in order of first appearance, for stable ties
 	var noStack StackGroup
 	for i := range d.Tensors {
 		t := &d.Tensors[i]
@@ -148,10 +148,10 @@ func analyzeDevice(d *Device, cat *snapshot.Categorizer) DeviceStats {
 			noStack.Bytes += t.Size
 			noStack.Tensors++
 		} else {
-			gi, ok := groupIdx[&t.Create[0]]
+			gi, ok := groupIdx[t.Create.Key()]
 			if !ok {
 				gi = len(st.StackGroups)
-				groupIdx[&t.Create[0]] = gi
+				groupIdx[t.Create.Key()] = gi
 				st.StackGroups = append(st.StackGroups, StackGroup{Frames: t.Create})
 			}
 			st.StackGroups[gi].Bytes += t.Size

@@ -432,7 +432,7 @@ func parseStackList(raw []byte) (snapshot.Stack, bool, error) {
 		}
 		for _, m := range ms {
 			line, _ := strconv.ParseInt(string(m[2]), 10, 64)
-			frames = append(frames, snapshot.Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3])),
+			frames = append(frames, &snapshot.Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3])),
 				Source: strings.TrimSpace(string(m[4]))})
 		}
 	}

@@ -150,7 +150,7 @@ func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
 			t.Errorf("location names the profiler: %q", loc)
 		}
 		i := al.LocationIndex()
-		if i < 0 || snapshot.IsProfilerFrame(al.Frames[i]) {
+		if i < 0 || snapshot.IsProfilerFrame(*al.Frames[i]) {
 			t.Errorf("location frame %d is the profiler's", i)
 		}
 		if al.Category == "Optimizer State" {
@@ -158,7 +158,7 @@ func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
 				t.Errorf("Optimizer State decided by %s %s", f.Filename, f.Name)
 			}
 		}
-		if al.CategoryFrame >= 0 && snapshot.IsProfilerFrame(al.Frames[al.CategoryFrame]) {
+		if al.CategoryFrame >= 0 && snapshot.IsProfilerFrame(*al.Frames[al.CategoryFrame]) {
 			t.Errorf("category decided by a profiler frame: %+v", al.Frames[al.CategoryFrame])
 		}
 	}

@@ -21,7 +21,10 @@ type binder struct {
 	stackOf []int32        // per container: 1 + index into stacks, 0 when not bound yet
 	stacks  []schema.Stack // typed form of graph.stacks, filled on first use
 	scratch []uint32
-	frames  []schema.Frame // typed form of graph.frames, filled on first use
+	frames  []*schema.Frame // typed form of graph.frames, filled on first use
+	// frameSlab is where typeFrames puts the next Frames: frames never
+	// move, so stacks can point at them.
+	frameSlab []schema.Frame
 	warns   map[string]int
 	actions map[uint32]schema.Action // parsed action per string id
 	workers int                      // goroutines for the parallel parts

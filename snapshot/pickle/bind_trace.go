@@ -450,8 +450,14 @@ func (b *binder) typeStacks(workers int) {
 // typeFrames converts the frames interned so far to Frames, once each.
 func (b *binder) typeFrames() {
 	for id := uint32(len(b.frames)); int(id) < b.g.frames.len(); id++ {
+		if len(b.frameSlab) == 0 {
+			b.frameSlab = make([]schema.Frame, max(1024, b.g.frames.len()-int(id)))
+		}
+		t := &b.frameSlab[0]
+		b.frameSlab = b.frameSlab[1:]
 		f := b.g.frames.at(id)
-		b.frames = append(b.frames, schema.Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line})
+		*t = schema.Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line}
+		b.frames = append(b.frames, t)
 	}
 }
 
@@ -465,10 +471,10 @@ const typedSlab = 16 << 10
 
 func (b *binder) typeStackRange(lo, hi int) {
 	raws := b.g.stacks.raws[lo:hi]
-	var slab []schema.Frame
+	var slab schema.Stack
 	for i, raw := range raws {
 		if len(raw) > len(slab) {
-			slab = freshSlice[schema.Frame](max(len(raw), typedSlab))
+			slab = freshSlice[*schema.Frame](max(len(raw), typedSlab))
 		}
 		st := slab[:len(raw):len(raw)]
 		slab = slab[len(raw):]

@@ -2,7 +2,6 @@ package pickle
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"memscope/internal/pickletest"
@@ -26,7 +25,7 @@ func TestTypedStacksAroundTheParallelLimit(t *testing.T) {
 			for j := range k % 7 {
 				file, name := fmt.Sprintf("/src/m%d.py", (k+j)%5), fmt.Sprintf("f%d", j)
 				frames = append(frames, pickletest.FrameDict(file, k*10+j, name))
-				st = append(st, schema.Frame{Filename: file, Name: name, Line: int64(k*10 + j)})
+				st = append(st, &schema.Frame{Filename: file, Name: name, Line: int64(k*10 + j)})
 			}
 			want[k] = st
 			entries = append(entries, pickletest.Dict{
@@ -52,7 +51,7 @@ func TestTypedStacksAroundTheParallelLimit(t *testing.T) {
 			for i := range tr {
 				k := i % n
 				fr, frk := s.FramesOf(&tr[i]), s.FramesOf(&tr[k])
-				if !slices.Equal(fr, want[k]) {
+				if !fr.Equal(want[k]) {
 					t.Fatalf("n=%d workers=%d: entry %d has frames %v, want %v", n, workers, i, fr, want[k])
 				}
 				if len(fr) > 0 && &fr[0] != &frk[0] {

@@ -29,10 +29,42 @@ func (f Frame) String() string {
 	return fmt.Sprintf("%s %s", f.Filename, f.Name)
 }
 
-// Stack is a call stack, innermost frame first. Identical stacks in one
-// snapshot share one backing array, so the address of the first element is
-// a cheap identity key (categorizers and location caches use it).
-type Stack []Frame
+// Stack is a call stack, innermost frame first. Its frames are pointers
+// into the snapshot's table of distinct frames: a real trace has a few
+// thousand frames in hundreds of thousands of stacks, which Python keeps
+// as references too. Identical stacks in one snapshot share one backing
+// array, so Key is a cheap identity (categorizers and location caches use
+// it).
+type Stack []*Frame
+
+// StackKey identifies a stack's backing array (see Stack.Key).
+type StackKey = **Frame
+
+// Key is the address of the stack's first element: equal for stacks that
+// share a backing array. s must not be empty.
+func (s Stack) Key() StackKey { return &s[0] }
+
+// Equal reports whether s and t hold equal frames.
+func (s Stack) Equal(t Stack) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for i := range s {
+		if *s[i] != *t[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// StackOf returns a Stack of copies of frames, for stacks built in code.
+func StackOf(frames ...Frame) Stack {
+	st := make(Stack, len(frames))
+	for i := range frames {
+		st[i] = &frames[i]
+	}
+	return st
+}
 
 // BlockState is the allocator state of a block.
 type BlockState uint8
