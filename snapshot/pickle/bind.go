@@ -25,9 +25,9 @@ type binder struct {
 	// frameSlab is where typeFrames puts the next Frames: frames never
 	// move, so stacks can point at them.
 	frameSlab []schema.Frame
-	warns   map[string]int
-	actions map[uint32]schema.Action // parsed action per string id
-	workers int                      // goroutines for the parallel parts
+	warns     map[string]int
+	actions   map[uint32]schema.Action // parsed action per string id
+	workers   int                      // goroutines for the parallel parts
 	// consume is set when the graph is freed after binding (bindGraph):
 	// lastTraces then says that the traces being bound are the last
 	// reader of the trace records.
