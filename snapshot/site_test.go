@@ -160,3 +160,20 @@ func TestSitesOnSamples(t *testing.T) {
 		t.Fatal("no site checked")
 	}
 }
+
+// TestOpLeavesFramesAlone: stacks point at frames shared across the
+// snapshot, so formatting one (Op shortens torch's path) must not change
+// it for every other stack.
+func TestOpLeavesFramesAlone(t *testing.T) {
+	path := "/usr/lib/python3/site-packages/torch/nn/functional.py"
+	st := StackOf(Frame{Filename: path, Line: 2380, Name: "layer_norm"}, Frame{Filename: "/w/train.py", Line: 9, Name: "main"})
+	other := Stack{st[0]}
+	for range 2 {
+		if got, want := Op(st), "torch/nn/functional.py:2380 layer_norm"; got != want {
+			t.Fatalf("Op = %q, want %q", got, want)
+		}
+	}
+	if other[0].Filename != path || st[0].Filename != path {
+		t.Errorf("the shared frame now says %q", other[0].Filename)
+	}
+}
