@@ -85,7 +85,12 @@ type roleClassifier struct {
 	cat    *Categorizer // the user's role rules (nil: none)
 	stacks map[stackKey]*stackTraits
 	frames map[frameName]frameInfo
-	empty  stackTraits
+	// byFrame caches frames and sites by frame: a snapshot's stacks
+	// point at its table of distinct frames, so a million stacks of 30
+	// frames look up a few thousand frames, without hashing their names.
+	byFrame map[*Frame]frameInfo
+	sites   *siteNames
+	empty   stackTraits
 }
 
 // frameInfo is what one frame says to the role rules.
@@ -116,7 +121,7 @@ const (
 
 func newRoleClassifier(cat *Categorizer) *roleClassifier {
 	return &roleClassifier{cat: cat, stacks: map[stackKey]*stackTraits{}, frames: map[frameName]frameInfo{},
-		empty: stackTraits{empty: true}}
+		byFrame: map[*Frame]frameInfo{}, sites: newSiteNames(), empty: stackTraits{empty: true}}
 }
 
 func (c *roleClassifier) traits(st Stack) *stackTraits {
@@ -130,7 +135,7 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	t := &stackTraits{}
 	var all frameTraits
 	for i := range st {
-		fi := c.frame(*st[i])
+		fi := c.framePtr(st[i])
 		all |= fi.traits
 		if t.user == RoleUnknown {
 			t.user = fi.user
@@ -149,11 +154,20 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 	t.dataLoad = all&ftDataLoad != 0
 	t.factory = all&ftFactory != 0 && all&ftTorchOp == 0
 	t.torchOp = all&ftTorchOp != 0
-	if i := SiteIndex(st); i >= 0 {
+	if i := siteIndex(st, c.sites.siteKind); i >= 0 {
 		t.site = SiteText(*st[i])
 	}
 	c.stacks[k] = t
 	return t
+}
+
+func (c *roleClassifier) framePtr(f *Frame) frameInfo {
+	if fi, ok := c.byFrame[f]; ok {
+		return fi
+	}
+	fi := c.frame(*f)
+	c.byFrame[f] = fi
+	return fi
 }
 
 func (c *roleClassifier) frame(f Frame) frameInfo {

@@ -124,14 +124,16 @@ func isTorchPath(fn string) bool {
 //
 // Frames memory_viz hides (IsNoise) and the memory profiler's own hooks
 // are never a site.
-func SiteIndex(st Stack) int { return siteIndex(st, classifySite) }
+func SiteIndex(st Stack) int {
+	return siteIndex(st, func(f *Frame) siteKind { return classifySite(*f) })
+}
 
 // siteIndex is SiteIndex with the frame classifier given (the stages cache
 // it per frame).
-func siteIndex(st Stack, classify func(Frame) siteKind) int {
+func siteIndex(st Stack, classify func(*Frame) siteKind) int {
 	python, node, native := -1, -1, -1
 	for i := range st {
-		switch classify(*st[i]) {
+		switch classify(st[i]) {
 		case kindUser:
 			return i
 		case kindLibrary:

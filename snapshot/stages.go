@@ -65,6 +65,7 @@ const noStack = "(no stack)"
 type siteNames struct {
 	byStack map[stackKey]string
 	kind    map[frameName]siteKind
+	kindOf  map[*Frame]siteKind
 	text    map[Frame]string
 }
 
@@ -78,7 +79,7 @@ type stackKey struct {
 }
 
 func newSiteNames() *siteNames {
-	return &siteNames{byStack: map[stackKey]string{}, kind: map[frameName]siteKind{}, text: map[Frame]string{}}
+	return &siteNames{byStack: map[stackKey]string{}, kind: map[frameName]siteKind{}, kindOf: map[*Frame]siteKind{}, text: map[Frame]string{}}
 }
 
 func (m *siteNames) of(st Stack) string {
@@ -99,15 +100,23 @@ func (m *siteNames) of(st Stack) string {
 
 // locationIndex is SiteIndex with the frame tests cached.
 func (m *siteNames) locationIndex(st Stack) int {
-	return siteIndex(st, func(f Frame) siteKind {
-		key := frameName{f.Filename, f.Name}
-		k, ok := m.kind[key]
-		if !ok {
-			k = classifySite(f)
-			m.kind[key] = k
-		}
+	return siteIndex(st, m.siteKind)
+}
+
+// siteKind is classifySite cached by frame (a snapshot's stacks point at
+// its table of distinct frames) and by file and function.
+func (m *siteNames) siteKind(f *Frame) siteKind {
+	if k, ok := m.kindOf[f]; ok {
 		return k
-	})
+	}
+	key := frameName{f.Filename, f.Name}
+	k, ok := m.kind[key]
+	if !ok {
+		k = classifySite(*f)
+		m.kind[key] = k
+	}
+	m.kindOf[f] = k
+	return k
 }
 
 func (m *siteNames) format(f Frame) string {
