@@ -1,24 +1,31 @@
 package pickle
 
+import "sync/atomic"
+
 // chunked is an append-only array stored in fixed-size chunks. Growing a
 // single slice to millions of elements copies it over and over (half of the
 // decode time on an 80 MB snapshot went to those copies); chunks never move.
 //
-// An array with off set takes its chunks from outside the Go heap
+// An array with a pool takes its chunks from outside the Go heap
 // (offHeap) where it can, so that free and freeChunk give them back to the
 // kernel at once instead of at the collector's next cycle; T must then hold
 // no pointers, and nothing may read a chunk after it is freed.
 type chunked[T any] struct {
 	chunks [][]T
 	n      uint32
-	off    bool
+	pool   *offHeapPool
 	mapped []bool // per chunk: from offHeap
 }
 
+// offHeapPool counts the chunks taken from outside the heap and not given
+// back yet, for the arrays of one decode (both machines).
+type offHeapPool struct{ live atomic.Int64 }
+
 // newChunk makes a zeroed chunk.
 func (c *chunked[T]) newChunk() []T {
-	if c.off {
+	if c.pool != nil {
 		if s, ok := offHeap[T](chunkLen); ok {
+			c.pool.live.Add(1)
 			c.mapped = append(c.mapped, true)
 			return s
 		}
@@ -34,6 +41,7 @@ func (c *chunked[T]) freeChunk(k int) {
 	}
 	if c.mapped[k] {
 		freeOffHeap(c.chunks[k])
+		c.pool.live.Add(-1)
 	}
 	c.chunks[k] = nil
 }

@@ -28,8 +28,8 @@ func TestDropHook(t *testing.T) {
 			ranges = append(ranges, [2]int{from, to})
 		}
 		split := splitAt(1.0/32, 0.5)
-		with, root1, err1 := decodeWith(context.Background(), data, nil, split, drop, false)
-		without, root2, err2 := decodeWith(context.Background(), data, nil, split, nil, false)
+		with, root1, err1 := decodeWith(context.Background(), data, nil, split, drop, nil)
+		without, root2, err2 := decodeWith(context.Background(), data, nil, split, nil, nil)
 		if err1 != nil || err2 != nil {
 			t.Fatalf("%d entries: %v, %v", c.entries, err1, err2)
 		}

@@ -168,7 +168,7 @@ func (d *decoder) startHelper(split func(n int) (prefix, target int, ok bool)) b
 			h.done <- out
 		}()
 		debug.SetPanicOnFault(true)
-		out = runHelper(ctx, data, p, d.drop, d.g.traces.off)
+		out = runHelper(ctx, data, p, d.drop, d.g.traces.pool)
 	}()
 	return true
 }
@@ -192,10 +192,10 @@ func (d *decoder) stopHelper() {
 
 // runHelper runs a helper: the prefix, then the region. It returns nil
 // when the helper gave up.
-func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), offHeap bool) (out *decoder) {
+func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool) (out *decoder) {
 	h := newDecoder(data)
 	h.ctx, h.end = ctx, p.prefix
-	h.g.traces.off = offHeap
+	h.g.traces.pool = pool
 	defer func() {
 		if out == nil { // gave up, or a panic passes
 			h.g.free()
@@ -238,9 +238,9 @@ func (d *decoder) enterRegion(at int) bool {
 	}
 	d.pendPos, d.pendMemo = -1, -1
 	g := d.g
-	off := g.traces.off
+	pool := g.traces.pool
 	g.free()
-	g.conts, g.items, g.spills, g.traces, g.stacks = chunked[container]{}, chunked[val]{}, nil, chunked[rawTrace]{off: off}, stackTable{}
+	g.conts, g.items, g.spills, g.traces, g.stacks = chunked[container]{}, chunked[val]{}, nil, chunked[rawTrace]{pool: pool}, stackTable{}
 	g.spilled = 0
 	d.region, d.refFrom, d.floor = true, int64(m0), 1
 	d.stack = append(d.stack[:0], val{k: kTop})

@@ -104,8 +104,8 @@ func splitAt(prefix, target float64) func(int) (int, int, bool) {
 // decodeTwice decodes data on one machine, then with a helper placed by
 // split.
 func decodeTwice(data []byte, split func(int) (int, int, bool)) (one, two *decoder, root1, root2 val, err1, err2 error) {
-	one, root1, err1 = decodeWith(context.Background(), data, nil, nil, nil, false)
-	two, root2, err2 = decodeWith(context.Background(), data, nil, split, nil, false)
+	one, root1, err1 = decodeWith(context.Background(), data, nil, nil, nil, nil)
+	two, root2, err2 = decodeWith(context.Background(), data, nil, split, nil, nil)
 	return
 }
 
@@ -204,7 +204,7 @@ func TestHelperRecognisesSharedLists(t *testing.T) {
 	needPython(t)
 	data := genPickle(t, "sharedlists", 5000)
 	for _, split := range []func(int) (int, int, bool){nil, splitAt(1.0/32, 0.6)} {
-		d, _, err := decodeWith(context.Background(), data, nil, split, nil, false)
+		d, _, err := decodeWith(context.Background(), data, nil, split, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func TestHelperThresholds(t *testing.T) {
 			t.Fatal("no plan")
 		}
 		p.prefix = prefix
-		h := runHelper(context.Background(), data, p, nil, false)
+		h := runHelper(context.Background(), data, p, nil, nil)
 		if (h != nil) != c.joined {
 			t.Errorf("prefix with %d memo entries: helper ran %v, want %v", c.memo, h != nil, c.joined)
 		}
@@ -399,7 +399,7 @@ func TestHelperCancelled(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	d, _, err := decodeWith(ctx, data, nil, splitAt(1.0/32, 0.5), nil, false)
+	d, _, err := decodeWith(ctx, data, nil, splitAt(1.0/32, 0.5), nil, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}

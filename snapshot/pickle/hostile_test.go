@@ -142,7 +142,7 @@ func TestCancelStopsDecoding(t *testing.T) {
 	started := make(chan struct{})
 	go func() {
 		close(started)
-		_, _, err := decodePickleCtx(ctx, data, nil, nil, false)
+		_, _, err := decodePickleCtx(ctx, data, nil, nil, nil)
 		done <- err
 	}()
 	<-started

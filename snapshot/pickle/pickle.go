@@ -96,7 +96,7 @@ type decoder struct {
 // the top-level value. Bytes after STOP are ignored (the HTML form pads with
 // NULs; pickle.load ignores trailing data too).
 func decodePickle(data []byte) (*graph, val, error) {
-	return decodePickleCtx(context.Background(), data, nil, nil, false)
+	return decodePickleCtx(context.Background(), data, nil, nil, nil)
 }
 
 // progressStep is how many input bytes pass between progress reports and
@@ -109,10 +109,10 @@ const progressStep = 4 << 20
 const dropStep = 4 << 20
 
 // drop, when set, is told which input pages each machine is done with (see
-// decoder.drop). With offHeap, the trace records live outside the Go heap
+// decoder.drop). With a pool, the trace records live outside the Go heap
 // (see chunked) and the caller must call graph.free when done with them.
-func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), drop func(from, to int), offHeap bool) (*graph, val, error) {
-	d, root, err := decodeWith(ctx, data, progress, splitHalf, drop, offHeap)
+func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), drop func(from, to int), pool *offHeapPool) (*graph, val, error) {
+	d, root, err := decodeWith(ctx, data, progress, splitHalf, drop, pool)
 	if err != nil {
 		return nil, val{}, err
 	}
@@ -123,10 +123,10 @@ func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), d
 // (nil for none) places one (see helper.go).
 // On an error (or a panic, such as a fault reading a mapped file) the
 // records it holds off the heap are freed.
-func decodeWith(ctx context.Context, data []byte, progress func(float64), split func(n int) (prefix, target int, ok bool), drop func(from, to int), offHeap bool) (d *decoder, root val, err error) {
+func decodeWith(ctx context.Context, data []byte, progress func(float64), split func(n int) (prefix, target int, ok bool), drop func(from, to int), pool *offHeapPool) (d *decoder, root val, err error) {
 	d = newDecoder(data)
 	d.ctx, d.progress, d.drop = ctx, progress, drop
-	d.g.traces.off = offHeap
+	d.g.traces.pool = pool
 	ok := false
 	defer func() {
 		if !ok {

@@ -72,7 +72,7 @@ func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(f
 	data := *in
 	*in = nil
 	size := len(data)
-	g, root, err := decodePickleCtx(ctx, data, progress, drop, true)
+	g, root, err := decodePickleCtx(ctx, data, progress, drop, &offHeapPool{})
 	data = nil
 	if release != nil {
 		release()
