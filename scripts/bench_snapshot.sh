@@ -11,18 +11,23 @@ runs=${2:-3}
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)/memscope
 CGO_CFLAGS="${CGO_CFLAGS:-} -Wno-deprecated-declarations" go build -o "$bin" .
-measure() { # prints "seconds kilobytes" per run
-	for _ in $(seq "$runs"); do
-		/usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -1
-	done
-}
+one() { /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -1; } # "seconds kilobytes"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-go_runs=$(measure "$bin" report --json "$file")
-py_runs=$(measure python3 -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$file")
-gs=$(echo "$go_runs" | awk '{print $1}' | median); gm=$(echo "$go_runs" | awk '{print $2}' | median)
-ps=$(echo "$py_runs" | awk '{print $1}' | median); pm=$(echo "$py_runs" | awk '{print $2}' | median)
+# The runs alternate (memscope, Python, memscope, ...) so that a machine
+# that slows down for a while slows both; the ratio is also given as the
+# median of each pair's ratio.
+go_runs="" py_runs="" ratios=""
+for _ in $(seq "$runs"); do
+	g=$(one "$bin" report --json "$file")
+	p=$(one python3 -c 'import pickle,sys; pickle.load(open(sys.argv[1],"rb"))' "$file")
+	go_runs+="$g"$'\n' py_runs+="$p"$'\n'
+	ratios+=$(awk -v g="${g%% *}" -v p="${p%% *}" 'BEGIN {printf "%.2f", p/g}')$'\n'
+done
+gs=$(echo -n "$go_runs" | awk '{print $1}' | median); gm=$(echo -n "$go_runs" | awk '{print $2}' | median)
+ps=$(echo -n "$py_runs" | awk '{print $1}' | median); pm=$(echo -n "$py_runs" | awk '{print $2}' | median)
+pr=$(echo -n "$ratios" | median)
 size=$(stat -c %s "$file")
 echo "file: $file ($((size >> 20)) MiB), medians of $runs runs"
 echo "memscope report --json: ${gs} s, $((gm >> 10)) MiB peak RSS"
 echo "python pickle.load:     ${ps} s, $((pm >> 10)) MiB peak RSS"
-awk -v gs="$gs" -v ps="$ps" -v gm="$gm" -v pm="$pm" 'BEGIN {printf "speed-up %.1fx, RSS %.2fx of Python\n", ps/gs, gm/pm}'
+awk -v gs="$gs" -v ps="$ps" -v gm="$gm" -v pm="$pm" -v pr="$pr" 'BEGIN {printf "speed-up %.1fx (median of the pairs: %.1fx), RSS %.2fx of Python\n", ps/gs, pr, gm/pm}'
