@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"slices"
+	"sort"
 )
 
 // Other is the band of everything outside the named bands.
@@ -125,6 +126,32 @@ func (t *Timeline) Totals(b *Bands, events []int) [][]int64 {
 			pe++
 		}
 		out[k] = append([]int64(nil), cur...)
+	}
+	return out
+}
+
+// TotalsFrom returns the bytes of each band live right after event to,
+// given base, their bytes right after event from (as Totals gives them):
+// only the intervals that start or end between the two events are read,
+// so a cursor next to a chart column costs a few of them, not a sweep of
+// all.
+func (t *Timeline) TotalsFrom(b *Bands, base []int64, from, to int) []int64 {
+	out := append([]int64(nil), base...)
+	lo, hi, sign := int32(from), int32(to), int64(1)
+	if lo > hi {
+		lo, hi, sign = hi, lo, -1
+	}
+	// Intervals whose start is in (lo, hi] are live at hi and not at lo;
+	// those whose end is in (lo, hi], the other way round.
+	startAt := func(k int) int32 { return t.Intervals[b.byStart[k]].Start }
+	endAt := func(k int) int32 { return t.Intervals[b.byEnd[k]].End }
+	for k := sort.Search(len(b.byStart), func(k int) bool { return startAt(k) > lo }); k < len(b.byStart) && startAt(k) <= hi; k++ {
+		j := b.byStart[k]
+		out[b.of[j]] += sign * t.Intervals[j].Size
+	}
+	for k := sort.Search(len(b.byEnd), func(k int) bool { return endAt(k) > lo }); k < len(b.byEnd) && endAt(k) <= hi; k++ {
+		j := b.byEnd[k]
+		out[b.of[j]] -= sign * t.Intervals[j].Size
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -368,5 +369,32 @@ func TestLiveAtBothOrders(t *testing.T) {
 	}
 	if small.bySize != nil || large.bySize == nil {
 		t.Errorf("the small live sets built the index (%v), or the large ones did not (%v)", small.bySize != nil, large.bySize == nil)
+	}
+}
+
+// TestTotalsFrom: the bands' bytes counted from a nearby event, forwards
+// or backwards, equal a full sweep's, at events across a real trace and at
+// its ends.
+func TestTotalsFrom(t *testing.T) {
+	s, err := Open(context.Background(), "../testdata/snapshots/h100/gpt_adamw.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := Replay(s, 0, nil)
+	n := len(tl.Events)
+	events := []int{-1, 0, 1, n / 3, n / 2, n/2 + 1, n - 2, n - 1}
+	for i := 0; i < n; i += max(1, n/53) {
+		events = append(events, i)
+	}
+	for _, by := range []BandBy{BandCategory, BandRole, BandSite} {
+		b := tl.Bands(by, 8)
+		for _, from := range events {
+			base := tl.Totals(b, []int{from})[0]
+			for _, to := range events {
+				if got, want := tl.TotalsFrom(b, base, from, to), tl.Totals(b, []int{to})[0]; !slices.Equal(got, want) {
+					t.Fatalf("%v: from %d to %d: %v, want %v", by, from, to, got, want)
+				}
+			}
+		}
 	}
 }

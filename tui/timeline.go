@@ -852,7 +852,7 @@ func (t *timelineTab) prepare() {
 			t.atCursorAt = -2
 		}
 		if t.atCursorAt != t.cursor {
-			t.atCursor, t.atCursorAt = tl.Totals(t.bands, []int{t.cursor})[0], t.cursor
+			t.atCursor, t.atCursorAt = cursorTotals(tl, t.bands, t.stackEvent, t.stackCols, t.cursor), t.cursor
 		}
 	}
 	if t.showState {
@@ -863,4 +863,27 @@ func (t *timelineTab) prepare() {
 		return
 	}
 	t.ensureLive()
+}
+
+// cursorTotals is the bytes of each band right after event cursor, counted
+// from the chart column whose event is nearest (a few thousand intervals
+// start or end between them), not by a sweep of every interval.
+func cursorTotals(tl *snapshot.Timeline, b *snapshot.Bands, events []int, cols [][]int64, cursor int) []int64 {
+	near := -1
+	for c, e := range events {
+		if near < 0 || abs(e-cursor) < abs(events[near]-cursor) {
+			near = c
+		}
+	}
+	if near < 0 {
+		return tl.Totals(b, []int{cursor})[0]
+	}
+	return tl.TotalsFrom(b, cols[near], events[near], cursor)
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
