@@ -168,7 +168,7 @@ func (d *decoder) startHelper(split func(n int) (prefix, target int, ok bool)) b
 			h.done <- out
 		}()
 		debug.SetPanicOnFault(true)
-		out = runHelper(ctx, data, p, d.drop, d.g.traces.pool)
+		out = runHelper(ctx, data, p, d.drop, d.g.traces.pool, d.noFast)
 	}()
 	return true
 }
@@ -192,8 +192,9 @@ func (d *decoder) stopHelper() {
 
 // runHelper runs a helper: the prefix, then the region. It returns nil
 // when the helper gave up.
-func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool) (out *decoder) {
+func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool, noFast bool) (out *decoder) {
 	h := newDecoder(data)
+	h.noFast = noFast
 	h.ctx, h.end = ctx, p.prefix
 	h.g.traces.pool = pool
 	defer func() {

@@ -341,7 +341,7 @@ func TestHelperThresholds(t *testing.T) {
 			t.Fatal("no plan")
 		}
 		p.prefix = prefix
-		h := runHelper(context.Background(), data, p, nil, nil)
+		h := runHelper(context.Background(), data, p, nil, nil, false)
 		if (h != nil) != c.joined {
 			t.Errorf("prefix with %d memo entries: helper ran %v, want %v", c.memo, h != nil, c.joined)
 		}

@@ -90,6 +90,10 @@ type decoder struct {
 	// joined, in a main machine that joined a helper, gives the memo
 	// entries the helper made (left holes in memo).
 	joined *joiner
+	// noFast turns frameList off (tests compare both paths); fastLists
+	// counts the lists it took.
+	noFast    bool
+	fastLists int
 }
 
 // decodePickle runs the restricted VM over data and returns the graph and
@@ -123,8 +127,11 @@ func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), d
 // (nil for none) places one (see helper.go).
 // On an error (or a panic, such as a fault reading a mapped file) the
 // records it holds off the heap are freed.
-func decodeWith(ctx context.Context, data []byte, progress func(float64), split func(n int) (prefix, target int, ok bool), drop func(from, to int), pool *offHeapPool) (d *decoder, root val, err error) {
+func decodeWith(ctx context.Context, data []byte, progress func(float64), split func(n int) (prefix, target int, ok bool), drop func(from, to int), pool *offHeapPool, opts ...func(*decoder)) (d *decoder, root val, err error) {
 	d = newDecoder(data)
+	for _, o := range opts {
+		o(d) // before the helper starts: it copies what it needs
+	}
 	d.ctx, d.progress, d.drop = ctx, progress, drop
 	d.g.traces.pool = pool
 	ok := false
@@ -594,6 +601,11 @@ func (d *decoder) run() (val, error) {
 			d.pendPos = len(stack)
 			stack = append(stack, val{k: kDict, ref: noRef})
 		case opEmptyList:
+			if next, cid, ok := d.frameList(data, pos, end); ok {
+				stack = append(stack, val{k: kList, ref: cid})
+				pos = next
+				break
+			}
 			stack = append(stack, val{k: kList, ref: g.conts.push(container{vk: kList})})
 		case opBinInt1:
 			if pos >= len(data) {

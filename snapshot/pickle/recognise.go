@@ -1,5 +1,7 @@
 package pickle
 
+import "encoding/binary"
+
 // Recognising the bulk of a snapshot while decoding: frame dicts, frame
 // lists and trace entries become compact records (see graph.go), and go
 // back to the generic form when a pickle keeps adding to them.
@@ -382,4 +384,70 @@ func (d *decoder) frameBySwitch(kv []val) (rawFrame, bool) {
 		}
 	}
 	return f, got == 7
+}
+
+// frameList runs, at once, what follows an EMPTY_LIST when it is a frame
+// list as pickle.dump writes one: MEMOIZE MARK, then memo gets of frames
+// (BINGET or LONG_BINGET) and APPENDS. The list becomes an interned stack,
+// exactly as the opcodes one by one would leave it (container, memo entry,
+// stack id), without pushing a value per frame and reading them back: a
+// real trace has a list of 22 frames for most of its million entries.
+// pos is just past the EMPTY_LIST; ok is false, with nothing done, for any
+// other sequence, or one that crosses end, reads a memo entry that is not
+// a frame yet or that this machine cannot read (the pending dict's, a
+// helper's placeholder), so that the opcodes run one by one.
+func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok bool) {
+	if d.noFast || pos+2 > end || data[pos] != opMemoize || data[pos+1] != opMark || d.g.conts.len() >= memoIDMask-2 {
+		return 0, 0, false
+	}
+	ids := d.scratch[:0]
+	for j := pos + 2; j < end; {
+		switch data[j] {
+		case opBinGet:
+			if j+2 > end || int(data[j+1]) == d.pendMemo {
+				return 0, 0, false
+			}
+			v := d.small[data[j+1]]
+			if v.k != kFrame {
+				return 0, 0, false
+			}
+			ids = append(ids, v.ref)
+			j += 2
+		case opLongBinGet:
+			if j+5 > end {
+				return 0, 0, false
+			}
+			idx := binary.LittleEndian.Uint32(data[j+1:])
+			if int64(idx) >= d.refFrom || int64(idx) == int64(d.pendMemo) || int(idx) >= d.memo.len() {
+				return 0, 0, false
+			}
+			r := *d.memo.at(idx)
+			if r < memoFrame {
+				return 0, 0, false
+			}
+			ids = append(ids, r&^memoFrame)
+			j += 5
+		case opAppends:
+			if len(ids) == 0 {
+				return 0, 0, false
+			}
+			d.scratch = ids
+			// EMPTY_LIST, MEMOIZE (see run), then APPENDS's tryStack.
+			cid = d.g.conts.push(container{vk: kList})
+			v := val{k: kList, ref: cid}
+			r, _ := d.memoRef(v) // a list's reference always fits (checked above)
+			if n := d.memo.len(); n < len(d.small) {
+				d.small[n] = v
+			}
+			d.puts++
+			d.memo.push(r)
+			c := d.g.conts.at(cid)
+			c.kind, c.start, c.n = cStack, d.g.stacks.intern(ids), uint32(len(ids))
+			d.fastLists++
+			return j + 1, cid, true
+		default:
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
 }
