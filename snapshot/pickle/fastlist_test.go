@@ -75,8 +75,11 @@ func TestFrameListFastPath(t *testing.T) {
 					if canonical(fast.g, r1) != canonical(slow.g, r2) {
 						t.Fatalf("%s (%d bytes): values differ", name, cut)
 					}
-					if fast.memo.len() != slow.memo.len() || fast.g.conts.len() != slow.g.conts.len() {
-						t.Fatalf("%s: memo %d/%d, containers %d/%d", name, fast.memo.len(), slow.memo.len(), fast.g.conts.len(), slow.g.conts.len())
+					if fast.memo.len() != slow.memo.len() || fast.g.conts.len() != slow.g.conts.len() ||
+						fast.g.traces.len() != slow.g.traces.len() || len(fast.g.stacks.raws) != len(slow.g.stacks.raws) {
+						t.Fatalf("%s: memo %d/%d, containers %d/%d, trace records %d/%d, stacks %d/%d", name,
+							fast.memo.len(), slow.memo.len(), fast.g.conts.len(), slow.g.conts.len(),
+							fast.g.traces.len(), slow.g.traces.len(), len(fast.g.stacks.raws), len(slow.g.stacks.raws))
 					}
 					taken += fast.fastLists
 					if slow.fastLists != 0 {
