@@ -246,12 +246,7 @@ func TestHelperGivesUp(t *testing.T) {
 	// Batch starts in the helper's region and in the main machine's part
 	// after the prefix.
 	late, early := batchAfter(t, data, n*3/4), batchAfter(t, data, n/4)
-	insert := func(at int, ops ...byte) []byte {
-		return append(append(append([]byte{}, data[:at]...), ops...), data[at:]...)
-	}
-	longGet := func(idx uint32) []byte {
-		return binary.LittleEndian.AppendUint32([]byte{opMark, opLongBinGet}, idx)
-	}
+	insert := func(at int, ops ...byte) []byte { return insertOps(data, at, ops...) }
 	cases := []struct {
 		name   string
 		data   []byte
@@ -280,6 +275,17 @@ func TestHelperGivesUp(t *testing.T) {
 			t.Errorf("%s: joined %v, want %v", c.name, got, c.joined)
 		}
 	}
+}
+
+// insertOps returns a copy of data with ops inserted at offset at.
+func insertOps(data []byte, at int, ops ...byte) []byte {
+	return append(append(append([]byte{}, data[:at]...), ops...), data[at:]...)
+}
+
+// longGet is MARK LONG_BINGET idx: a memo read on a mark of its own, which
+// POP_MARK drops again.
+func longGet(idx uint32) []byte {
+	return binary.LittleEndian.AppendUint32([]byte{opMark, opLongBinGet}, idx)
 }
 
 // batchAfter returns the first batch start past the first frame boundary

@@ -3,7 +3,6 @@ package pickle
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"reflect"
 	"runtime"
 	"testing"
@@ -52,12 +51,7 @@ func TestOffHeapFreed(t *testing.T) {
 	data := genPickle(t, "distinct", 5000)
 	n := len(data)
 	late, early := batchAfter(t, data, n*3/4), batchAfter(t, data, n/4)
-	insert := func(at int, ops ...byte) []byte {
-		return append(append(append([]byte{}, data[:at]...), ops...), data[at:]...)
-	}
-	longGet := func(idx uint32) []byte {
-		return binary.LittleEndian.AppendUint32([]byte{opMark, opLongBinGet}, idx)
-	}
+	insert := func(at int, ops ...byte) []byte { return insertOps(data, at, ops...) }
 	// The APPENDS before the helper's region read as BININT1, whose
 	// argument is the region's first byte: the main machine passes the
 	// boundary without stopping there, decodes the rest itself and drops
