@@ -16,7 +16,7 @@ import (
 func TestOffHeapAgrees(t *testing.T) {
 	needPython(t)
 	if testing.Short() {
-		t.Skip("writes 70,000-entry pickles")
+		t.Skip("-short: writes two 70,000-entry pickles with python3")
 	}
 	for _, shape := range []string{"distinct", "multi"} {
 		data := genPickle(t, shape, chunkLen+4464)
