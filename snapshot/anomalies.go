@@ -117,7 +117,7 @@ func (t *Timeline) LeakSuspects(steps Steps) []LeakSuspect {
 		if lo >= hi {
 			continue
 		}
-		name := names.of(iv.Frames)
+		name := t.siteOf(iv, names)
 		d := diff[name]
 		if d == nil {
 			d = make([]int64, k+1)
@@ -215,7 +215,7 @@ func (t *Timeline) PendingFrees() PendingFrees {
 		p.Long++
 		p.LongBytes += iv.Size
 		waits = append(waits, wait)
-		name := names.of(iv.Frames)
+		name := t.siteOf(iv, names)
 		if wait > p.MaxWait || (wait == p.MaxWait && iv.Size > p.MaxSize) {
 			p.MaxWait, p.MaxSite, p.MaxSize = wait, name, iv.Size
 		}

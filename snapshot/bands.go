@@ -40,7 +40,7 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 	key := func(i int, iv *Interval) string {
 		switch by {
 		case BandSite:
-			if l := names.of(iv.Frames); l != noStack {
+			if l := t.siteOf(iv, names); l != noStack {
 				return l
 			}
 			return NoFrames

@@ -22,6 +22,10 @@ type Interval struct {
 	// the free waited on another stream (record_stream); with End at the end
 	// of the trace, that it was still waiting there.
 	FreeRequested int32
+	// Stack is Frames' number in the snapshot's stacks when they came from
+	// the trace (TraceEntry.Stack; 0 otherwise), so what is known of each
+	// distinct stack is read by index, not hashed per interval.
+	Stack uint32
 	// Size is the requested size: the trace entry's size, or the block's
 	// requested_size for blocks alive before the window.
 	Size   int64
@@ -100,6 +104,9 @@ type Timeline struct {
 	cat               *Categorizer
 	// stacks are the snapshot's call stacks, which events refer to.
 	stacks []Stack
+	// sites holds the site of each stack (by stack number less one; set
+	// with the roles).
+	sites []string
 	// roles is the role of each interval (see Role).
 	roles []Role
 	// bySize orders the intervals by size for LiveAt's large live sets;
@@ -166,7 +173,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 			return
 		}
 		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
-			Addr: addr, Frames: s.FramesOf(e), PreWindow: true})
+			Addr: addr, Frames: s.FramesOf(e), Stack: t.stackID(e), PreWindow: true})
 	}
 	for i := int32(0); i < n; i++ {
 		e := &events[i]
@@ -176,7 +183,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 				requested.Delete(e.Addr)
 			}
 			open.Put(e.Addr, int32(len(t.Intervals)))
-			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Frames: s.FramesOf(e)})
+			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Frames: s.FramesOf(e), Stack: t.stackID(e)})
 		case ActionFreeRequested:
 			if i+1 < n && events[i+1].Action == ActionFreeCompleted && events[i+1].Addr == e.Addr {
 				// One free: memory_viz merges the pair at the free_requested.
@@ -447,6 +454,24 @@ func (t *Timeline) buildBounds() {
 			t.starts[j], t.ends[j] = t.Intervals[j].Start, t.Intervals[j].End
 		}
 	})
+}
+
+// siteOf is the site of iv's stack: read by stack number when it has one,
+// else from names.
+func (t *Timeline) siteOf(iv *Interval, names *siteNames) string {
+	if k := int(iv.Stack); k != 0 && k <= len(t.sites) {
+		return t.sites[k-1]
+	}
+	return names.of(iv.Frames)
+}
+
+// stackID is e's stack number when it names one of the snapshot's stacks,
+// else 0.
+func (t *Timeline) stackID(e *TraceEntry) uint32 {
+	if int(e.Stack) <= len(t.stacks) {
+		return e.Stack
+	}
+	return 0
 }
 
 // FramesAt returns the call stack of event i.

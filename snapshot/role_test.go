@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -303,6 +305,67 @@ func TestRolesOnAllCores(t *testing.T) {
 					t.Errorf("%s cuda:%d: %d per goroutine gives other roles than one goroutine", p, d.Device, per)
 				}
 			}
+		}
+	}
+}
+
+// TestStackTableAgrees checks the per-stack table the roles and sites are
+// read from against the per-stack cache it replaced: each interval's stack
+// number names its own frames, each stack's traits are what the cache
+// reads from them on any number of cores, and each interval's site is what
+// its frames give. Real files (stacks repeated a million times) and
+// generated ones (distinct stacks over a shared frame pool, or over frames
+// of their own).
+func TestStackTableAgrees(t *testing.T) {
+	paths := []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h100/train_cpp_stacks.pickle.gz",
+		"../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle"}
+	if _, err := exec.LookPath("python3"); err == nil {
+		dir := t.TempDir()
+		for name, args := range map[string][]string{
+			"pool":     {"--entries", "6000", "--frames", "shared", "--frame-pool", "300", "--stacks", "2000", "--depth", "12"},
+			"unshared": {"--entries", "6000", "--frames", "unshared", "--stacks", "3000", "--depth", "8", "--frees", "random"},
+		} {
+			p := filepath.Join(dir, name+".pickle")
+			if out, err := exec.Command("python3", append(append([]string{"../scripts/gen_snapshot.py"}, args...), p)...).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			paths = append(paths, p)
+		}
+	}
+	for _, p := range paths {
+		a := analyzeFile(t, p)
+		checked := 0
+		for _, d := range a.Devices {
+			tl := a.Timeline(d.Device)
+			if tl == nil {
+				continue
+			}
+			cache := newRoleClassifier(tl.cat)
+			for _, per := range []int{1, len(tl.stacks) + 1} {
+				table := readStacks(tl.stacks, tl.cat, per)
+				for k, st := range tl.stacks {
+					if want := *cache.traits(st); table[k] != want {
+						t.Fatalf("%s stack %d, %d per core: table %+v, cache %+v", p, k+1, per, table[k], want)
+					}
+				}
+			}
+			names := newSiteNames()
+			for j := range tl.Intervals {
+				iv := &tl.Intervals[j]
+				if iv.Stack != 0 {
+					st := tl.stacks[iv.Stack-1]
+					if len(st) != len(iv.Frames) || (len(st) > 0 && st.Key() != iv.Frames.Key()) {
+						t.Fatalf("%s interval %d: stack %d is not its frames", p, j, iv.Stack)
+					}
+					checked++
+				}
+				if got, want := tl.siteOf(iv, newSiteNames()), names.of(iv.Frames); got != want {
+					t.Fatalf("%s interval %d: site %q, its frames give %q", p, j, got, want)
+				}
+			}
+		}
+		if checked == 0 {
+			t.Errorf("%s: no interval has a stack number", p)
 		}
 	}
 }

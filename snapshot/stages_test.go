@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -404,6 +406,35 @@ func TestSiteNamesIsLocation(t *testing.T) {
 			// the frame caches are what answers on the second pass.
 			if got := names.of(slices.Clone(st)); got != want {
 				t.Errorf("pass %d, stack %d: got %q, want %q", pass, i, got, want)
+			}
+		}
+	}
+}
+
+// TestTopSites compares the bounded selection with sorting every site,
+// with k under, at and over the number of sites and many ties.
+func TestTopSites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for _, n := range []int{0, 1, 4, 5, 6, 50, 3000} {
+		for _, k := range []int{0, 1, 5, n, n + 3} {
+			m := map[string]*SiteBytes{}
+			for i := range n {
+				name := fmt.Sprintf("site%05d", rng.IntN(4*n+1)+i*7)
+				m[name] = &SiteBytes{Site: name, Bytes: int64(rng.IntN(8)) << 20, Count: i}
+			}
+			var all []SiteBytes
+			for _, v := range m {
+				all = append(all, *v)
+			}
+			slices.SortFunc(all, func(a, b SiteBytes) int {
+				if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.Site, b.Site)
+			})
+			want := all[:min(max(k, 0), len(all))]
+			if got := topSites(m, k); !slices.Equal(got, want) {
+				t.Errorf("%d sites, k=%d: got %v, want %v", len(m), k, got, want)
 			}
 		}
 	}
