@@ -238,6 +238,7 @@ func (d *decoder) enterRegion(at int) bool {
 		}
 	}
 	d.pendPos, d.pendMemo = -1, -1
+	d.spans.reset() // the stacks it names are in the table cleared below
 	g := d.g
 	pool := g.traces.pool
 	g.free()

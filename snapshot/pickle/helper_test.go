@@ -360,41 +360,23 @@ func splitAllowed() bool { _, _, ok := splitHalf(1 << 40); return ok }
 // samples, where present), split at two places, decode as on one machine;
 // those PyTorch wrote with trace batches past the split are joined.
 func TestHelperOnTheSamples(t *testing.T) {
-	var paths []string
-	for _, g := range []string{"../../testdata/snapshots/*.pickle", "../../testdata/snapshots/*/*.pickle",
-		"../../testdata/snapshots/h200/*.pickle.gz"} {
-		m, _ := filepath.Glob(g)
-		paths = append(paths, m...)
-	}
+	samples := samplePickles(t)
 	targets := []float64{0.4, 0.7}
 	if testing.Short() {
 		targets = targets[:1]
 	}
 	joins := 0
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if filepath.Ext(p) == ".gz" {
-			zr, err := gzip.NewReader(bytes.NewReader(data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if data, err = io.ReadAll(zr); err != nil {
-				t.Fatal(err)
-			}
-		}
+	for name, data := range samples {
 		for _, target := range targets {
-			if bindBoth(t, filepath.Base(p), data, splitAt(1.0/32, target)) {
+			if bindBoth(t, name, data, splitAt(1.0/32, target)) {
 				joins++
 			}
 		}
 	}
 	if joins < 4*len(targets) {
-		t.Errorf("only %d of %d decodes joined a helper: the comparison proves little", joins, len(paths)*len(targets))
+		t.Errorf("only %d of %d decodes joined a helper: the comparison proves little", joins, len(samples)*len(targets))
 	}
-	t.Logf("%d of %d decodes joined a helper", joins, len(paths)*len(targets))
+	t.Logf("%d of %d decodes joined a helper", joins, len(samples)*len(targets))
 }
 
 // TestHelperCancelled: a cancelled decode returns at once, and its helper
@@ -421,4 +403,34 @@ func TestHelperCancelled(t *testing.T) {
 	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("%d goroutines 5 s after, %d before", after, before)
 	}
+}
+
+// samplePickles reads the real snapshots in testdata (gzip undone), by
+// file name: what PyTorch wrote, frame lists repeated byte for byte.
+func samplePickles(t testing.TB) map[string][]byte {
+	t.Helper()
+	var paths []string
+	for _, g := range []string{"../../testdata/snapshots/*.pickle", "../../testdata/snapshots/*/*.pickle",
+		"../../testdata/snapshots/*/*.pickle.gz"} {
+		m, _ := filepath.Glob(g)
+		paths = append(paths, m...)
+	}
+	out := map[string][]byte{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Ext(p) == ".gz" {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out[filepath.Base(filepath.Dir(p))+"/"+filepath.Base(p)] = data
+	}
+	return out
 }

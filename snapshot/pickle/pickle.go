@@ -94,6 +94,8 @@ type decoder struct {
 	// counts the lists it took.
 	noFast    bool
 	fastLists int
+	// spans holds the frame lists frameList has read, by their bytes.
+	spans spanCache
 }
 
 // decodePickle runs the restricted VM over data and returns the graph and
@@ -438,6 +440,8 @@ func (d *decoder) setMemo(idx uint32, v val, at int) error {
 	}
 	switch {
 	case int(idx) < n:
+		// An entry a cached frame list may read changes.
+		d.spans.reset()
 		*d.memo.at(idx) = r
 	case int(idx) == n:
 		d.memo.push(r)

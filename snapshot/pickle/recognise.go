@@ -257,6 +257,55 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 	return true
 }
 
+// fastList does what EMPTY_LIST, MEMOIZE (see run), then APPENDS's
+// tryStack do for a list of n frames interned at start, and returns the
+// list's container.
+func (d *decoder) fastList(start, n uint32) uint32 {
+	cid := d.g.conts.push(container{vk: kList})
+	v := val{k: kList, ref: cid}
+	r, _ := d.memoRef(v) // a list's reference always fits (checked by frameList)
+	if m := d.memo.len(); m < len(d.small) {
+		d.small[m] = v
+	}
+	d.puts++
+	d.memo.push(r)
+	c := d.g.conts.at(cid)
+	c.kind, c.start, c.n = cStack, start, n
+	d.fastLists++
+	return cid
+}
+
+// scanSpan finds the end of a run of memo gets closed by APPENDS that
+// starts at pos (past the APPENDS), hashing the indices it reads; -1 when
+// the run is empty or anything else comes first.
+func scanSpan(data []byte, pos, end int) (int, uint64) {
+	h := uint64(spanSeed)
+	for j := pos; j < end; {
+		switch data[j] {
+		case opBinGet:
+			if j+2 > end {
+				return -1, 0
+			}
+			h = spanHash(h, uint32(data[j+1]), false)
+			j += 2
+		case opLongBinGet:
+			if j+5 > end {
+				return -1, 0
+			}
+			h = spanHash(h, binary.LittleEndian.Uint32(data[j+1:]), true)
+			j += 5
+		case opAppends:
+			if j == pos {
+				return -1, 0
+			}
+			return j + 1, h
+		default:
+			return -1, 0
+		}
+	}
+	return -1, 0
+}
+
 // tryStack interns a fresh list whose items are all recognised frames.
 func (d *decoder) tryStack(cid uint32, items []val) bool {
 	ids := d.scratch[:0]
@@ -400,6 +449,15 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok
 	if d.noFast || pos+2 > end || data[pos] != opMemoize || data[pos+1] != opMark || d.g.conts.len() >= memoIDMask-2 {
 		return 0, 0, false
 	}
+	var h uint64
+	spanEnd := -1 // past the APPENDS, when the cache is on and the list is all memo gets
+	if !d.spans.off {
+		if spanEnd, h = scanSpan(data, pos+2, end); spanEnd > 0 {
+			if start, n, ok := d.spans.get(h, data[pos+2:spanEnd]); ok {
+				return spanEnd, d.fastList(start, n), true
+			}
+		}
+	}
 	ids := d.scratch[:0]
 	for j := pos + 2; j < end; {
 		switch data[j] {
@@ -432,19 +490,11 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok
 				return 0, 0, false
 			}
 			d.scratch = ids
-			// EMPTY_LIST, MEMOIZE (see run), then APPENDS's tryStack.
-			cid = d.g.conts.push(container{vk: kList})
-			v := val{k: kList, ref: cid}
-			r, _ := d.memoRef(v) // a list's reference always fits (checked above)
-			if n := d.memo.len(); n < len(d.small) {
-				d.small[n] = v
+			start := d.g.stacks.intern(ids)
+			if spanEnd == j+1 {
+				d.spans.put(h, data[pos+2:spanEnd], start, uint32(len(ids)))
 			}
-			d.puts++
-			d.memo.push(r)
-			c := d.g.conts.at(cid)
-			c.kind, c.start, c.n = cStack, d.g.stacks.intern(ids), uint32(len(ids))
-			d.fastLists++
-			return j + 1, cid, true
+			return j + 1, d.fastList(start, uint32(len(ids))), true
 		default:
 			return 0, 0, false
 		}
