@@ -34,6 +34,10 @@ type Interval struct {
 	// PreWindow is set when the allocation happened before the trace began
 	// (a free with no alloc, or an active block with no alloc).
 	PreWindow bool
+	// FreeStack is the stack number of the free (the event at FreeRequested,
+	// or at End without one; 0 when none): the role rules read it for every
+	// interval, and looking it up in a million events missed the cache.
+	FreeStack uint32
 }
 
 // MarkerKind is the kind of a timeline marker.
@@ -166,14 +170,18 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	requested := newAddrMap(64) // addr -> index of a lone free_requested
 	var netReserved int64
 	closeAt := func(addr uint64, i, req int32, e *TraceEntry) {
+		free := e
+		if req >= 0 {
+			free = &events[req]
+		}
 		if j, ok := open.Get(addr); ok {
 			iv := &t.Intervals[j]
-			iv.End, iv.FreeRequested = i, req
+			iv.End, iv.FreeRequested, iv.FreeStack = i, req, t.stackID(free)
 			open.Delete(addr)
 			return
 		}
 		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
-			Addr: addr, Frames: s.FramesOf(e), Stack: t.stackID(e), PreWindow: true})
+			Addr: addr, Frames: s.FramesOf(e), Stack: t.stackID(e), PreWindow: true, FreeStack: t.stackID(free)})
 	}
 	for i := int32(0); i < n; i++ {
 		e := &events[i]
@@ -219,7 +227,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	// A free requested but not completed by the end is still pending there.
 	requested.Range(func(addr uint64, req int32) {
 		if j, ok := open.Get(addr); ok && t.Intervals[j].Start < req {
-			t.Intervals[j].FreeRequested = req
+			t.Intervals[j].FreeRequested, t.Intervals[j].FreeStack = req, t.stackID(&events[req])
 		}
 	})
 	var reserved int64

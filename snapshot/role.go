@@ -520,7 +520,7 @@ func (t *Timeline) classifyRole(c *roleClassifier, byStack []stackTraits, j int,
 			fi = iv.FreeRequested
 		}
 		lt.free = &c.empty
-		if k := t.stackID(&t.Events[fi]); k != 0 {
+		if k := iv.FreeStack; k != 0 {
 			lt.free = &byStack[k-1]
 		}
 		lt.framelessFree = withFrames && lt.free.empty

@@ -311,7 +311,7 @@ func TestRolesOnAllCores(t *testing.T) {
 
 // TestStackTableAgrees checks the per-stack table the roles and sites are
 // read from against the per-stack cache it replaced: each interval's stack
-// number names its own frames, each stack's traits are what the cache
+// number names its own frames, its free stack number its free event's, each stack's traits are what the cache
 // reads from them on any number of cores, and each interval's site is what
 // its frames give. Real files (stacks repeated a million times) and
 // generated ones (distinct stacks over a shared frame pool, or over frames
@@ -358,6 +358,14 @@ func TestStackTableAgrees(t *testing.T) {
 						t.Fatalf("%s interval %d: stack %d is not its frames", p, j, iv.Stack)
 					}
 					checked++
+				}
+				if fi := iv.FreeRequested; fi >= 0 || int(iv.End) < len(tl.Events) {
+					if fi < 0 {
+						fi = iv.End
+					}
+					if want := tl.stackID(&tl.Events[fi]); iv.FreeStack != want {
+						t.Fatalf("%s interval %d: free stack %d, its free event has %d", p, j, iv.FreeStack, want)
+					}
 				}
 				if got, want := tl.siteOf(iv, newSiteNames()), names.of(iv.Frames); got != want {
 					t.Fatalf("%s interval %d: site %q, its frames give %q", p, j, got, want)

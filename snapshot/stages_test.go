@@ -439,3 +439,46 @@ func TestTopSites(t *testing.T) {
 		}
 	}
 }
+
+// TestByStart: the one-pass order (intervals as Replay appends them, those
+// from before the trace anywhere among them) and the sorted one (any other
+// order, Start below -1) both equal a stable sort by Start.
+func TestByStart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name  string
+		start func(i int, last *int32) int32
+	}{
+		{"as replayed", func(i int, last *int32) int32 {
+			if rng.IntN(5) == 0 {
+				return -1
+			}
+			*last += int32(rng.IntN(3)) // ties too
+			return *last
+		}},
+		{"out of order", func(i int, last *int32) int32 { return int32(rng.IntN(50)) - 1 }},
+		{"below -1", func(i int, last *int32) int32 {
+			if i == 7 {
+				return -3
+			}
+			*last++
+			return *last
+		}},
+	} {
+		for _, n := range []int{0, 1, 2, 40, 1000} {
+			tl := &Timeline{}
+			var last int32
+			for i := range n {
+				tl.Intervals = append(tl.Intervals, Interval{Start: tc.start(i, &last)})
+			}
+			want := make([]int32, n)
+			for i := range want {
+				want[i] = int32(i)
+			}
+			slices.SortStableFunc(want, func(a, b int32) int { return cmp.Compare(tl.Intervals[a].Start, tl.Intervals[b].Start) })
+			if got := tl.byStart(); !slices.Equal(got, want) {
+				t.Errorf("%s, %d intervals: %v, want %v", tc.name, n, got, want)
+			}
+		}
+	}
+}

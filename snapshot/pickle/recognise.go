@@ -279,27 +279,40 @@ func (d *decoder) fastList(start, n uint32) uint32 {
 // starts at pos (past the APPENDS), hashing the indices it reads; -1 when
 // the run is empty or anything else comes first.
 func scanSpan(data []byte, pos, end int) (int, uint64) {
+	data = data[:end] // bounds the loop below, for the compiler too
 	h := uint64(spanSeed)
-	for j := pos; j < end; {
+	j := pos
+	for j+5 <= len(data) { // room for the longest get: no length checks
 		switch data[j] {
+		case opLongBinGet:
+			h = spanHash(h, binary.LittleEndian.Uint32(data[j+1:j+5]), true)
+			j += 5
 		case opBinGet:
-			if j+2 > end {
-				return -1, 0
-			}
 			h = spanHash(h, uint32(data[j+1]), false)
 			j += 2
-		case opLongBinGet:
-			if j+5 > end {
-				return -1, 0
-			}
-			h = spanHash(h, binary.LittleEndian.Uint32(data[j+1:]), true)
-			j += 5
 		case opAppends:
 			if j == pos {
 				return -1, 0
 			}
 			return j + 1, h
 		default:
+			return -1, 0
+		}
+	}
+	for j < len(data) { // the last few bytes
+		switch data[j] {
+		case opBinGet:
+			if j+2 > len(data) {
+				return -1, 0
+			}
+			h = spanHash(h, uint32(data[j+1]), false)
+			j += 2
+		case opAppends:
+			if j == pos {
+				return -1, 0
+			}
+			return j + 1, h
+		default: // a LONG_BINGET would not fit
 			return -1, 0
 		}
 	}
