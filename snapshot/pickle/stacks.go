@@ -11,11 +11,13 @@ import (
 // analysis work per distinct stack.
 type stackTable struct {
 	raws [][]uint32
-	// index maps a stack's hash to its id + 1; next chains ids whose
-	// hashes collide (id + 1, 0 ends the chain).
-	index map[uint64]uint32
-	next  []uint32
-	seed  maphash.Seed
+	// slots is an open-addressing table (linear probing) of stack ids + 1
+	// by hash, 0 for empty; hashes holds each slot's stack hash. Go's map
+	// of hash chains was a fifth of the decode of a trace of 124k distinct
+	// stacks.
+	slots  []uint32
+	hashes []uint64
+	seed   maphash.Seed
 	// slab is where new stacks are copied: one allocation per many stacks
 	// rather than one per stack.
 	slab []uint32
@@ -24,9 +26,12 @@ type stackTable struct {
 // stackSlab is the number of frame ids allocated at once for new stacks.
 const stackSlab = 1 << 16
 
+// stackSlotsMin is the smallest table.
+const stackSlotsMin = 256
+
 func (t *stackTable) intern(ids []uint32) uint32 {
-	if t.index == nil {
-		t.index = make(map[uint64]uint32)
+	if t.slots == nil {
+		t.slots, t.hashes = make([]uint32, stackSlotsMin), make([]uint64, stackSlotsMin)
 		t.seed = maphash.MakeSeed()
 	}
 	var h uint64
@@ -34,17 +39,43 @@ func (t *stackTable) intern(ids []uint32) uint32 {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ids))), len(ids)*4)
 		h = maphash.Bytes(t.seed, b)
 	}
-	head := t.index[h]
-	for s := head; s != 0; s = t.next[s-1] {
-		if equalIDs(t.raws[s-1], ids) {
+	mask := len(t.slots) - 1
+	i := int(h) & mask
+	for ; t.slots[i] != 0; i = (i + 1) & mask {
+		if s := t.slots[i]; t.hashes[i] == h && equalIDs(t.raws[s-1], ids) {
 			return s - 1
 		}
 	}
 	id := uint32(len(t.raws))
 	t.raws = append(t.raws, t.copyOf(ids))
-	t.next = append(t.next, head)
-	t.index[h] = id + 1
+	if 4*len(t.raws) > 3*len(t.slots) { // load over 3/4: double, then place it
+		t.grow()
+		t.place(id+1, h)
+		return id
+	}
+	t.slots[i], t.hashes[i] = id+1, h
 	return id
+}
+
+// grow doubles the table.
+func (t *stackTable) grow() {
+	slots, hashes := t.slots, t.hashes
+	t.slots, t.hashes = make([]uint32, 2*len(slots)), make([]uint64, 2*len(slots))
+	for i, s := range slots {
+		if s != 0 {
+			t.place(s, hashes[i])
+		}
+	}
+}
+
+// place puts stack id+1 s of hash h in the first free slot of its probe.
+func (t *stackTable) place(s uint32, h uint64) {
+	mask := len(t.slots) - 1
+	i := int(h) & mask
+	for t.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i], t.hashes[i] = s, h
 }
 
 // copyOf copies ids into the slab, starting a new one when they do not fit.
