@@ -31,13 +31,7 @@ func TestFrameListFastPath(t *testing.T) {
 	// memo: 0 the dict, 1 the first list, 2 a frame, 3 a string.
 	f := pt.FrameDict("/w/a.py", 1, "f")
 	w := &pt.Writer{}
-	list := func(gets ...any) {
-		w.Op(pt.OpEmptyList, pt.OpMemoize, pt.OpMark)
-		for _, g := range gets {
-			w.Put(g)
-		}
-		w.Op(pt.OpAppends)
-	}
+	list := func(gets ...any) { writeList(w, gets...) }
 	w.Op(pt.OpProto, 4, pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
 	w.Put("frames")
 	list(pt.Memoize(f), pt.Memoize("not a frame"))
@@ -101,4 +95,14 @@ func TestFrameListFastPath(t *testing.T) {
 	if taken == 0 {
 		t.Error("the fast path was never taken")
 	}
+}
+
+// writeList writes a list as pickle.dump does: EMPTY_LIST MEMOIZE MARK, the
+// items, APPENDS.
+func writeList(w *pt.Writer, items ...any) {
+	w.Op(pt.OpEmptyList, pt.OpMemoize, pt.OpMark)
+	for _, it := range items {
+		w.Put(it)
+	}
+	w.Op(pt.OpAppends)
 }

@@ -13,13 +13,7 @@ import (
 // reads: the same bytes then name other frames.
 func TestSpanCacheMemoChanged(t *testing.T) {
 	w := &pt.Writer{}
-	list := func(gets ...any) {
-		w.Op(pt.OpEmptyList, pt.OpMemoize, pt.OpMark)
-		for _, g := range gets {
-			w.Put(g)
-		}
-		w.Op(pt.OpAppends)
-	}
+	list := func(gets ...any) { writeList(w, gets...) }
 	// memo: 0 the dict, 1 a list, 2 and 3 frames, 4, 5 and 6 lists.
 	w.Op(pt.OpProto, 4, pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
 	w.Put("a")
