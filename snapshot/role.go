@@ -169,7 +169,7 @@ func (c *roleClassifier) read(st Stack, t *stackTraits) {
 // readStacks reads the traits of every stack of the snapshot once, on
 // every core, indexed by stack number less one: intervals then find their
 // stacks' traits by index. Hashing a 16-byte key per interval was a
-// quarter of the analysis of a trace of 200k distinct stacks, and each
+// quarter of the analysis of a trace of 124k distinct stacks, and each
 // core's cache held every stack again.
 func readStacks(stacks []Stack, cat *Categorizer, perWorker int) []stackTraits {
 	out := make([]stackTraits, len(stacks))
@@ -478,8 +478,9 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 		}
 	}
 	// Intervals are independent: classify them on every core, each worker
-	// with its own caches (a million intervals of distinct stacks are a
-	// few million frame lookups). The user's role rules are read only.
+	// with its own cache for the stacks that have no number (blocks alive
+	// before the trace, whose frames come from the segments). The user's
+	// role rules are read only.
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(t.Intervals)/perWorker))
 	var wg sync.WaitGroup
 	for w := range workers {
