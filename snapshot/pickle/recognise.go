@@ -1,6 +1,8 @@
 package pickle
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+)
 
 // Recognising the bulk of a snapshot while decoding: frame dicts, frame
 // lists and trace entries become compact records (see graph.go), and go
@@ -462,12 +464,25 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok
 	if d.noFast || pos+2 > end || data[pos] != opMemoize || data[pos+1] != opMark || d.g.conts.len() >= memoIDMask-2 {
 		return 0, 0, false
 	}
-	var h uint64
+	var h, key uint64
 	spanEnd := -1 // past the APPENDS, when the cache is on and the list is all memo gets
 	if !d.spans.off {
+		rest := data[pos+2 : end]
+		if len(rest) >= spanPrefix {
+			// The list most recently read with these first bytes, if its
+			// bytes follow in full: the same bytes parse the same way, so
+			// no opcode needs reading.
+			key = prefixKey(rest)
+			if s := d.spans.recent(key, rest); s != nil {
+				d.spans.hits++
+				d.spans.quick++
+				return pos + 2 + len(s.span), d.fastList(s.start, s.n), true
+			}
+		}
 		if spanEnd, h = scanSpan(data, pos+2, end); spanEnd > 0 {
-			if start, n, ok := d.spans.get(h, data[pos+2:spanEnd]); ok {
-				return spanEnd, d.fastList(start, n), true
+			if s := d.spans.get(h, data[pos+2:spanEnd]); s != nil {
+				d.spans.remember(key, *s, len(rest) >= spanPrefix)
+				return spanEnd, d.fastList(s.start, s.n), true
 			}
 		}
 	}
@@ -505,7 +520,9 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok
 			d.scratch = ids
 			start := d.g.stacks.intern(ids)
 			if spanEnd == j+1 {
-				d.spans.put(h, data[pos+2:spanEnd], start, uint32(len(ids)))
+				if s, ok := d.spans.put(h, data[pos+2:spanEnd], start, uint32(len(ids))); ok {
+					d.spans.remember(key, s, end-(pos+2) >= spanPrefix)
+				}
 			}
 			return j + 1, d.fastList(start, uint32(len(ids))), true
 		default:

@@ -1,6 +1,9 @@
 package pickle
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // spanCache remembers the frame lists a machine has interned, by their
 // bytes. PyTorch writes each trace entry's frames as a fresh list of memo
@@ -25,7 +28,15 @@ type spanCache struct {
 	slots        []spanSlot // open addressing; len a power of two
 	n, bytes     int
 	hits, misses int
+	quick        int // hits found by prefix (a part of hits)
 	off          bool
+	// byPrefix holds the lists last read by the hash of their first
+	// spanPrefix bytes, in sets of spanWays (a set forgets its least
+	// recently found list for a new one). A list found there needs no scan
+	// of its opcodes, only a comparison of its bytes: scanning lists that
+	// were then found was a tenth of the decode.
+	prefixKeys []uint64 // spanWays per set; 0 for empty
+	byPrefix   []spanSlot
 }
 
 // spanSlot is a list's bytes (from its MARK's next opcode to its APPENDS,
@@ -54,32 +65,105 @@ func spanHash(h uint64, idx uint32, long bool) uint64 {
 
 const spanSeed = 0xcbf29ce484222325
 
-// get returns what span interned to, when it was seen.
-func (c *spanCache) get(h uint64, span []byte) (start, n uint32, ok bool) {
+// spanPrefix is how many bytes of a list (or of what follows a shorter
+// one) byPrefix hashes; a list of two LONG_BINGETs and its APPENDS is 11.
+const spanPrefix = 64
+
+// byPrefix has spanPrefixSets sets of spanWays lists: distinct lists often
+// share their first bytes (the frames innermost in the call, common to many
+// stacks), and a set keeps several of them.
+const (
+	spanPrefixSets = 512
+	spanWays       = 16
+)
+
+// prefixKey hashes the first spanPrefix bytes of b.
+func prefixKey(b []byte) uint64 {
+	b = b[:spanPrefix]
+	h := uint64(spanSeed)
+	for len(b) >= 8 {
+		h = (h ^ binary.LittleEndian.Uint64(b)) * 0x9E3779B97F4A7C15
+		h ^= h >> 29
+		b = b[8:]
+	}
+	return h ^ h>>32
+}
+
+// recent returns the list remembered under key whose bytes begin rest, or
+// nil. A set holds its lists most recently found first, as copies (the
+// table's slots move when it grows), and its keys apart from them, so that
+// a lookup reads two cache lines of keys and the lists whose keys match.
+func (c *spanCache) recent(key uint64, rest []byte) *spanSlot {
+	if c.byPrefix == nil {
+		return nil
+	}
+	base := int(key&(spanPrefixSets-1)) * spanWays
+	keys := c.prefixKeys[base : base+spanWays]
+	for i, k := range keys {
+		if k == 0 {
+			return nil
+		}
+		if k != key {
+			continue
+		}
+		set := c.byPrefix[base : base+spanWays]
+		if p := &set[i]; len(p.span) <= len(rest) && bytes.Equal(rest[:len(p.span)], p.span) {
+			if i > 0 {
+				hit := *p
+				copy(set[1:i+1], set[:i])
+				copy(keys[1:i+1], keys[:i])
+				set[0], keys[0] = hit, key
+			}
+			return &set[0]
+		}
+	}
+	return nil
+}
+
+// remember puts s first among the lists under key, when the list's first
+// bytes were there to hash (ok).
+func (c *spanCache) remember(key uint64, s spanSlot, ok bool) {
+	if !ok || c.off || key == 0 {
+		return
+	}
+	if c.byPrefix == nil {
+		c.byPrefix = make([]spanSlot, spanPrefixSets*spanWays)
+		c.prefixKeys = make([]uint64, spanPrefixSets*spanWays)
+	}
+	base := int(key&(spanPrefixSets-1)) * spanWays
+	set, keys := c.byPrefix[base:base+spanWays], c.prefixKeys[base:base+spanWays]
+	copy(set[1:], set[:spanWays-1])
+	copy(keys[1:], keys[:spanWays-1])
+	set[0], keys[0] = s, key
+}
+
+// get returns what span interned to, when it was seen, or nil.
+func (c *spanCache) get(h uint64, span []byte) *spanSlot {
 	if c.off || c.n == 0 {
-		return 0, 0, false
+		return nil
 	}
 	mask := len(c.slots) - 1
 	for i := c.slot(h); c.slots[i].span != nil; i = (i + 1) & mask {
 		if s := &c.slots[i]; s.hash == h && bytes.Equal(s.span, span) {
 			c.hits++
-			return s.start, s.n, true
+			return s
 		}
 	}
-	return 0, 0, false
+	return nil
 }
 
-// put records a span that was not in the cache.
-func (c *spanCache) put(h uint64, span []byte, start, n uint32) {
+// put records a span that was not in the cache and returns its slot
+// (false when it was not kept).
+func (c *spanCache) put(h uint64, span []byte, start, n uint32) (spanSlot, bool) {
 	if c.off {
-		return
+		return spanSlot{}, false
 	}
 	if c.misses++; c.misses >= spanGiveUp && 4*c.hits < c.misses {
 		*c = spanCache{off: true}
-		return
+		return spanSlot{}, false
 	}
 	if c.bytes+len(span) > spanMaxBytes {
-		return
+		return spanSlot{}, false
 	}
 	if 4*(c.n+1) > 3*len(c.slots) {
 		old := c.slots
@@ -90,9 +174,11 @@ func (c *spanCache) put(h uint64, span []byte, start, n uint32) {
 			}
 		}
 	}
-	c.place(spanSlot{hash: h, span: bytes.Clone(span), start: start, n: n})
+	sl := spanSlot{hash: h, span: bytes.Clone(span), start: start, n: n}
+	c.place(sl)
 	c.n++
 	c.bytes += len(span)
+	return sl, true
 }
 
 // slot is where h's probe starts.
@@ -113,5 +199,7 @@ func (c *spanCache) place(s spanSlot) {
 // did.
 func (c *spanCache) reset() {
 	clear(c.slots)
+	clear(c.byPrefix)
+	clear(c.prefixKeys)
 	c.n, c.bytes = 0, 0
 }

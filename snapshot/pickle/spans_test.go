@@ -10,39 +10,53 @@ import (
 
 // TestSpanCacheMemoChanged: a frame list whose bytes were seen before is
 // taken from the cache, but not after BINPUT replaced a memo entry it
-// reads: the same bytes then name other frames.
+// reads: the same bytes then name other frames. Lists shorter than the
+// prefix byPrefix hashes (found by their scanned bytes) and longer (found
+// by the prefix, without a scan).
 func TestSpanCacheMemoChanged(t *testing.T) {
-	w := &pt.Writer{}
-	list := func(gets ...any) { writeList(w, gets...) }
-	// memo: 0 the dict, 1 a list, 2 and 3 frames, 4, 5 and 6 lists.
-	w.Op(pt.OpProto, 4, pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
-	w.Put("a")
-	list(pt.Memoize(pt.FrameDict("/w/a.py", 1, "a")), pt.Memoize(pt.FrameDict("/w/b.py", 2, "b")))
-	w.Put("b")
-	list(pt.Ref(2), pt.Ref(3)) // read one by one, then cached
-	w.Put("c")
-	list(pt.Ref(2), pt.Ref(3)) // the same bytes: from the cache
-	w.Put("d")
-	w.Put(pt.FrameDict("/w/c.py", 3, "c"))
-	w.Op(pt.OpBinPut, 2) // memo 2 is now frame c
-	w.Put("e")
-	list(pt.Ref(2), pt.Ref(3)) // the same bytes, other frames
-	w.Op(pt.OpSetItems, pt.OpStop)
-	data := w.Bytes()
+	for _, tc := range []struct {
+		repeat int // the list is frames 2, 3 this many times
+		quick  int // lists found by their prefix
+	}{{1, 0}, {spanPrefix/10 - 1, 0}, {(spanPrefix + 9) / 10, 1}, {spanPrefix/10 + 4, 1}} {
+		// A list of r repeats is 10r+1 bytes: its prefix holds only its
+		// own bytes from r = spanPrefix/10 on; shorter lists are keyed by
+		// the bytes that follow them too, which differ here.
+		w := &pt.Writer{}
+		var gets []any
+		for range tc.repeat {
+			gets = append(gets, pt.Ref(2), pt.Ref(3))
+		}
+		// memo: 0 the dict, 1 a list, 2 and 3 frames, 4, 5 and 6 lists.
+		w.Op(pt.OpProto, 4, pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
+		w.Put("a")
+		writeList(w, pt.Memoize(pt.FrameDict("/w/a.py", 1, "a")), pt.Memoize(pt.FrameDict("/w/b.py", 2, "b")))
+		w.Put("b")
+		writeList(w, gets...) // read one by one, then cached
+		w.Put("c")
+		writeList(w, gets...) // the same bytes: from the cache
+		w.Put("d")
+		w.Put(pt.FrameDict("/w/c.py", 3, "c"))
+		w.Op(pt.OpBinPut, 2) // memo 2 is now frame c
+		w.Put("e")
+		writeList(w, gets...) // the same bytes, other frames
+		w.Op(pt.OpSetItems, pt.OpStop)
+		data := w.Bytes()
 
-	fast, r1, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, r2, err := decodeWith(context.Background(), data, nil, nil, nil, nil, noFast)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fast.fastLists != 3 || fast.spans.hits != 1 {
-		t.Fatalf("%d lists taken at once, %d from the cache; want 3 and 1", fast.fastLists, fast.spans.hits)
-	}
-	if a, b := canonical(fast.g, r1), canonical(slow.g, r2); a != b {
-		t.Fatalf("the cache gave\n%s\nopcode by opcode:\n%s", a, b)
+		fast, r1, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, r2, err := decodeWith(context.Background(), data, nil, nil, nil, nil, noFast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast.fastLists != 3 || fast.spans.hits != 1 || fast.spans.quick != tc.quick {
+			t.Fatalf("%d frames: %d lists taken at once, %d from the cache, %d by prefix; want 3, 1 and %d",
+				2*tc.repeat, fast.fastLists, fast.spans.hits, fast.spans.quick, tc.quick)
+		}
+		if a, b := canonical(fast.g, r1), canonical(slow.g, r2); a != b {
+			t.Fatalf("%d frames: the cache gave\n%s\nopcode by opcode:\n%s", 2*tc.repeat, a, b)
+		}
 	}
 }
 
@@ -56,7 +70,7 @@ func TestSpanCacheLimits(t *testing.T) {
 			c.put(uint64(i), span(i), uint32(i), 1)
 		}
 		for range hits {
-			if _, _, ok := c.get(0, span(0)); !ok && !c.off {
+			if c.get(0, span(0)) == nil && !c.off {
 				t.Fatal("a span put is not found")
 			}
 		}
@@ -77,7 +91,7 @@ func TestSpanCacheLimits(t *testing.T) {
 		if c.off != tc.off {
 			t.Errorf("%d misses, %d hits: off %v, want %v", tc.misses, tc.hits, c.off, tc.off)
 		}
-		if _, _, ok := c.get(0, span(0)); ok == tc.off {
+		if ok := c.get(0, span(0)) != nil; ok == tc.off {
 			t.Errorf("%d misses, %d hits: get after = %v", tc.misses, tc.hits, ok)
 		}
 	}
@@ -89,14 +103,14 @@ func TestSpanCacheLimits(t *testing.T) {
 	half := big(spanMaxBytes/2, 1)
 	c.put(1, half, 1, 1)
 	c.put(2, big(spanMaxBytes/2+2, 2), 2, 1)
-	if _, _, ok := c.get(2, big(spanMaxBytes/2+2, 2)); ok {
+	if c.get(2, big(spanMaxBytes/2+2, 2)) != nil {
 		t.Error("a span past spanMaxBytes was kept")
 	}
 	c.put(3, big(spanMaxBytes/2, 3), 3, 1)
-	if _, _, ok := c.get(3, big(spanMaxBytes/2, 3)); !ok || c.bytes != spanMaxBytes {
+	if ok := c.get(3, big(spanMaxBytes/2, 3)) != nil; !ok || c.bytes != spanMaxBytes {
 		t.Errorf("a span reaching spanMaxBytes exactly: kept %v, %d bytes", ok, c.bytes)
 	}
-	if start, _, ok := c.get(1, half); !ok || start != 1 {
-		t.Errorf("the first span: %d, %v", start, ok)
+	if s := c.get(1, half); s == nil || s.start != 1 {
+		t.Errorf("the first span: %+v", s)
 	}
 }
