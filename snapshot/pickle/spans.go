@@ -22,8 +22,8 @@ import (
 //
 // A machine reading distinct stacks (generated shapes, or a model whose
 // stacks never repeat) would only pay for the cache: it turns itself off
-// after spanGiveUp misses with fewer hits than misses, and it keeps at
-// most spanMaxBytes of list bytes.
+// after spanGiveUp misses with fewer than a quarter as many hits, and it
+// keeps at most spanMaxBytes of list bytes.
 type spanCache struct {
 	slots        []spanSlot // open addressing; len a power of two
 	n, bytes     int
