@@ -96,6 +96,8 @@ type decoder struct {
 	fastLists int
 	// spans holds the frame lists frameList has read, by their bytes.
 	spans spanCache
+	// recentStrs holds the last string interned of each length modulo 8.
+	recentStrs [8]recentStr
 }
 
 // decodePickle runs the restricted VM over data and returns the graph and
@@ -263,10 +265,26 @@ func (d *decoder) newCont(k vkind, items []val) uint32 {
 }
 
 func (d *decoder) str(b []byte) uint32 {
-	if id, ok := d.strIndex[string(b)]; ok {
-		return id
+	// The same short string written again and again (PyTorch writes each
+	// trace entry's compile_context, "N/A", afresh): compare it with the
+	// last string of its length before hashing it.
+	r := &d.recentStrs[len(b)&(len(d.recentStrs)-1)]
+	if r.ok && r.s == string(b) {
+		return r.id
 	}
-	return d.addStr(string(b))
+	id, ok := d.strIndex[string(b)]
+	if !ok {
+		id = d.addStr(string(b))
+	}
+	*r = recentStr{d.g.strs[id], id, true}
+	return id
+}
+
+// recentStr is the last string of a length (modulo) that str interned.
+type recentStr struct {
+	s  string
+	id uint32
+	ok bool
 }
 
 // strID is str for a string.
@@ -611,6 +629,17 @@ func (d *decoder) run() (val, error) {
 				break
 			}
 			stack = append(stack, val{k: kList, ref: g.conts.push(container{vk: kList})})
+		case opShortBinUni:
+			// The strings of a trace entry's values, in the main loop (see
+			// slowOp for the others).
+			if pos >= len(data) || pos+1+int(data[pos]) > len(data) {
+				d.pos, d.stack = at+1, stack
+				_, _, err := d.slowOp(op, at) // reports the short read
+				return val{}, err
+			}
+			n := int(data[pos])
+			stack = append(stack, val{k: kStr, ref: d.str(data[pos+1 : pos+1+n])})
+			pos += 1 + n
 		case opBinInt1:
 			if pos >= len(data) {
 				return val{}, d.errf(at, "BININT1 needs 1 byte but the data ends")
