@@ -77,16 +77,17 @@ const (
 	spanWays       = 16
 )
 
-// prefixKey hashes the first spanPrefix bytes of b.
+// prefixKey hashes the first spanPrefix bytes of b, in four independent
+// lanes (a chain of eight multiplications was 4% of the decode). It only
+// picks a set: a list found there is compared byte for byte.
 func prefixKey(b []byte) uint64 {
+	var _ [spanPrefix - 64]struct{} // it reads eight words: spanPrefix
+	var _ [64 - spanPrefix]struct{} // must be 64
 	b = b[:spanPrefix]
-	h := uint64(spanSeed)
-	for len(b) >= 8 {
-		h = (h ^ binary.LittleEndian.Uint64(b)) * 0x9E3779B97F4A7C15
-		h ^= h >> 29
-		b = b[8:]
-	}
-	return h ^ h>>32
+	w := func(i int) uint64 { return binary.LittleEndian.Uint64(b[8*i:]) }
+	const k1, k2, k3, k4, k5 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD
+	h := (w(0)^w(1)*k1)*k2 ^ (w(2)^w(3)*k1)*k3 ^ (w(4)^w(5)*k1)*k4 ^ (w(6)^w(7)*k1)*k5
+	return h ^ h>>29 ^ h>>47
 }
 
 // recent returns the list remembered under key whose bytes begin rest, or
