@@ -41,7 +41,7 @@ func (d *decoder) join(h *decoder) bool {
 	if !j.tables() {
 		return false
 	}
-	j.containers()
+	j.containers(runtime.GOMAXPROCS(0))
 	// The helper's memo entries stay in its memo: they are holes here,
 	// read through j (see getMemo). A snapshot has millions, read after
 	// the region rarely if at all.
@@ -162,12 +162,59 @@ func (j *joiner) entry(idx uint32) (val, bool) {
 	return j.resolve(v), true
 }
 
-// containers copies the helper's containers and trace records.
-func (j *joiner) containers() {
+// containers copies the helper's containers and trace records. Each helper
+// container i becomes container j.conts+i. Most are copied renumbered on
+// up to cores cores, in runs of whole chunks; a generic one and a trace entry
+// whose frames resolved to something other than a list are rebuilt after,
+// in order, on this goroutine (they intern strings and add items).
+func (j *joiner) containers(cores int) {
 	d, hg := j.d, j.h.g
-	odd := j.records(min(runtime.GOMAXPROCS(0), j.h.g.traces.len()>>chunkBits))
+	odd := j.records(min(cores, hg.traces.len()>>chunkBits))
+	n := uint32(hg.conts.len())
+	d.g.conts.pad(int(n))
+	workers := max(1, min(cores, int(n>>chunkBits)))
+	later := make([][]uint32, workers)
+	var wg sync.WaitGroup
+	lo := uint32(0)
+	for w := range workers {
+		hi := n
+		if w < workers-1 {
+			hi = (n / uint32(workers) * uint32(w+1)) &^ chunkMask
+		}
+		from := lo
+		wg.Go(func() { later[w] = j.copyContainers(from, hi, odd) })
+		lo = hi
+	}
+	wg.Wait()
 	var items []val
-	for i := range uint32(hg.conts.len()) {
+	for _, is := range later {
+		for _, i := range is {
+			c := *hg.conts.at(i)
+			id := j.conts + i
+			if c.kind == cTrace {
+				d.g.traces.at(c.start + j.traces).has |= hasGeneric
+				r := *d.g.traces.at(c.start + j.traces)
+				*d.g.conts.at(id) = container{vk: kDict}
+				d.traceToDict(id, &r, odd[c.start])
+				continue
+			}
+			items = append(items[:0], hg.seq(val{ref: i})...)
+			*d.g.conts.at(id) = container{vk: c.vk}
+			for k, v := range items {
+				items[k] = j.remap(v)
+			}
+			if len(items) > 0 {
+				d.extend(id, items)
+			}
+		}
+	}
+}
+
+// copyContainers copies the helper's containers [lo, hi) that need only
+// renumbering, and returns the others (see containers).
+func (j *joiner) copyContainers(lo, hi uint32, odd map[uint32]val) (later []uint32) {
+	d, hg := j.d, j.h.g
+	for i := lo; i < hi; i++ {
 		c := *hg.conts.at(i)
 		switch c.kind {
 		case cFrame:
@@ -177,27 +224,18 @@ func (j *joiner) containers() {
 		case cTraceList:
 			c.start += j.traces
 		case cTrace:
-			if v, ok := odd[c.start]; ok {
-				d.g.traces.at(c.start + j.traces).has |= hasGeneric
-				r := *d.g.traces.at(c.start + j.traces)
-				id := d.g.conts.push(container{vk: kDict})
-				d.traceToDict(id, &r, v)
+			if _, ok := odd[c.start]; ok {
+				later = append(later, i)
 				continue
 			}
 			c.start += j.traces
 		case cGeneric:
-			items = append(items[:0], hg.seq(val{ref: i})...)
-			id := d.g.conts.push(container{vk: c.vk})
-			for k, v := range items {
-				items[k] = j.remap(v)
-			}
-			if len(items) > 0 {
-				d.extend(id, items)
-			}
+			later = append(later, i)
 			continue
 		}
-		d.g.conts.push(c)
+		*d.g.conts.at(j.conts + i) = c
 	}
+	return later
 }
 
 // records copies the helper's trace records, renumbered, after the main
