@@ -22,9 +22,13 @@ type chunked[T any] struct {
 type offHeapPool struct{ live atomic.Int64 }
 
 // newChunk makes a zeroed chunk.
-func (c *chunked[T]) newChunk() []T {
+func (c *chunked[T]) newChunk() []T { return c.newChunkPopulated(true) }
+
+// newChunkPopulated makes a zeroed chunk, its pages mapped at once or, off
+// the heap, as they are first written (populate false).
+func (c *chunked[T]) newChunkPopulated(populate bool) []T {
 	if c.pool != nil {
-		if s, ok := offHeap[T](chunkLen); ok {
+		if s, ok := offHeap[T](chunkLen, populate); ok {
 			c.pool.live.Add(1)
 			c.mapped = append(c.mapped, true)
 			return s
@@ -105,10 +109,14 @@ func (c *chunked[T]) canGrow(i, n uint32, m int) bool {
 
 // pad appends n zero elements. Only for an array that never used run: its
 // elements past n are still zero.
-func (c *chunked[T]) pad(n int) {
+func (c *chunked[T]) pad(n int) { c.padPopulated(n, true) }
+
+// padPopulated is pad, the new chunks' pages mapped at once or as they are
+// first written (see newChunkPopulated).
+func (c *chunked[T]) padPopulated(n int, populate bool) {
 	for n > 0 {
 		if c.n&chunkMask == 0 {
-			c.chunks = append(c.chunks, c.newChunk())
+			c.chunks = append(c.chunks, c.newChunkPopulated(populate))
 		}
 		m := min(n, chunkLen-int(c.n&chunkMask))
 		c.n += uint32(m)

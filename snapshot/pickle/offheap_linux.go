@@ -7,10 +7,16 @@ import (
 
 // offHeap returns n zeroed Ts in anonymous memory outside the Go heap, or
 // false when the kernel refuses (the caller then uses the heap). T must
-// hold no pointers: the collector never scans this memory.
-func offHeap[T any](n int) ([]T, bool) {
+// hold no pointers: the collector never scans this memory. With populate
+// the pages are mapped at once (one call instead of a fault per page);
+// without, as they are first written.
+func offHeap[T any](n int, populate bool) ([]T, bool) {
 	size := n * int(unsafe.Sizeof(*new(T)))
-	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_POPULATE)
+	flags := syscall.MAP_PRIVATE | syscall.MAP_ANONYMOUS
+	if populate {
+		flags |= syscall.MAP_POPULATE
+	}
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, flags)
 	if err != nil {
 		return nil, false
 	}
