@@ -281,28 +281,16 @@ func (d *decoder) fastList(start, n uint32) uint32 {
 // starts at pos (past the APPENDS), hashing the indices it reads; -1 when
 // the run is empty or anything else comes first.
 func scanSpan(data []byte, pos, end int) (int, uint64) {
-	data = data[:end] // bounds the loop below, for the compiler too
+	data = data[:end]
 	h := uint64(spanSeed)
-	j := pos
-	for j+5 <= len(data) { // room for the longest get: no length checks
+	for j := pos; j < len(data); {
 		switch data[j] {
 		case opLongBinGet:
-			h = spanHash(h, binary.LittleEndian.Uint32(data[j+1:j+5]), true)
-			j += 5
-		case opBinGet:
-			h = spanHash(h, uint32(data[j+1]), false)
-			j += 2
-		case opAppends:
-			if j == pos {
+			if j+5 > len(data) {
 				return -1, 0
 			}
-			return j + 1, h
-		default:
-			return -1, 0
-		}
-	}
-	for j < len(data) { // the last few bytes
-		switch data[j] {
+			h = spanHash(h, binary.LittleEndian.Uint32(data[j+1:j+5]), true)
+			j += 5
 		case opBinGet:
 			if j+2 > len(data) {
 				return -1, 0
@@ -314,7 +302,7 @@ func scanSpan(data []byte, pos, end int) (int, uint64) {
 				return -1, 0
 			}
 			return j + 1, h
-		default: // a LONG_BINGET would not fit
+		default:
 			return -1, 0
 		}
 	}
