@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -70,9 +71,23 @@ func main() {
 			}
 		}
 	}
+	// MEMSCOPE_MEMPROFILE=FILE writes where the command allocated (every
+	// 64 KiB sampled), for the same work: go tool pprof -sample_index
+	// alloc_space memscope FILE.
+	mem := os.Getenv("MEMSCOPE_MEMPROFILE")
+	if mem != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	pprof.StopCPUProfile()
+	if mem != "" {
+		runtime.GC()
+		if f, err := os.Create(mem); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	os.Exit(code)
 }
 
