@@ -427,16 +427,16 @@ const parallelStacks = 2048
 // collector more than the frames themselves.
 func (b *binder) typeStacks(workers int) {
 	b.typeFrames()
-	raws := b.g.stacks.raws
-	b.stacks = make([]schema.Stack, len(raws))
-	if len(raws) < parallelStacks || workers < 2 {
-		b.typeStackRange(0, len(raws))
+	n := b.g.stacks.len()
+	b.stacks = make([]schema.Stack, n)
+	if n < parallelStacks || workers < 2 {
+		b.typeStackRange(0, n)
 		return
 	}
 	var wg sync.WaitGroup
 	lo := 0
 	for w := range workers {
-		hi := len(raws) * (w + 1) / workers
+		hi := n * (w + 1) / workers
 		wg.Add(1)
 		go func(lo, hi int) {
 			defer wg.Done()
@@ -470,9 +470,9 @@ func (b *binder) typeFrames() {
 const typedSlab = 16 << 10
 
 func (b *binder) typeStackRange(lo, hi int) {
-	raws := b.g.stacks.raws[lo:hi]
 	var slab schema.Stack
-	for i, raw := range raws {
+	for i := lo; i < hi; i++ {
+		raw := b.g.stacks.get(uint32(i))
 		if len(raw) > len(slab) {
 			slab = freshSlice[*schema.Frame](max(len(raw), typedSlab))
 		}
@@ -481,7 +481,7 @@ func (b *binder) typeStackRange(lo, hi int) {
 		for j, id := range raw {
 			st[j] = b.frames[id]
 		}
-		b.stacks[lo+i] = st
+		b.stacks[i] = st
 	}
 }
 
@@ -494,7 +494,7 @@ func (b *binder) typedStack(id uint32) schema.Stack {
 		return st
 	}
 	b.typeFrames()
-	raw := b.g.stacks.raws[id]
+	raw := b.g.stacks.get(id)
 	st := make(schema.Stack, len(raw))
 	for i, fid := range raw {
 		st[i] = b.frames[fid]

@@ -71,7 +71,7 @@ func canonInto(g *graph, v val, b *strings.Builder, open map[uint32]bool) {
 			return
 		case cStack:
 			parts := make([]string, 0, c.n)
-			for _, id := range g.stacks.raws[c.start] {
+			for _, id := range g.stacks.get(c.start) {
 				parts = append(parts, frameCanon(g, g.frames.at(id)))
 			}
 			b.WriteString("[" + strings.Join(parts, ",") + "]")

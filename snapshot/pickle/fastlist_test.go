@@ -79,10 +79,10 @@ func TestFrameListFastPath(t *testing.T) {
 						t.Fatalf("%s (%d bytes): values differ", name, cut)
 					}
 					if fast.memo.len() != slow.memo.len() || fast.g.conts.len() != slow.g.conts.len() ||
-						fast.g.traces.len() != slow.g.traces.len() || len(fast.g.stacks.raws) != len(slow.g.stacks.raws) {
+						fast.g.traces.len() != slow.g.traces.len() || fast.g.stacks.len() != slow.g.stacks.len() {
 						t.Fatalf("%s: memo %d/%d, containers %d/%d, trace records %d/%d, stacks %d/%d", name,
 							fast.memo.len(), slow.memo.len(), fast.g.conts.len(), slow.g.conts.len(),
-							fast.g.traces.len(), slow.g.traces.len(), len(fast.g.stacks.raws), len(slow.g.stacks.raws))
+							fast.g.traces.len(), slow.g.traces.len(), fast.g.stacks.len(), slow.g.stacks.len())
 					}
 					taken += fast.fastLists
 					if slow.fastLists != 0 {

@@ -99,11 +99,11 @@ func TestStacksAroundTheSlabLimit(t *testing.T) {
 		if again := tab.intern(append([]uint32(nil), st...)); again != ids[len(ids)-1] {
 			t.Errorf("len %d: interned as %d, then %d", n, ids[len(ids)-1], again)
 		}
-		if got := tab.raws[ids[len(ids)-1]]; !equalIDs(got, st) {
+		if got := tab.get(ids[len(ids)-1]); !equalIDs(got, st) {
 			t.Errorf("len %d: stored stack differs", n)
 		}
 	}
-	if len(tab.raws) != len(ids) {
-		t.Errorf("%d stacks stored for %d distinct", len(tab.raws), len(ids))
+	if tab.len() != len(ids) {
+		t.Errorf("%d stacks stored for %d distinct", tab.len(), len(ids))
 	}
 }

@@ -97,11 +97,11 @@ func (j *joiner) tables() bool {
 		}
 		j.frames[i] = id
 	}
-	j.stacks = make([]uint32, len(hg.stacks.raws))
+	j.stacks = make([]uint32, hg.stacks.len())
 	var ids []uint32
-	for i, raw := range hg.stacks.raws {
+	for i := range j.stacks {
 		ids = ids[:0]
-		for _, f := range raw {
+		for _, f := range hg.stacks.get(uint32(i)) {
 			ids = append(ids, j.frames[f])
 		}
 		j.stacks[i] = d.g.stacks.intern(ids)

@@ -190,7 +190,7 @@ func (d *decoder) untraceList(cid uint32) {
 // for a list that gets more items after its first batch.
 func (d *decoder) unstack(cid uint32) {
 	c := d.g.conts.at(cid)
-	ids := d.g.stacks.raws[c.start]
+	ids := d.g.stacks.get(c.start)
 	vs := make([]val, len(ids))
 	for i, id := range ids {
 		vs[i] = val{k: kFrame, ref: id}

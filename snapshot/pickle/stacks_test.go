@@ -35,13 +35,60 @@ func TestStackTableInterns(t *testing.T) {
 					t.Fatalf("%d stacks, round %d: %v is %d, was %d", n, round, st, id, want)
 				}
 				ids[key] = id
-				if !equalIDs(tab.raws[id], st) {
-					t.Fatalf("%d stacks: id %d holds %v, not %v", n, id, tab.raws[id], st)
+				if !equalIDs(tab.get(id), st) {
+					t.Fatalf("%d stacks: id %d holds %v, not %v", n, id, tab.get(id), st)
 				}
 			}
 		}
-		if len(tab.raws) != len(ids) {
-			t.Errorf("%d stacks: %d ids for %d distinct stacks", n, len(tab.raws), len(ids))
+		if tab.len() != len(ids) {
+			t.Errorf("%d stacks: %d ids for %d distinct stacks", n, tab.len(), len(ids))
 		}
+	}
+}
+
+// TestStackTableSlabs: stacks are stored across slab boundaries intact, on
+// both sides of each rule: a stack that exactly fills the last slab and one
+// that overflows it by one, and stacks of a quarter slab (shared) and one
+// more (a slab of its own, after which the next stack starts another).
+func TestStackTableSlabs(t *testing.T) {
+	seq := func(n int, from uint32) []uint32 {
+		s := make([]uint32, n)
+		for i := range s {
+			s[i] = from + uint32(i)
+		}
+		return s
+	}
+	const q = stackSlab / 4
+	var tab stackTable
+	stacks := [][]uint32{
+		seq(q, 0), seq(q, 1), seq(q, 2), seq(q-1, 3), // slab 0, one id left
+		seq(1, 4),                       // fills slab 0 exactly
+		seq(1, 5),                       // slab 1
+		seq(q, 6), seq(q, 7), seq(q, 8), // slab 1, a quarter less one left
+		seq(q, 9),    // overflows by one: slab 2
+		seq(q+1, 10), // a slab of its own (3)
+		seq(1, 11),   // slab 4
+		seq(q, 12),   // slab 4
+	}
+	wantSlab := []uint32{0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 3, 4, 4}
+	for i, st := range stacks {
+		id := tab.intern(st)
+		if id != uint32(i) {
+			t.Fatalf("stack %d: id %d", i, id)
+		}
+		if got := tab.refs[id].slab; got != wantSlab[i] {
+			t.Errorf("stack %d (%d ids): slab %d, want %d", i, len(st), got, wantSlab[i])
+		}
+	}
+	for i, st := range stacks {
+		if !equalIDs(tab.get(uint32(i)), st) {
+			t.Errorf("stack %d (%d ids) changed", i, len(st))
+		}
+		if id := tab.intern(append([]uint32(nil), st...)); id != uint32(i) {
+			t.Errorf("stack %d interned again: id %d", i, id)
+		}
+	}
+	if big := tab.slabs[3]; len(big) != q+1 || cap(big) != len(big) {
+		t.Errorf("the long stack's slab: len %d cap %d", len(big), cap(big))
 	}
 }
