@@ -187,7 +187,7 @@ func (t *Timeline) PendingFrees() PendingFrees {
 	n := len(t.Events)
 	p := PendingFrees{ByTime: n > 0 && t.Events[0].TimeUS != 0 && t.Events[n-1].TimeUS != 0}
 	names := newSiteNames()
-	sites := map[string]*SiteBytes{}
+	tally := newSiteTally(t, names)
 	var waits []int64
 	peak := int32(t.Peak.EventIndex)
 	for j := range t.Intervals {
@@ -219,19 +219,13 @@ func (t *Timeline) PendingFrees() PendingFrees {
 		if wait > p.MaxWait || (wait == p.MaxWait && iv.Size > p.MaxSize) {
 			p.MaxWait, p.MaxSite, p.MaxSize = wait, name, iv.Size
 		}
-		sb := sites[name]
-		if sb == nil {
-			sb = &SiteBytes{Site: name}
-			sites[name] = sb
-		}
-		sb.Bytes += iv.Size
-		sb.Count++
+		tally.add(iv)
 	}
 	if len(waits) > 0 {
 		slices.Sort(waits)
 		p.MedianWait = waits[len(waits)/2]
 	}
-	p.Top = topSites(sites, pendingTopSites)
+	p.Top = tally.top(pendingTopSites)
 	return p
 }
 

@@ -108,9 +108,12 @@ type Timeline struct {
 	cat               *Categorizer
 	// stacks are the snapshot's call stacks, which events refer to.
 	stacks []Stack
-	// sites holds the site of each stack (by stack number less one; set
-	// with the roles).
-	sites []string
+	// siteID holds the site of each stack (by stack number less one; set
+	// with the roles) as a number: siteName and siteIndex turn it into its
+	// text and back. Site 0 is noStack.
+	siteID    []int32
+	siteName  []string
+	siteIndex map[string]int32
 	// roles is the role of each interval (see Role).
 	roles []Role
 	// bySize orders the intervals by size for LiveAt's large live sets;
@@ -467,10 +470,51 @@ func (t *Timeline) buildBounds() {
 // siteOf is the site of iv's stack: read by stack number when it has one,
 // else from names.
 func (t *Timeline) siteOf(iv *Interval, names *siteNames) string {
-	if k := int(iv.Stack); k != 0 && k <= len(t.sites) {
-		return t.sites[k-1]
+	if k := int(iv.Stack); k != 0 && k <= len(t.siteID) {
+		return t.siteName[t.siteID[k-1]]
 	}
 	return names.of(iv.Frames)
+}
+
+// siteNumber is siteOf as a site number, or -1 with the site's text for a
+// site no stack of the snapshot has.
+func (t *Timeline) siteNumber(iv *Interval, names *siteNames) (int32, string) {
+	if k := int(iv.Stack); k != 0 && k <= len(t.siteID) {
+		return t.siteID[k-1], ""
+	}
+	name := names.of(iv.Frames)
+	if id, ok := t.siteIndex[name]; ok {
+		return id, ""
+	}
+	return -1, name
+}
+
+// numberSites numbers the sites of the snapshot's stacks: sites are frames,
+// a few thousand, where stacks may be hundreds of thousands, so tallies by
+// site add into arrays instead of hashing a name per allocation.
+func (t *Timeline) numberSites(byStack []stackTraits) {
+	t.siteID = make([]int32, len(byStack))
+	t.siteName = []string{noStack}
+	t.siteIndex = map[string]int32{noStack: 0}
+	byFrame := newFrameCache[int32]()
+	for k := range byStack {
+		f := byStack[k].siteFrame
+		if f == nil || byStack[k].site == "" {
+			continue // site 0
+		}
+		id, ok := byFrame.Get(f)
+		if !ok {
+			// Frames of one text (C++ overloads) share a site.
+			name := byStack[k].site
+			if id, ok = t.siteIndex[name]; !ok {
+				id = int32(len(t.siteName))
+				t.siteName = append(t.siteName, name)
+				t.siteIndex[name] = id
+			}
+			byFrame.Put(f, id)
+		}
+		t.siteID[k] = id
+	}
 }
 
 // stackID is e's stack number when it names one of the snapshot's stacks,

@@ -77,7 +77,8 @@ type stackTraits struct {
 	// user is the role the user's role rules give the innermost matching
 	// frame (RoleUnknown: none).
 	user Role
-	site string // the site frame as text ("" when none)
+	site      string // the site frame as text ("" when none)
+	siteFrame *Frame // the site frame (nil when none)
 }
 
 // roleClassifier decides roles, caching traits per stack and per frame.
@@ -162,7 +163,7 @@ func (c *roleClassifier) read(st Stack, t *stackTraits) {
 	t.factory = all&ftFactory != 0 && all&ftTorchOp == 0
 	t.torchOp = all&ftTorchOp != 0
 	if i := siteIndex(st, c.sites.siteKind); i >= 0 {
-		t.site = c.sites.frameText(st[i])
+		t.site, t.siteFrame = c.sites.frameText(st[i]), st[i]
 	}
 }
 
@@ -471,12 +472,7 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 	}
 	t.roles = make([]Role, len(t.Intervals))
 	byStack := readStacks(t.stacks, t.cat, perWorker)
-	t.sites = make([]string, len(byStack))
-	for k := range byStack {
-		if t.sites[k] = byStack[k].site; t.sites[k] == "" {
-			t.sites[k] = noStack
-		}
-	}
+	t.numberSites(byStack)
 	// Intervals are independent: classify them on every core, each worker
 	// with its own cache for the stacks that have no number (blocks alive
 	// before the trace, whose frames come from the segments). The user's

@@ -250,13 +250,13 @@ func (t *Timeline) measureStages(stages []Stage) {
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(stages)) {
 		wg.Go(func() {
-			names := newSiteNames() // not safe for concurrent use: one each
+			tally := newSiteTally(t, newSiteNames()) // not safe for concurrent use: one each
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(stages) {
 					return
 				}
-				t.measureStage(&stages[i], order, names)
+				t.measureStage(&stages[i], order, tally)
 			}
 		})
 	}
@@ -264,7 +264,7 @@ func (t *Timeline) measureStages(stages []Stage) {
 }
 
 // measureStage fills a stage's memory figures from the replay.
-func (t *Timeline) measureStage(s *Stage, order []int32, names *siteNames) {
+func (t *Timeline) measureStage(s *Stage, order []int32, tally *siteTally) {
 	s.StartActive = t.ActiveAt(s.First - 1)
 	s.EndActive = t.ActiveAt(s.Last - 1)
 	s.Peak, s.PeakEvent = s.StartActive, -1
@@ -278,7 +278,6 @@ func (t *Timeline) measureStage(s *Stage, order []int32, names *siteNames) {
 		peakAt = int32(s.PeakEvent)
 	}
 	lo := sort.Search(len(order), func(k int) bool { return t.Intervals[order[k]].Start >= int32(s.First) })
-	sites := map[string]*SiteBytes{}
 	for _, j := range order[lo:] {
 		iv := &t.Intervals[j]
 		if iv.Start >= int32(s.Last) {
@@ -287,42 +286,46 @@ func (t *Timeline) measureStage(s *Stage, order []int32, names *siteNames) {
 		s.Allocated += iv.Size
 		s.AllocatedCount++
 		if iv.Start <= peakAt && iv.End > peakAt {
-			name := t.siteOf(iv, names)
-			sb := sites[name]
-			if sb == nil {
-				sb = &SiteBytes{Site: name}
-				sites[name] = sb
-			}
-			sb.Bytes += iv.Size
-			sb.Count++
+			tally.add(iv)
 		}
 	}
-	s.Top = topSites(sites, stageTopSites)
+	s.Top = tally.top(stageTopSites)
 }
 
-// topSites returns the k largest sites, ties by name. Only the k best are
-// kept while the map is read: a stage of a trace of distinct stacks has
-// tens of thousands of sites, and sorting them all for five was a third of
-// the stage's cost.
+// topSites returns the k largest sites, ties by name.
 func topSites(m map[string]*SiteBytes, k int) []SiteBytes {
+	sel := topK{k: k, out: make([]SiteBytes, 0, min(k, len(m)))}
+	for _, v := range m {
+		sel.offer(*v)
+	}
+	return sel.out
+}
+
+// topK keeps the k largest sites offered, ties by name. Only the k best are
+// kept as they come: a stage of a trace of distinct stacks has tens of
+// thousands of sites, and sorting them all for five was a third of the
+// stage's cost.
+type topK struct {
+	k   int
+	out []SiteBytes
+}
+
+func (s *topK) offer(v SiteBytes) {
 	better := func(a, b *SiteBytes) bool {
 		return a.Bytes > b.Bytes || (a.Bytes == b.Bytes && a.Site < b.Site)
 	}
-	out := make([]SiteBytes, 0, min(k, len(m)))
-	for _, v := range m {
-		if k <= 0 || (len(out) == k && !better(v, &out[k-1])) {
-			continue
-		}
-		if len(out) < k {
-			out = append(out, *v)
-		} else {
-			out[k-1] = *v
-		}
-		for i := len(out) - 1; i > 0 && better(&out[i], &out[i-1]); i-- {
-			out[i], out[i-1] = out[i-1], out[i]
-		}
+	k := s.k
+	if k <= 0 || (len(s.out) == k && !better(&v, &s.out[k-1])) {
+		return
 	}
-	return out
+	if len(s.out) < k {
+		s.out = append(s.out, v)
+	} else {
+		s.out[k-1] = v
+	}
+	for i := len(s.out) - 1; i > 0 && better(&s.out[i], &s.out[i-1]); i-- {
+		s.out[i], s.out[i-1] = s.out[i-1], s.out[i]
+	}
 }
 
 // StageGroup gathers the stages of one name across the trace; numbered
