@@ -76,7 +76,7 @@ type stackTraits struct {
 	torchOp bool
 	// user is the role the user's role rules give the innermost matching
 	// frame (RoleUnknown: none).
-	user Role
+	user      Role
 	site      string // the site frame as text ("" when none)
 	siteFrame *Frame // the site frame (nil when none)
 }
