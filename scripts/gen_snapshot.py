@@ -59,6 +59,9 @@ def make_pooled_stacks(rng, n, depth, pool):
         f, fn, l = FILES[i % len(FILES)]
         frames.append(dict(filename=f, name=fn, line=l + i // len(FILES)))
     top = [dict(filename="/workspace/train.py", name="<module>", line=200)]
+    if pool ** max(depth - 1, 0) < n:
+        raise SystemExit("--stacks %d: a pool of %d frames has only %d distinct stacks of depth %d"
+                         % (n, pool, pool ** max(depth - 1, 0), depth))
     stacks, seen = [], set()
     while len(stacks) < n:
         idx = tuple(rng.randrange(pool) for _ in range(depth - 1))
