@@ -7,19 +7,24 @@ import (
 	"testing"
 )
 
-// TestJoinRecordsOnAllCores: the helper's trace records copied on several
-// cores (each a run of whole chunks of the helper's, freed as copied) are
-// the records one core copies, renumbered alike, after a main machine
-// whose own records end mid-chunk; and every helper chunk is given back.
+// TestJoinRecordsOnAllCores: the helper's trace records, copied after the
+// main machine's on several cores, are each the helper's record renumbered
+// (its frames resolved through the main machine's memo, to a list or, for
+// another value, set aside), for main machines whose records end anywhere in a chunk
+// (empty, mid-chunk, one short of a chunk, at a chunk boundary, one past)
+// and helpers with fewer, as many and more records than complete it; the
+// main machine's own records are unchanged and every chunk the main
+// machine does not hold is given back.
 func TestJoinRecordsOnAllCores(t *testing.T) {
-	const mainRecords = 1000
-	for _, n := range []int{10, chunkLen - 1, chunkLen, 2*chunkLen + 17, 3*chunkLen + 5} {
-		build := func() *joiner {
-			pool := &offHeapPool{}
+	for _, mainRecords := range []int{0, 1000, chunkLen - 1, chunkLen, chunkLen + 1} {
+		fill := (chunkLen - mainRecords%chunkLen) % chunkLen
+		for _, n := range []int{0, 1, 10, fill - 1, fill, fill + 1, chunkLen - 1, chunkLen, chunkLen + 1, 2*chunkLen + 17, 3*chunkLen + 5} {
+			if n < 0 {
+				continue
+			}
 			rng := rand.New(rand.NewPCG(uint64(n), 5))
-			h := &decoder{g: &graph{}}
-			h.g.traces.pool = pool
-			for i := range n {
+			helperRecs := make([]rawTrace, n)
+			for i := range helperRecs {
 				r := rawTrace{addr: uint64(i) << 9, size: int64(rng.IntN(1 << 20)), action: uint32(i % 3),
 					cc: noRef, um: noRef, fram: noRef, cid: uint32(i)}
 				if i%7 == 0 {
@@ -28,38 +33,86 @@ func TestJoinRecordsOnAllCores(t *testing.T) {
 				if i%5 != 0 {
 					r.fram = uint32(n + i)
 				}
-				h.g.traces.push(r)
+				if i%11 == 0 {
+					// Frames the helper could not read: memo entry 0 of
+					// the main machine is a list, 1 a dict.
+					r.fram, r.has = uint32(i%2), hasFramesRef
+				}
+				helperRecs[i] = r
 			}
-			d := &decoder{g: &graph{}}
-			d.g.traces.pool = pool
-			for i := range mainRecords {
-				d.g.traces.push(rawTrace{addr: uint64(i), cc: noRef, um: noRef, fram: noRef})
+			strs := []uint32{10, 11, 12, 13, 14}
+			want := func(i int) rawTrace {
+				r := helperRecs[i]
+				r.action = strs[r.action]
+				if r.cc != noRef {
+					r.cc, r.um = strs[r.cc], strs[r.um]
+				}
+				r.cid += 500
+				switch {
+				case r.has&hasFramesRef != 0 && r.fram == 0:
+					r.fram, r.has = 42, 0
+				case r.has&hasFramesRef != 0: // odd: stays as it was
+				case r.fram != noRef:
+					r.fram += 500
+				}
+				return r
 			}
-			return &joiner{d: d, h: h, strs: []uint32{10, 11, 12, 13, 14}, conts: 500,
-				traces: mainRecords}
-		}
-		one := build()
-		one.records(1)
-		for _, workers := range []int{2, 3, 8} {
-			j := build()
-			j.records(workers)
-			if got, want := j.d.g.traces.len(), one.d.g.traces.len(); got != want || got != mainRecords+n {
-				t.Fatalf("%d records, %d workers: %d records after the join, want %d", n, workers, got, mainRecords+n)
-			}
-			for i := range uint32(j.d.g.traces.len()) {
-				if got, want := *j.d.g.traces.at(i), *one.d.g.traces.at(i); got != want {
-					t.Fatalf("%d records, %d workers: record %d is %+v, want %+v", n, workers, i, got, want)
+			for _, workers := range []int{1, 2, 3, 8} {
+				pool := &offHeapPool{}
+				h := &decoder{g: &graph{}}
+				h.g.traces.pool = pool
+				for _, r := range helperRecs {
+					h.g.traces.push(r)
+				}
+				d := &decoder{g: &graph{}}
+				d.g.traces.pool = pool
+				for i := range mainRecords {
+					d.g.traces.push(rawTrace{addr: uint64(i), cc: noRef, um: noRef, fram: noRef})
+				}
+				for _, v := range []val{{k: kList, ref: 42}, {k: kDict, ref: 43}} {
+					r, _ := d.memoRef(v)
+					d.memo.push(r)
+				}
+				j := &joiner{d: d, h: h, strs: strs, conts: 500, traces: uint32(mainRecords), memoAt: 2}
+				odd := j.records(workers)
+				for i := range n {
+					if r := helperRecs[i]; r.has&hasFramesRef != 0 && r.fram == 1 {
+						if v, ok := odd[uint32(i)]; !ok || v != (val{k: kDict, ref: 43}) {
+							t.Fatalf("main %d, helper %d, %d workers: record %d's frames resolve to %v (%v)", mainRecords, n, workers, i, v, ok)
+						}
+						delete(odd, uint32(i))
+					}
+				}
+				if len(odd) > 0 {
+					t.Fatalf("main %d, helper %d, %d workers: %d records taken for odd wrongly", mainRecords, n, workers, len(odd))
+				}
+				if got := d.g.traces.len(); got != mainRecords+n {
+					t.Fatalf("main %d, helper %d, %d workers: %d records after the join", mainRecords, n, workers, got)
+				}
+				for i := range mainRecords {
+					if r := *d.g.traces.at(uint32(i)); r.addr != uint64(i) || r.cc != noRef {
+						t.Fatalf("main %d, helper %d, %d workers: the main machine's record %d became %+v", mainRecords, n, workers, i, r)
+					}
+				}
+				for i := range n {
+					if got := *d.g.traces.at(uint32(mainRecords + i)); got != want(i) {
+						t.Fatalf("main %d, helper %d, %d workers: helper record %d is %+v, want %+v", mainRecords, n, workers, i, got, want(i))
+					}
+				}
+				if live := pool.live.Load(); live != int64(len(d.g.traces.chunks)) || len(d.g.traces.chunks) != (mainRecords+n+chunkMask)/chunkLen {
+					t.Errorf("main %d, helper %d, %d workers: %d chunks mapped, the main machine holds %d", mainRecords, n, workers, live, len(d.g.traces.chunks))
+				}
+				// The main machine goes on after the join.
+				d.g.traces.push(rawTrace{addr: 1 << 40})
+				if r := *d.g.traces.at(uint32(mainRecords + n)); r.addr != 1<<40 {
+					t.Fatalf("main %d, helper %d: the record pushed after the join reads %+v", mainRecords, n, r)
+				}
+				d.g.traces.free()
+				if live := pool.live.Load(); live != 0 {
+					t.Errorf("main %d, helper %d: %d chunks left mapped", mainRecords, n, live)
 				}
 			}
-			if r := *j.d.g.traces.at(mainRecords + 7); r.action != 11 || r.cc != 13 || r.fram != uint32(n+7)+500 || r.cid != 7+500 {
-				t.Fatalf("%d records: record 7 renumbered as %+v", n, r)
-			}
-			if live := j.h.g.traces.pool.live.Load(); live != int64(len(j.d.g.traces.chunks)) {
-				t.Errorf("%d records, %d workers: %d chunks mapped, the main machine holds %d", n, workers, live, len(j.d.g.traces.chunks))
-			}
-			j.d.g.traces.free()
 		}
-		one.d.g.traces.free()
 	}
 }
 
