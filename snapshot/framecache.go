@@ -16,10 +16,16 @@ import (
 // pointer itself: were a frame ever to move, a lookup would only miss and
 // read the frame again.
 type frameCache[V any] struct {
-	keys  []*Frame
-	vals  []V
+	// slots hold each frame next to its value: a lookup reads one cache
+	// line, not one in a keys array and one in a values array.
+	slots []frameSlot[V]
 	n     int
-	shift uint // 64 - log2(len(keys))
+	shift uint // 64 - log2(len(slots))
+}
+
+type frameSlot[V any] struct {
+	key *Frame
+	val V
 }
 
 // frameCacheMinSize is the smallest table.
@@ -32,8 +38,7 @@ func newFrameCache[V any]() *frameCache[V] {
 }
 
 func (c *frameCache[V]) init(size int) {
-	c.keys = make([]*Frame, size)
-	c.vals = make([]V, size)
+	c.slots = make([]frameSlot[V], size)
 	c.shift = uint(64 - bits.TrailingZeros(uint(size)))
 	c.n = 0
 }
@@ -46,10 +51,10 @@ func (c *frameCache[V]) slot(f *Frame) int {
 
 // Get returns f's value.
 func (c *frameCache[V]) Get(f *Frame) (V, bool) {
-	mask := len(c.keys) - 1
-	for i := c.slot(f); c.keys[i] != nil; i = (i + 1) & mask {
-		if c.keys[i] == f {
-			return c.vals[i], true
+	mask := len(c.slots) - 1
+	for i := c.slot(f); c.slots[i].key != nil; i = (i + 1) & mask {
+		if c.slots[i].key == f {
+			return c.slots[i].val, true
 		}
 	}
 	var zero V
@@ -58,24 +63,24 @@ func (c *frameCache[V]) Get(f *Frame) (V, bool) {
 
 // Put sets f's value; f is not nil.
 func (c *frameCache[V]) Put(f *Frame, v V) {
-	if 4*(c.n+1) > 3*len(c.keys) { // load over 3/4: double
-		keys, vals := c.keys, c.vals
-		c.init(2 * len(keys))
-		for i, k := range keys {
-			if k != nil {
-				c.Put(k, vals[i])
+	if 4*(c.n+1) > 3*len(c.slots) { // load over 3/4: double
+		old := c.slots
+		c.init(2 * len(old))
+		for _, s := range old {
+			if s.key != nil {
+				c.Put(s.key, s.val)
 			}
 		}
 	}
-	mask := len(c.keys) - 1
+	mask := len(c.slots) - 1
 	i := c.slot(f)
-	for ; c.keys[i] != nil; i = (i + 1) & mask {
-		if c.keys[i] == f {
-			c.vals[i] = v
+	for ; c.slots[i].key != nil; i = (i + 1) & mask {
+		if c.slots[i].key == f {
+			c.slots[i].val = v
 			return
 		}
 	}
-	c.keys[i], c.vals[i] = f, v
+	c.slots[i] = frameSlot[V]{f, v}
 	c.n++
 }
 
