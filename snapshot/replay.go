@@ -261,10 +261,17 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 				Addr: b.Address, Frames: b.Frames, PreWindow: true})
 		}
 	}
-	t.fillSeries(netReserved, reserved, matched == open.Len())
 	t.addAnnotations(s)
-	t.classifyRoles(s.Annotations)
-	t.findPeak()
+	// The roles read the intervals and events only; the series and the
+	// peak's level only the intervals and events too: each runs while the
+	// other does (on bigtrain, 15 ms of roles on two cores against 30 ms
+	// of series and peak on one). The peak's live set needs the roles.
+	var wg sync.WaitGroup
+	wg.Go(func() { t.classifyRoles(s.Annotations) })
+	t.fillSeries(netReserved, reserved, matched == open.Len())
+	t.findPeakLevel()
+	wg.Wait()
+	t.Peak.Live = t.LiveAt(t.Peak.EventIndex, 0)
 	return t
 }
 
@@ -340,7 +347,9 @@ func (t *Timeline) addAnnotations(s *Snapshot) {
 	slices.SortStableFunc(t.Markers, func(a, b Marker) int { return cmp.Compare(a.Index, b.Index) })
 }
 
-func (t *Timeline) findPeak() {
+// findPeakLevel finds the peak's event and its active and reserved memory;
+// the allocations live there (Peak.Live) are read once the roles are.
+func (t *Timeline) findPeakLevel() {
 	best, at := t.BaseActive, -1
 	for i, v := range t.Active {
 		if v > best {
@@ -357,7 +366,6 @@ func (t *Timeline) findPeak() {
 	if t.Peak.Reserved > 0 {
 		t.Peak.EfficiencyPct = 100 * float64(best) / float64(t.Peak.Reserved)
 	}
-	t.Peak.Live = t.LiveAt(at, 0)
 }
 
 // PeakWhen says when a peak reached after event i was: "at trace entry
