@@ -109,3 +109,26 @@ func BenchmarkReplay1M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStateAt is the allocator state at the peak (the report's, and the
+// Timeline's at its cursor) of MEMSCOPE_BENCH_FILE, or of the generated
+// 1M-entry trace: it undoes every event after the peak.
+//
+//	MEMSCOPE_BENCH_FILE=/tmp/bigtrain.pickle go test ./snapshot -run '^$' -bench StateAt -benchtime 20x
+func BenchmarkStateAt(b *testing.B) {
+	path := os.Getenv("MEMSCOPE_BENCH_FILE")
+	if path == "" {
+		path = benchFile(b, benchFiles[1].name, benchFiles[1].args)
+	}
+	s, err := snapshot.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tl := snapshot.Replay(s, s.Devices()[0], nil)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if st := tl.StateAt(s, tl.Peak.EventIndex); st.Reserved == 0 {
+			b.Fatal("an empty state at the peak")
+		}
+	}
+}
