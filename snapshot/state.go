@@ -46,8 +46,7 @@ type AllocatorState struct {
 func (t *Timeline) StateAt(s *Snapshot, i int) *AllocatorState {
 	st := &AllocatorState{Event: i}
 	var segs []StateSegment
-	var blocks stateBlocks
-	blocks.init()
+	blocks := newStateBlocks()
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if seg.Device != t.Device {
@@ -207,7 +206,7 @@ type stateBlocks struct {
 	free  []int32 // entries of store no address names
 }
 
-func (m *stateBlocks) init() { m.index = newAddrMap(1024) }
+func newStateBlocks() *stateBlocks { return &stateBlocks{index: newAddrMap(1024)} }
 
 // set puts b at its address, replacing the block there.
 func (m *stateBlocks) set(b StateBlock) {

@@ -13,8 +13,7 @@ import (
 func TestStateBlocksAgreesWithMap(t *testing.T) {
 	for _, addrs := range []int{1, 50, 5000} {
 		rng := rand.New(rand.NewPCG(uint64(addrs), 3))
-		var m stateBlocks
-		m.init()
+		m := newStateBlocks()
 		ref := map[uint64]StateBlock{}
 		for op := range 40000 {
 			a := uint64(rng.IntN(addrs)) << 9
