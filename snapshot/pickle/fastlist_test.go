@@ -62,7 +62,7 @@ func TestFrameListFastPath(t *testing.T) {
 		}
 	}
 	for name, data := range inputs {
-		for _, split := range []func(int) (int, int, bool){nil, splitAt(1.0/32, 0.5)} {
+		for _, split := range []splitFunc{nil, splitAt(1.0/32, 0.5)} {
 			for _, cut := range []int{len(data), len(data) * 2 / 3} {
 				in := data[:cut]
 				fast, r1, e1 := decodeWith(context.Background(), in, nil, split, nil, nil)

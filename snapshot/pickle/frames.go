@@ -31,6 +31,11 @@ type frameSlot struct {
 // two-bit tag (see memoFrame).
 const maxFrameID = 1<<30 - 1
 
+// frameMemoRef marks, in a helper's stack, a frame it could not read: the
+// rest is the frame dict's memo index, resolved when the helper is joined
+// (see frameList). Frame ids stay below it.
+const frameMemoRef = 1 << 31
+
 // minFrameSlots is the index size of a fresh table.
 const minFrameSlots = 1 << 10
 

@@ -8,13 +8,13 @@ import (
 	"runtime/debug"
 )
 
-// Running a large pickle on two cores. The pickle machine is inherently
+// Running a large pickle on several cores. The pickle machine is inherently
 // sequential (every opcode works on the stack the previous one left), but a
 // snapshot is mostly one long list, the trace entries, which pickle.dump
-// writes in batches: MARK, 1000 items, APPENDS. A batch boundary past the
-// middle of the file is found cheaply (protocol 4 frames give opcode
-// boundaries without running anything), and a second machine, the helper,
-// runs from there while the main machine runs up to it:
+// writes in batches: MARK, 1000 items, APPENDS. Batch boundaries are found
+// cheaply (protocol 4 frames give opcode boundaries without running
+// anything), and other machines, the helpers, each run from one while the
+// main machine runs up to the first:
 //
 //   - The helper first runs the start of the pickle (the prefix, 1/32 of it)
 //     for the memo entries the rest reads most: dict keys and the strings of
@@ -24,7 +24,8 @@ import (
 //     objects) as kRef placeholders.
 //   - Its stack starts as kTop (the list the batches go to) under a mark it
 //     may not pop. Items that APPENDS adds to kTop are kept aside; after
-//     the last batch (the next opcode is not a MARK) the helper stops.
+//     the last batch (the next opcode is not a MARK), or at the next
+//     helper's start, the helper stops.
 //   - When the main machine reaches the boundary it joins the helper's
 //     work: strings, frames and stacks are interned into its own tables,
 //     containers and trace records are copied with their references
@@ -32,16 +33,36 @@ import (
 //     size is exactly the index the helper's first entry had), placeholders
 //     are replaced by the memo entries they name, and the kept items are
 //     appended to the list on top of its stack. It then goes on after the
-//     helper's region.
+//     helper's region, to the next helper's start. A placeholder may name
+//     an entry an earlier helper made: it is read through that join.
 //
 // Anything the helper cannot do exactly as the main machine would (an error,
 // an explicit memo index, a pop below its region, a placeholder that is not
-// resolvable) makes it give up, and the main machine runs that part itself:
-// the result is the same either way, only slower.
+// resolvable) makes it give up, and the main machine runs that part itself
+// (and joins the next helper after it): the result is the same either way,
+// only slower.
 
 // parallelMin is the smallest input run on two machines: below it the
-// helper's start-up is not worth it.
-const parallelMin = 8 << 20
+// helper's start-up is not worth it. Each further machine needs regionMin
+// more bytes.
+const (
+	parallelMin = 8 << 20
+	regionMin   = parallelMin / 2
+)
+
+// maxMachines bounds the machines one decode runs on. Each helper costs
+// memory of its own (its prefix, its table of the stacks it met, a chunk
+// of each array partly filled) and a serial join on the main machine. On a
+// 16-core host, 4 machines decoded bigtrain in 0.39 s at 166 MiB and 8 in
+// 0.38 s at 201 MiB (2: 0.47 s, 172 MiB); the frame-pool shape was fastest
+// with 4 and its peak grew by 50 MiB with 8 (see docs/development.md).
+const maxMachines = 4
+
+// splitFunc says where a decode's helpers go in input of n bytes: the end of
+// their common prefix and, in increasing order, where each one's region
+// should start (the first batch boundary at or past it). No targets: one
+// machine.
+type splitFunc func(n int) (prefix int, targets []int)
 
 // errHelperStop ends a helper that meets something it cannot run; errPrefix
 // and errRegion end the two stages of a helper that ran.
@@ -53,24 +74,26 @@ var (
 
 // helper is the main machine's handle on a helper running on another core.
 type helper struct {
+	at     int           // where its region starts
 	done   chan *decoder // the helper when it ran its region, or nil
 	cancel context.CancelFunc
 	// joined is set once done has been read.
 	joined bool
 }
 
-// splitPlan says where a helper's prefix ends and where its region starts.
-type splitPlan struct{ prefix, at int }
+// splitPlan says where a helper's prefix ends, where its region starts and
+// where it must stop (the next helper's start, or the end of the input).
+type splitPlan struct{ prefix, at, stop int }
 
 // planSplit finds the prefix end (the first frame boundary at or after
 // prefix) and the region start: the first MARK after an APPENDS at or after
-// the first frame boundary past target. false when data is not framed
+// the first frame boundary past target. The region runs to the end. false when data is not framed
 // (protocol 4 or 5) or has no batch boundary there.
 func planSplit(data []byte, prefix, target int) (splitPlan, bool) {
 	if len(data) < 11 || data[0] != opProto || data[1] < 4 || data[1] > 5 || data[2] != opFrame {
 		return splitPlan{}, false
 	}
-	p := splitPlan{prefix: -1}
+	p := splitPlan{prefix: -1, stop: len(data)}
 	pos := 2
 	for pos < target {
 		if pos >= prefix && p.prefix < 0 {
@@ -120,73 +143,129 @@ func batchStart(data []byte, pos int) (int, bool) {
 	return 0, false
 }
 
-// splitHalf places a helper's region start past the middle of input of n
-// bytes (the helper first runs the prefix, 1/32 of it), when n is at least
-// parallelMin and there is a second core.
-func splitHalf(n int) (prefix, target int, ok bool) {
-	if n < parallelMin || runtime.GOMAXPROCS(0) < 2 {
-		return 0, 0, false
-	}
-	return n / 32, n/2 + n/64, true
+// splitEven places helpers in input of n bytes, one machine per core (see
+// splitCores).
+func splitEven(n int) (prefix int, targets []int) {
+	return splitCores(n, runtime.GOMAXPROCS(0))
 }
 
-// startHelper plans a split of d's input where split says and starts a
-// helper on it; false when split says no or the input cannot be split.
-func (d *decoder) startHelper(split func(n int) (prefix, target int, ok bool)) bool {
-	prefix, target, ok := split(len(d.data))
-	if !ok {
-		return false
+// splitCores places helpers in input of n bytes so that each of k machines
+// has as many bytes to run: the main machine the start of the input, each
+// helper the prefix (1/32 of the input) and its region. k is one per core,
+// at most maxMachines, and each needs regionMin bytes of input; input under
+// parallelMin runs on one machine.
+func splitCores(n, cores int) (prefix int, targets []int) {
+	k := min(cores, maxMachines, n/regionMin)
+	if n < parallelMin || k < 2 {
+		return 0, nil
 	}
-	p, ok := planSplit(d.data, prefix, target)
-	if !ok {
-		return false
+	prefix = n / 32
+	// w + (k-1)(w-prefix) = n: the main machine runs w bytes, each helper
+	// prefix + (w-prefix). For two machines the region starts at
+	// n/2 + n/64.
+	w := (n + (k-1)*prefix) / k
+	for i := range k - 1 {
+		targets = append(targets, w+i*(w-prefix))
+	}
+	return prefix, targets
+}
+
+// startHelpers plans d's helpers where split says and starts each on
+// another goroutine; none when split says none or the input cannot be
+// split (not framed, no batch boundary past a target).
+func (d *decoder) startHelpers(split splitFunc) {
+	prefix, targets := split(len(d.data))
+	var plans []splitPlan
+	for _, t := range targets {
+		p, ok := planSplit(d.data, prefix, t)
+		if !ok {
+			break // no batch boundary past t: none past later targets
+		}
+		if n := len(plans); n > 0 && p.at <= plans[n-1].at {
+			continue // two targets in one batch
+		}
+		plans = append(plans, p)
+	}
+	if len(plans) == 0 {
+		return
+	}
+	for i := range plans[1:] {
+		plans[i].stop = plans[i+1].at
 	}
 	if d.drop != nil {
-		// Planning read frame headers up to the region: the machines
+		// Planning read frame headers up to the last region: the machines
 		// read those pages again when they get there.
-		d.drop(p.prefix, p.at)
+		d.drop(plans[0].prefix, plans[len(plans)-1].at)
 	}
 	ctx := d.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	h := &helper{done: make(chan *decoder, 1), cancel: cancel}
-	d.help, d.joinAt, d.end = h, p.at, p.at
-	data := d.data // decodeWith clears d.data while the helper may run
-	go func() {
-		// The input may be a mapped file that another program truncates
-		// or rewrites meanwhile: a read past its new end faults (SIGBUS),
-		// which must not kill the process from this goroutine. A helper
-		// that faults, or fails in any way, just does not join: the main
-		// machine decodes the region itself and reports the error.
-		var out *decoder
-		defer func() {
-			if r := recover(); r != nil {
-				out = nil
-			}
-			h.done <- out
+	data := d.data // decodeWith clears d.data while helpers may run
+	for _, p := range plans {
+		hctx, cancel := context.WithCancel(ctx)
+		h := &helper{at: p.at, done: make(chan *decoder, 1), cancel: cancel}
+		d.helpers = append(d.helpers, h)
+		go func() {
+			// The input may be a mapped file that another program
+			// truncates or rewrites meanwhile: a read past its new end
+			// faults (SIGBUS), which must not kill the process from this
+			// goroutine. A helper that faults, or fails in any way, just
+			// does not join: the main machine decodes the region itself
+			// and reports the error.
+			var out *decoder
+			defer func() {
+				if r := recover(); r != nil {
+					out = nil
+				}
+				h.done <- out
+			}()
+			debug.SetPanicOnFault(true)
+			out = runHelper(hctx, data, p, d.drop, d.g.traces.pool, d.noFast)
 		}()
-		debug.SetPanicOnFault(true)
-		out = runHelper(ctx, data, p, d.drop, d.g.traces.pool, d.noFast)
-	}()
-	return true
+	}
+	d.joinAt, d.end = plans[0].at, plans[0].at
 }
 
-// stopHelper cancels the helper if it still runs and waits for it, so that
+// stopHelpers cancels the helpers still running and waits for them, so that
 // nothing reads the input after the decoder returns (a mapped file is
 // unmapped then).
-func (d *decoder) stopHelper() {
-	h := d.help
-	if h == nil {
-		return
+func (d *decoder) stopHelpers() {
+	for _, h := range d.helpers {
+		h.cancel()
 	}
-	h.cancel()
-	if !h.joined {
-		if out := <-h.done; out != nil {
-			out.g.free() // its work is dropped
+	for _, h := range d.helpers {
+		if !h.joined {
+			if out := <-h.done; out != nil {
+				out.g.free() // its work is dropped
+			}
+			h.joined = true
 		}
+	}
+}
+
+// joinNext is called when the main machine reaches the next helper's
+// region start, or passed it (a start that was no opcode boundary, in a
+// file whose frames do not hold whole opcodes): it joins the helper's work
+// if it can, and goes on to the next helper.
+func (d *decoder) joinNext() {
+	h := d.helpers[d.nextHelper]
+	d.nextHelper++
+	if d.pos == h.at {
+		out := <-h.done
 		h.joined = true
+		if out != nil && !d.join(out) {
+			out.g.free() // the main machine runs the region itself
+		}
+	} else {
+		h.cancel() // its work is dropped; stopHelpers waits for it
+	}
+	d.joinAt, d.end = -1, len(d.data)
+	if d.nextHelper < len(d.helpers) {
+		// A join leaves d.pos at or before the next region's start (its
+		// helper stopped there, or where its batches ended).
+		at := d.helpers[d.nextHelper].at
+		d.joinAt, d.end = at, at
 	}
 }
 
@@ -202,22 +281,73 @@ func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to
 			h.g.free()
 		}
 	}()
-	if _, err := h.run(); err != errPrefix {
+	if !h.runPrefix(p) {
 		return nil
 	}
-	if !h.enterRegion(p.at) {
+	if drop != nil {
+		// Pages of the prefix the main machine had given back before this
+		// helper read them would stay (a few MiB for each helper).
+		drop(0, p.prefix)
+	}
+	if !h.enterRegion(p.at, p.stop) {
 		return nil
 	}
 	h.drop, h.dropped = drop, p.at
 	if _, err := h.run(); err != errRegion {
 		return nil
 	}
+	if drop != nil {
+		drop(h.dropped, h.pos) // the last pages of the region
+	}
 	return h
 }
 
+// runPrefix runs a helper's prefix. A trace entry's keys ("action" first)
+// are memo reads after the first entry: a helper that has not read them
+// would make every entry of its region a generic dict (3x the memory of a
+// record, slower than one machine). A snapshot's segments come before its
+// trace, and with many live blocks they reach past the prefix (4.5% of a
+// generated 26 MiB file): the prefix grows, a 32nd of the input at a time,
+// up to an eighth of it (and never past the region), until the helper has
+// read them; without them it gives up.
+func (d *decoder) runPrefix(p splitPlan) bool {
+	n := len(d.data)
+	limit := min(p.at, max(p.prefix, n/8))
+	for {
+		if _, err := d.run(); err != errPrefix {
+			return false
+		}
+		if _, ok := d.strIndex["action"]; ok {
+			return true
+		}
+		next, ok := frameAfter(d.data, d.end+n/32)
+		if !ok || next > limit {
+			return false
+		}
+		d.end = next
+	}
+}
+
+// frameAfter walks the protocol 4 frames of data to the first frame start
+// at or past min (a few thousand frames in an eighth of a large input).
+func frameAfter(data []byte, min int) (int, bool) {
+	pos := 2
+	for pos < min {
+		if pos+9 > len(data) || data[pos] != opFrame {
+			return 0, false
+		}
+		l := binary.LittleEndian.Uint64(data[pos+1:])
+		if l > uint64(len(data)-pos-9) {
+			return 0, false
+		}
+		pos += 9 + int(l)
+	}
+	return pos, true
+}
+
 // enterRegion turns a helper that ran its prefix into one that runs its
-// region from at.
-func (d *decoder) enterRegion(at int) bool {
+// region from at to at most stop.
+func (d *decoder) enterRegion(at, stop int) bool {
 	m0 := d.memo.len()
 	if m0 < len(d.small) {
 		// BINGET's one-byte indices would reach the region's entries,
@@ -241,13 +371,18 @@ func (d *decoder) enterRegion(at int) bool {
 	d.spans.reset() // the stacks it names are in the table cleared below
 	g := d.g
 	pool := g.traces.pool
+	// The prefix's containers are dropped; their chunks hold the region's.
+	var conts chunked[container]
+	var items chunked[val]
+	conts.recycle(&g.conts)
+	items.recycle(&g.items)
 	g.free()
-	g.conts, g.items, g.spills, g.traces, g.stacks = chunked[container]{}, chunked[val]{}, nil, chunked[rawTrace]{pool: pool}, stackTable{}
+	g.conts, g.items, g.spills, g.traces, g.stacks = conts, items, nil, chunked[rawTrace]{pool: pool, lazy: true}, stackTable{}
 	g.spilled = 0
 	d.region, d.refFrom, d.floor = true, int64(m0), 1
 	d.stack = append(d.stack[:0], val{k: kTop})
 	d.marks = append(d.marks[:0], 1)
-	d.pos, d.end = at, len(d.data)
+	d.pos, d.end = at, stop
 	return true
 }
 
@@ -287,22 +422,16 @@ func (d *decoder) appendBelow(items []val) error {
 func (d *decoder) atEnd() error {
 	switch {
 	case d.joinAt >= 0:
-		at := d.joinAt
-		d.joinAt, d.end = -1, len(d.data)
-		if d.pos == at {
-			h := d.help
-			helper := <-h.done
-			h.joined = true
-			if helper != nil && !d.join(helper) {
-				helper.g.free() // the main machine runs the region itself
-			}
-		}
-		// Past the boundary (it was no opcode boundary, in a file whose
-		// frames do not hold whole opcodes): the helper's work is
-		// dropped, and stopHelper waits for it.
+		d.joinNext()
 		return nil
 	case d.region:
-		return errHelperStop // truncated: the main machine reports it
+		if d.pos == d.end && d.end < len(d.data) && len(d.stack) == 1 && len(d.marks) == d.floor {
+			// The next helper's start, after a batch: the main machine
+			// goes on from here as from any end of this helper's
+			// batches.
+			return errRegion
+		}
+		return errHelperStop // truncated, or mid-batch: the main machine runs it
 	case d.end < len(d.data):
 		if d.pos == d.end {
 			return errPrefix

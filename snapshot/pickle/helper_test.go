@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -31,18 +32,29 @@ import (
 //	sharedtuples the same with tuples: a frames value that is no list
 //	multi        three devices' lists, a segment list after them
 //	selfref      entries hold a list that contains itself
+//	segs         n/10 blocks in the segments, before the trace (its keys
+//	             past the prefix); the trace's frames made all along it
+//	             (memo reads of frames a helper cannot do itself)
+//	hugesegs     the same with n/3 blocks: the keys past an eighth
 const genTraces = `
 import pickle, random, sys
 shape, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rnd = random.Random(7)
 files = ['/src/pkg/mod%d.py' % i for i in range(40)]
 names = ['fn_%d' % i for i in range(60)]
-pool = [{'filename': files[i % 40], 'line': i, 'name': names[i % 60]} for i in range(300)]
+npool = 5000 if shape in ('segs', 'hugesegs') else 300
+pool = [{'filename': files[i % 40], 'line': i, 'name': names[i % 60]} for i in range(npool)]
 late = {}
-def frames(i):
+def frames(i, seg=False):
     depth = 3 + rnd.randrange(12)
+    if shape in ('segs', 'hugesegs'):
+        # The segments' frames are half the pool; the trace's the other
+        # half, new ones all along (first read in any machine's region).
+        h = npool // 2
+        hi = h if seg else h + 1 + (h - 1) * i // n
+        return [pool[rnd.randrange(0 if seg else h, hi)] for _ in range(depth)]
     if shape == 'shared':
-        return [pool[rnd.randrange(300)] for _ in range(depth)]
+        return [pool[rnd.randrange(npool)] for _ in range(depth)]
     if shape == 'late':
         g = i // 7
         if g not in late:
@@ -72,7 +84,7 @@ def entry(i):
     return e
 segs = [{'device': 0, 'address': 139637976727552, 'total_size': 1 << 30, 'stream': 0,
          'segment_type': 'large', 'blocks': [{'address': 139637976727552 + i, 'size': 512, 'requested_size': 512,
-         'state': 'active_allocated', 'frames': frames(i)} for i in range(40)]}]
+         'state': 'active_allocated', 'frames': frames(i, True)} for i in range({'segs': n // 10, 'hugesegs': n // 3}.get(shape, 40))]}]
 if shape == 'multi':
     traces = [[entry(i) for i in range(d, n, 3)] for d in range(3)]
     s = {'device_traces': traces, 'segments': segs}
@@ -96,14 +108,21 @@ func genPickle(t *testing.T, shape string, n int) []byte {
 	return data
 }
 
-// splitAt places the helper at fractions of the input, whatever its size.
-func splitAt(prefix, target float64) func(int) (int, int, bool) {
-	return func(n int) (int, int, bool) { return int(float64(n) * prefix), int(float64(n) * target), true }
+// splitAt places helpers at fractions of the input, whatever its size: the
+// prefix's end, then each region's target.
+func splitAt(prefix float64, targets ...float64) splitFunc {
+	return func(n int) (int, []int) {
+		var at []int
+		for _, t := range targets {
+			at = append(at, int(float64(n)*t))
+		}
+		return int(float64(n) * prefix), at
+	}
 }
 
 // decodeTwice decodes data on one machine, then with a helper placed by
 // split.
-func decodeTwice(data []byte, split func(int) (int, int, bool)) (one, two *decoder, root1, root2 val, err1, err2 error) {
+func decodeTwice(data []byte, split splitFunc) (one, two *decoder, root1, root2 val, err1, err2 error) {
 	one, root1, err1 = decodeWith(context.Background(), data, nil, nil, nil, nil)
 	two, root2, err2 = decodeWith(context.Background(), data, nil, split, nil, nil)
 	return
@@ -112,7 +131,13 @@ func decodeTwice(data []byte, split func(int) (int, int, bool)) (one, two *decod
 // decodeBoth decodes data on one machine and with a helper placed by split,
 // checks that both give the same value (or the same error), and reports
 // whether the helper's work was joined.
-func decodeBoth(t *testing.T, name string, data []byte, split func(int) (int, int, bool)) (joined bool) {
+func decodeBoth(t *testing.T, name string, data []byte, split splitFunc) (joined bool) {
+	t.Helper()
+	return len(decodeCompare(t, name, data, split).joined) > 0
+}
+
+// decodeCompare is decodeBoth, returning the decoder that had helpers.
+func decodeCompare(t *testing.T, name string, data []byte, split splitFunc) *decoder {
 	t.Helper()
 	one, two, root1, root2, err1, err2 := decodeTwice(data, split)
 	switch {
@@ -127,12 +152,12 @@ func decodeBoth(t *testing.T, name string, data []byte, split func(int) (int, in
 			t.Fatalf("%s: values differ (%d and %d bytes of canonical form)", name, len(c1), len(c2))
 		}
 	}
-	return two.joined != nil
+	return two
 }
 
 // bindBoth is decodeBoth for snapshots, comparing the typed snapshots the
 // binder makes (the canonical form of a real one is too slow to build).
-func bindBoth(t *testing.T, name string, data []byte, split func(int) (int, int, bool)) (joined bool) {
+func bindBoth(t *testing.T, name string, data []byte, split splitFunc) (joined bool) {
 	t.Helper()
 	one, two, root1, root2, err1, err2 := decodeTwice(data, split)
 	if err1 == nil {
@@ -148,7 +173,7 @@ func bindBoth(t *testing.T, name string, data []byte, split func(int) (int, int,
 	} else if err2 == nil || err1.Error() != err2.Error() {
 		t.Fatalf("%s: one machine: %v; with a helper: %v", name, err1, err2)
 	}
-	return two.joined != nil
+	return len(two.joined) > 0
 }
 
 // canonStacks renumbers a snapshot's trace stacks in order of first use:
@@ -196,6 +221,116 @@ func TestHelperAgreesWithOneMachine(t *testing.T) {
 	}
 }
 
+// TestHelpersAgreeWithOneMachine: with several helpers, each stopping where
+// the next one starts, the machines build exactly what one builds, and
+// every helper whose region starts at a batch of the list joins. Targets
+// that land in one batch give one helper; a helper whose region holds the
+// end of a device's list (multi) stops there and the main machine runs on
+// to the next helper's start.
+func TestHelpersAgreeWithOneMachine(t *testing.T) {
+	needPython(t)
+	splits := []struct {
+		name    string
+		targets []float64
+		helpers int
+	}{
+		{"four", []float64{0.2, 0.4, 0.6, 0.8}, 4},
+		{"seven", []float64{0.1, 0.2, 0.35, 0.5, 0.6, 0.75, 0.9}, 7},
+		{"one batch", []float64{0.5, 0.5001}, 1},
+		{"none past the last", []float64{0.5, 0.9999}, 1},
+	}
+	shapes := []string{"distinct", "shared", "late", "sharedlists", "sharedtuples", "multi", "selfref"}
+	if testing.Short() { // -race: a fifth of the time
+		shapes, splits = []string{"late", "multi"}, splits[:3]
+	}
+	for _, shape := range shapes {
+		data := genPickle(t, shape, 20000)
+		for _, sp := range splits {
+			name := shape + "/" + sp.name
+			d := decodeCompare(t, name, data, splitAt(1.0/32, sp.targets...))
+			if len(d.helpers) != sp.helpers || len(d.joined) != sp.helpers {
+				t.Errorf("%s: %d helpers, %d joined; want %d", name, len(d.helpers), len(d.joined), sp.helpers)
+			}
+		}
+	}
+}
+
+// TestHelpersAfterLongSegments: when the segments reach past the prefix,
+// helpers read on until they have the trace keys (up to an eighth of the
+// input) and still store their entries as records, with frames they read
+// by memo index resolved at the join; past an eighth they give up and the
+// main machine runs alone. Either way the value is one machine's.
+func TestHelpersAfterLongSegments(t *testing.T) {
+	needPython(t)
+	for _, c := range []struct {
+		shape  string
+		joined bool
+	}{{"segs", true}, {"hugesegs", false}} {
+		data := genPickle(t, c.shape, 60000)
+		at := bytes.Index(data, []byte("\x8c\x06action"))
+		if inReach := at > len(data)/32 && at < len(data)/8; inReach != c.joined || at < len(data)/32 {
+			t.Fatalf("%s: the first key is at %.3f of the input: not the shape this test needs", c.shape, float64(at)/float64(len(data)))
+		}
+		t.Logf("%s: %d bytes, first key at %.3f", c.shape, len(data), float64(at)/float64(len(data)))
+		for _, targets := range [][]float64{{0.5}, {0.3, 0.5, 0.7}} {
+			name := c.shape + "/" + strconv.Itoa(len(targets))
+			one, _, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := decodeCompare(t, name, data, splitAt(1.0/32, targets...))
+			if got := len(d.joined) == len(targets); got != c.joined {
+				t.Errorf("%s: %d of %d helpers joined", name, len(d.joined), len(targets))
+			}
+			// Frame lists interned as stacks, not generic lists of frames.
+			if got, want := d.g.items.len(), one.g.items.len(); got > want+want/10+1024 {
+				t.Errorf("%s: %d generic items, one machine %d", name, got, want)
+			}
+			if d.g.traces.len() != one.g.traces.len() || one.g.traces.len() != 60000 {
+				t.Errorf("%s: %d trace records, one machine %d; want 60000", name, d.g.traces.len(), one.g.traces.len())
+			}
+		}
+	}
+}
+
+// TestHelpersGiveUpAlone: a helper that cannot run its region leaves it to
+// the main machine, which still joins the helpers before and after it;
+// what ends the main machine's joins (an explicit memo index it ran) ends
+// them; a truncated input is one machine's error.
+func TestHelpersGiveUpAlone(t *testing.T) {
+	needPython(t)
+	data := genPickle(t, "distinct", 20000)
+	n := len(data)
+	second := batchAfter(t, data, n/2) // in the second helper's region
+	targets := []float64{0.3, 0.45, 0.7}
+	cases := []struct {
+		name   string
+		data   []byte
+		joined int
+	}{
+		{"clean", data, 3},
+		// A list of memo reads of a string, as frameList reads frame
+		// lists: the helper keeps it as a stack of placeholders, which
+		// the join finds are no frames: a generic list, as one machine
+		// makes.
+		{"a list of strings read from the memo", insertFramed(t, data, second+1, append(append([]byte{opEmptyList, opMemoize, opMark}, longGet(lateStrAt(t, data, second))[1:]...), append(longGet(lateStrAt(t, data, second))[1:], opAppends)...)...), 3},
+		{"read ahead in the second region", insertFramed(t, data, second, append(longGet(1<<31-5), opPopMark)...), 1},
+		{"POP below the second region", insertFramed(t, data, second+1, opPop, opPop), 1},
+		// The second helper stops (it pops the list below its region):
+		// the first and third join.
+		{"the list popped and read back", insertFramed(t, data, second+1, append([]byte{opPop, opPop}, append(longGet(listMemoAt(t, data, second))[1:], opMark)...)...), 2},
+		{"read back in the second region", insertFramed(t, data, second+1, append(longGet(uint32(memoSizeAt(t, data, second)-1)), opPopMark)...), 3},
+		{"STOP in the second region", insertFramed(t, data, second+1, opNone, opStop), 1},
+		{"BINPUT in the second region", insertFramed(t, data, second+1, opNone, opBinPut, 3, opPop), 1},
+		{"truncated in the last region", data[:n*7/8], 2},
+	}
+	for _, c := range cases {
+		if d := decodeCompare(t, c.name, c.data, splitAt(1.0/32, targets...)); len(d.joined) != c.joined {
+			t.Errorf("%s: %d helpers joined, want %d", c.name, len(d.joined), c.joined)
+		}
+	}
+}
+
 // TestHelperRecognisesSharedLists: entries of the helper's region whose
 // frames list was made before it (a placeholder until the join) are still
 // trace records, not generic dicts: on a real trace that is a third of the
@@ -203,12 +338,12 @@ func TestHelperAgreesWithOneMachine(t *testing.T) {
 func TestHelperRecognisesSharedLists(t *testing.T) {
 	needPython(t)
 	data := genPickle(t, "sharedlists", 5000)
-	for _, split := range []func(int) (int, int, bool){nil, splitAt(1.0/32, 0.6)} {
+	for _, split := range []splitFunc{nil, splitAt(1.0/32, 0.6)} {
 		d, _, err := decodeWith(context.Background(), data, nil, split, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if split != nil && d.joined == nil {
+		if split != nil && len(d.joined) == 0 {
 			t.Fatal("not joined")
 		}
 		generic := 0
@@ -282,6 +417,64 @@ func insertOps(data []byte, at int, ops ...byte) []byte {
 	return append(append(append([]byte{}, data[:at]...), ops...), data[at:]...)
 }
 
+// lateStrAt is the memo index of the last string one machine memoized
+// before pos.
+func lateStrAt(t *testing.T, data []byte, pos int) uint32 {
+	t.Helper()
+	d := newDecoder(data)
+	d.end = pos
+	if _, err := d.run(); err != errPrefix {
+		t.Fatalf("running to %d: %v", pos, err)
+	}
+	for i := uint32(d.memo.len()); i > 0; i-- {
+		if v, ok := d.memoVal(*d.memo.at(i - 1)); ok && v.k == kStr {
+			return i - 1
+		}
+	}
+	t.Fatalf("no string memoized before %d", pos)
+	return 0
+}
+
+// listMemoAt is the memo index of the list on top of one machine's stack at
+// pos.
+func listMemoAt(t *testing.T, data []byte, pos int) uint32 {
+	t.Helper()
+	d := newDecoder(data)
+	d.end = pos
+	if _, err := d.run(); err != errPrefix {
+		t.Fatalf("running to %d: %v", pos, err)
+	}
+	top := d.stack[len(d.stack)-1]
+	for i := range uint32(d.memo.len()) {
+		if v, ok := d.memoVal(*d.memo.at(i)); ok && v == top && v.k == kList {
+			return i
+		}
+	}
+	t.Fatalf("no memo entry holds the list on top at %d", pos)
+	return 0
+}
+
+// insertFramed is insertOps that also lengthens the protocol 4 frame that
+// holds at, so that later frame boundaries (and helpers' plans past at)
+// stay where opcodes start.
+func insertFramed(t *testing.T, data []byte, at int, ops ...byte) []byte {
+	t.Helper()
+	out := insertOps(data, at, ops...)
+	for pos := 2; pos < at; {
+		if data[pos] != opFrame {
+			t.Fatalf("no frame at %d", pos)
+		}
+		l := int(binary.LittleEndian.Uint64(data[pos+1:]))
+		if at < pos+9+l {
+			binary.LittleEndian.PutUint64(out[pos+1:], uint64(l+len(ops)))
+			return out
+		}
+		pos += 9 + l
+	}
+	t.Fatalf("%d is in no frame", at)
+	return nil
+}
+
 // longGet is MARK LONG_BINGET idx: a memo read on a mark of its own, which
 // POP_MARK drops again.
 func longGet(idx uint32) []byte {
@@ -310,15 +503,53 @@ func memoSizeAt(t *testing.T, data []byte, pos int) int {
 	return d.memo.len()
 }
 
-// TestHelperThresholds: splitHalf leaves input under parallelMin to one
-// machine; planSplit needs frames (protocol 4 or 5) and a batch past the
-// target; a prefix with fewer than 256 memo entries is not enough.
+// TestHelperThresholds: splitCores leaves input under parallelMin to one
+// machine, adds a machine per regionMin bytes up to one per core and
+// maxMachines, and gives each machine as many bytes; planSplit needs frames
+// (protocol 4 or 5) and a batch past the target; a prefix with fewer than
+// 256 memo entries is not enough.
 func TestHelperThresholds(t *testing.T) {
-	if _, _, ok := splitHalf(parallelMin - 1); ok {
-		t.Error("splitHalf splits input under parallelMin")
+	for _, c := range []struct {
+		n, cores, machines int
+	}{
+		{parallelMin - 1, 16, 1},
+		{parallelMin, 16, 2},
+		{parallelMin, 1, 1},
+		{3*regionMin - 1, 16, 2},
+		{3 * regionMin, 16, 3},
+		{3 * regionMin, 2, 2},
+		{maxMachines * regionMin, 64, maxMachines},
+		{(maxMachines + 1) * regionMin, 64, maxMachines},
+		{(maxMachines + 1) * regionMin, maxMachines + 1, maxMachines},
+		{1 << 30, 4, 4},
+	} {
+		prefix, targets := splitCores(c.n, c.cores)
+		if got := len(targets) + 1; got != c.machines {
+			t.Errorf("%d bytes on %d cores: %d machines, want %d", c.n, c.cores, got, c.machines)
+			continue
+		}
+		if len(targets) == 0 {
+			continue
+		}
+		if prefix != c.n/32 {
+			t.Errorf("%d bytes: prefix %d, want %d", c.n, prefix, c.n/32)
+		}
+		// Each machine's bytes: the main machine's up to the first
+		// target, each helper's prefix and region.
+		work := []int{targets[0]}
+		for i, at := range targets {
+			end := c.n
+			if i+1 < len(targets) {
+				end = targets[i+1]
+			}
+			work = append(work, prefix+end-at)
+		}
+		if lo, hi := slices.Min(work), slices.Max(work); hi-lo > len(work) {
+			t.Errorf("%d bytes on %d machines: shares %v", c.n, c.machines, work)
+		}
 	}
-	if _, _, ok := splitHalf(parallelMin); !ok && splitAllowed() {
-		t.Error("splitHalf does not split input of parallelMin bytes")
+	if prefix, targets := splitCores(parallelMin, 2); len(targets) != 1 || targets[0] != parallelMin/2+parallelMin/64 || prefix != parallelMin/32 {
+		t.Errorf("two machines: prefix %d, targets %v; want %d, [%d]", prefix, targets, parallelMin/32, parallelMin/2+parallelMin/64)
 	}
 	needPython(t)
 	data := genPickle(t, "distinct", 6000)
@@ -346,15 +577,40 @@ func TestHelperThresholds(t *testing.T) {
 		if !ok {
 			t.Fatal("no plan")
 		}
-		p.prefix = prefix
-		h := runHelper(context.Background(), data, p, nil, nil, false)
-		if (h != nil) != c.joined {
-			t.Errorf("prefix with %d memo entries: helper ran %v, want %v", c.memo, h != nil, c.joined)
+		// The helper's prefix ends there (runPrefix would read on to the
+		// trace's keys, past both).
+		h := newDecoder(data)
+		h.end = prefix
+		if _, err := h.run(); err != errPrefix {
+			t.Fatalf("prefix: %v", err)
+		}
+		if ok := h.enterRegion(p.at, p.stop); ok != c.joined {
+			t.Errorf("prefix with %d memo entries: region entered %v, want %v", c.memo, ok, c.joined)
+		}
+	}
+	// The trace's first key, "action", just inside the prefix, and past
+	// it: the helper reads on (up to an eighth of the input).
+	at := bytes.Index(data, []byte("\x8c\x06action"))
+	p, _ := planSplit(data, 0, len(data)/2)
+	for _, c := range []struct {
+		prefix int
+		reads  bool
+	}{{at + 8, false}, {at, true}} {
+		end := 2
+		for end < c.prefix {
+			n, _ := opSize(data, end)
+			end += n
+		}
+		h := newDecoder(data)
+		h.end = end
+		if !h.runPrefix(splitPlan{prefix: end, at: p.at, stop: len(data)}) {
+			t.Errorf("prefix to %d (the key at %d): gave up", end, at)
+		}
+		if c.reads != (h.pos > end) {
+			t.Errorf("prefix to %d (the key at %d): ran to %d", end, at, h.pos)
 		}
 	}
 }
-
-func splitAllowed() bool { _, _, ok := splitHalf(1 << 40); return ok }
 
 // TestHelperOnTheSamples: the snapshots under testdata (and the shared
 // samples, where present), split at two places, decode as on one machine;
@@ -387,12 +643,17 @@ func TestHelperCancelled(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	d, _, err := decodeWith(ctx, data, nil, splitAt(1.0/32, 0.5), nil, nil)
+	d, _, err := decodeWith(ctx, data, nil, splitAt(1.0/32, 0.3, 0.5, 0.7), nil, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
-	if d.help == nil || !d.help.joined {
-		t.Error("the decode returned without waiting for its helper")
+	if len(d.helpers) != 3 {
+		t.Fatalf("%d helpers, want 3", len(d.helpers))
+	}
+	for i, h := range d.helpers {
+		if !h.joined {
+			t.Errorf("the decode returned without waiting for helper %d", i)
+		}
 	}
 	// The helper has sent its result by now (joined), but its goroutine
 	// may still be on its way out: a leak is one that never leaves.

@@ -46,10 +46,10 @@ func (d *decoder) join(h *decoder) bool {
 	// read through j (see getMemo). A snapshot has millions, read after
 	// the region rarely if at all.
 	n := h.memo.len() - j.hbase
-	d.memo.pad(n)
+	d.memo.padShared(n)
 	d.puts += n
 	j.memoEnd = j.memoAt + n
-	d.joined = j
+	d.joined = append(d.joined, j)
 	list := d.stack[len(d.stack)-1].ref
 	rest := h.resid
 	next := h.residRun[0] + j.traces
@@ -81,7 +81,8 @@ func (d *decoder) join(h *decoder) bool {
 
 // tables interns the helper's strings, frames and stacks in the main
 // machine's tables (extra entries there are harmless if the join fails
-// later); false when the frame table is full.
+// later); false when the frame table is full or a frame the helper read by
+// its memo index is none.
 func (j *joiner) tables() bool {
 	d, hg := j.d, j.h.g
 	j.strs = make([]uint32, len(hg.strs))
@@ -99,10 +100,23 @@ func (j *joiner) tables() bool {
 	}
 	j.stacks = make([]uint32, hg.stacks.len())
 	var ids []uint32
+stacks:
 	for i := range j.stacks {
 		ids = ids[:0]
 		for _, f := range hg.stacks.get(uint32(i)) {
-			ids = append(ids, j.frames[f])
+			if f&frameMemoRef == 0 {
+				ids = append(ids, j.frames[f])
+				continue
+			}
+			// A frame the helper read by its memo index. Were it none,
+			// one machine would have made a generic list: so does the
+			// join (see copyContainers).
+			v := j.resolve(val{k: kRef, ref: f &^ frameMemoRef})
+			if v.k != kFrame {
+				j.stacks[i] = noRef
+				continue stacks
+			}
+			ids = append(ids, v.ref)
 		}
 		j.stacks[i] = d.g.stacks.intern(ids)
 	}
@@ -132,8 +146,7 @@ func (j *joiner) remap(v val) val {
 func (j *joiner) resolve(v val) val {
 	for v.k == kRef {
 		if int(v.ref) < j.memoAt {
-			v, _ = j.d.memoVal(*j.d.memo.at(v.ref))
-			return v
+			return j.d.entryBelow(v.ref)
 		}
 		var ok bool
 		if v, ok = j.helperEntry(v.ref); !ok {
@@ -141,6 +154,29 @@ func (j *joiner) resolve(v val) val {
 		}
 	}
 	return j.remap(v)
+}
+
+// entryBelow is the main machine's memo entry idx, below the boundary of
+// the helper being joined: its own, or one an earlier helper made.
+func (d *decoder) entryBelow(idx uint32) val {
+	if v, ok := d.memoVal(*d.memo.at(idx)); ok {
+		return v
+	}
+	if j := d.joinerOf(idx); j != nil {
+		v, _ := j.entry(idx)
+		return v
+	}
+	return val{}
+}
+
+// joinerOf is the joined helper that made memo entry idx, or nil.
+func (d *decoder) joinerOf(idx uint32) *joiner {
+	for _, j := range d.joined {
+		if int(idx) >= j.memoAt && int(idx) < j.memoEnd {
+			return j
+		}
+	}
+	return nil
 }
 
 // helperEntry is the helper's memo entry for main-machine index idx, not
@@ -198,7 +234,16 @@ func (j *joiner) containers(cores int) {
 				d.traceToDict(id, &r, odd[c.start])
 				continue
 			}
-			items = append(items[:0], hg.seq(val{ref: i})...)
+			if c.kind == cStack {
+				// Not all frames (see tables): the list of what its
+				// placeholders name.
+				items = items[:0]
+				for _, f := range hg.stacks.get(c.start) {
+					items = append(items, stackItem(f))
+				}
+			} else {
+				items = append(items[:0], hg.seq(val{ref: i})...)
+			}
 			*d.g.conts.at(id) = container{vk: c.vk}
 			for k, v := range items {
 				items[k] = j.remap(v)
@@ -208,6 +253,10 @@ func (j *joiner) containers(cores int) {
 			}
 		}
 	}
+	// Copied: the next join's copies go to these chunks.
+	d.g.conts.recycle(&hg.conts)
+	d.g.items.recycle(&hg.items)
+	hg.stacks = stackTable{}
 }
 
 // copyContainers copies the helper's containers [lo, hi) that need only
@@ -220,6 +269,10 @@ func (j *joiner) copyContainers(lo, hi uint32, odd map[uint32]val) (later []uint
 		case cFrame:
 			c.start = j.frames[c.start]
 		case cStack:
+			if j.stacks[c.start] == noRef {
+				later = append(later, i)
+				continue
+			}
 			c.start = j.stacks[c.start]
 		case cTraceList:
 			c.start += j.traces

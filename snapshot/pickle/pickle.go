@@ -66,11 +66,12 @@ type decoder struct {
 	// end is where run stops to call atEnd: len(data), or a split point
 	// (see helper.go).
 	end int
-	// The rest is for running part of a pickle on a second core (helper.go).
-	// A machine that has a helper joins its result at joinAt (-1 when it
-	// has none).
-	help   *helper
-	joinAt int
+	// The rest is for running parts of a pickle on other cores (helper.go).
+	// A machine that has helpers joins the result of helpers[nextHelper]
+	// at joinAt (-1 when none is left).
+	helpers    []*helper
+	nextHelper int
+	joinAt     int
 	// A helper: region is set once it runs its region; refFrom is the memo
 	// index from which LONG_BINGET pushes a kRef (math.MaxInt64 in a
 	// machine that is not a helper); floor is the number of marks below
@@ -87,9 +88,9 @@ type decoder struct {
 	// residRun, while resid is empty, holds the items appended below the
 	// region as a run of trace records: the first and how many.
 	residRun [2]uint32
-	// joined, in a main machine that joined a helper, gives the memo
-	// entries the helper made (left holes in memo).
-	joined *joiner
+	// joined, in a main machine that joined helpers, gives the memo
+	// entries each made (left holes in memo), in the order of the input.
+	joined []*joiner
 	// noFast turns frameList off (tests compare both paths); fastLists
 	// counts the lists it took.
 	noFast    bool
@@ -120,18 +121,18 @@ const dropStep = 4 << 20
 // decoder.drop). With a pool, the trace records live outside the Go heap
 // (see chunked) and the caller must call graph.free when done with them.
 func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), drop func(from, to int), pool *offHeapPool) (*graph, val, error) {
-	d, root, err := decodeWith(ctx, data, progress, splitHalf, drop, pool)
+	d, root, err := decodeWith(ctx, data, progress, splitEven, drop, pool)
 	if err != nil {
 		return nil, val{}, err
 	}
 	return d.g, root, nil
 }
 
-// decodeWith runs the machine, with a helper on another core where split
-// (nil for none) places one (see helper.go).
+// decodeWith runs the machine, with helpers on other cores where split
+// (nil for none) places them (see helper.go).
 // On an error (or a panic, such as a fault reading a mapped file) the
 // records it holds off the heap are freed.
-func decodeWith(ctx context.Context, data []byte, progress func(float64), split func(n int) (prefix, target int, ok bool), drop func(from, to int), pool *offHeapPool, opts ...func(*decoder)) (d *decoder, root val, err error) {
+func decodeWith(ctx context.Context, data []byte, progress func(float64), split splitFunc, drop func(from, to int), pool *offHeapPool, opts ...func(*decoder)) (d *decoder, root val, err error) {
 	d = newDecoder(data)
 	for _, o := range opts {
 		o(d) // before the helper starts: it copies what it needs
@@ -144,11 +145,15 @@ func decodeWith(ctx context.Context, data []byte, progress func(float64), split 
 			d.g.free()
 		}
 	}()
-	if split != nil && d.startHelper(split) {
-		defer d.stopHelper()
+	if split != nil {
+		d.startHelpers(split)
+		defer d.stopHelpers()
 	}
 	root, err = d.run()
 	d.data = nil
+	// The graph outlives the decoder (the binder reads it): chunks kept
+	// for joins that will not come go with the decoder.
+	d.g.conts.spare, d.g.items.spare = nil, nil
 	ok = err == nil
 	return d, root, err
 }
@@ -460,6 +465,7 @@ func (d *decoder) setMemo(idx uint32, v val, at int) error {
 	case int(idx) < n:
 		// An entry a cached frame list may read changes.
 		d.spans.reset()
+		d.memo.own(idx) // a joined helper's hole (see join)
 		*d.memo.at(idx) = r
 	case int(idx) == n:
 		d.memo.push(r)
@@ -492,7 +498,7 @@ func (d *decoder) getMemo(idx uint32, at int) (val, error) {
 	if v, ok := d.memoSparse[idx]; ok {
 		return v, nil
 	}
-	if j := d.joined; j != nil && int(idx) >= j.memoAt && int(idx) < j.memoEnd {
+	if j := d.joinerOf(idx); j != nil {
 		if v, ok := j.entry(idx); ok {
 			return v, nil
 		}

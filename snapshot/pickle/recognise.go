@@ -193,7 +193,7 @@ func (d *decoder) unstack(cid uint32) {
 	ids := d.g.stacks.get(c.start)
 	vs := make([]val, len(ids))
 	for i, id := range ids {
-		vs[i] = val{k: kFrame, ref: id}
+		vs[i] = stackItem(id)
 	}
 	*c = container{vk: kList}
 	d.extend(cid, vs)
@@ -316,6 +316,10 @@ func (d *decoder) tryStack(cid uint32, items []val) bool {
 		switch {
 		case it.k == kFrame:
 			ids = append(ids, it.ref)
+		case it.k == kRef && it.ref&frameMemoRef == 0:
+			// A helper's read of a frame made after its prefix, among
+			// frames it made itself (see frameList).
+			ids = append(ids, frameMemoRef|it.ref)
 		case it.k == kDict:
 			c := d.g.conts.at(it.ref)
 			if c.kind != cFrame {
@@ -438,6 +442,15 @@ func (d *decoder) frameBySwitch(kv []val) (rawFrame, bool) {
 	return f, got == 7
 }
 
+// stackItem is the value a stack's id stands for: a frame, or in a helper
+// a placeholder for one (frameMemoRef).
+func stackItem(id uint32) val {
+	if id&frameMemoRef != 0 {
+		return val{k: kRef, ref: id &^ frameMemoRef}
+	}
+	return val{k: kFrame, ref: id}
+}
+
 // frameList runs, at once, what follows an EMPTY_LIST when it is a frame
 // list as pickle.dump writes one: MEMOIZE MARK, then memo gets of frames
 // (BINGET or LONG_BINGET) and APPENDS. The list becomes an interned stack,
@@ -446,8 +459,16 @@ func (d *decoder) frameBySwitch(kv []val) (rawFrame, bool) {
 // real trace has a list of 22 frames for most of its million entries.
 // pos is just past the EMPTY_LIST; ok is false, with nothing done, for any
 // other sequence, or one that crosses end, reads a memo entry that is not
-// a frame yet or that this machine cannot read (the pending dict's, a
-// helper's placeholder), so that the opcodes run one by one.
+// a frame yet or that this machine cannot read (the pending dict's), so
+// that the opcodes run one by one.
+//
+// A helper reads a frame made after its prefix (its own too: it does not
+// know their indices) as a placeholder; in a stack it keeps the memo index
+// (frameMemoRef), which the join resolves. A real snapshot's segments come
+// first, and their blocks' frames are most of those the trace reads: with
+// many live blocks they reach past the prefix, and without this a
+// helper's entries became generic dicts (3x the memory, slower than one
+// machine).
 func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok bool) {
 	if d.noFast || pos+2 > end || data[pos] != opMemoize || data[pos+1] != opMark || d.g.conts.len() >= memoIDMask-2 {
 		return 0, 0, false
@@ -492,7 +513,16 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok
 				return 0, 0, false
 			}
 			idx := binary.LittleEndian.Uint32(data[j+1:])
-			if int64(idx) >= d.refFrom || int64(idx) == int64(d.pendMemo) || int(idx) >= d.memo.len() {
+			if int64(idx) >= d.refFrom {
+				if idx&frameMemoRef != 0 {
+					return 0, 0, false
+				}
+				d.refGap = max(d.refGap, int64(idx)-int64(d.memo.len()))
+				ids = append(ids, frameMemoRef|idx)
+				j += 5
+				continue
+			}
+			if int64(idx) == int64(d.pendMemo) || int(idx) >= d.memo.len() {
 				return 0, 0, false
 			}
 			r := *d.memo.at(idx)
