@@ -272,7 +272,11 @@ func TestHelpersAfterLongSegments(t *testing.T) {
 			t.Fatalf("%s: the first key is at %.3f of the input: not the shape this test needs", c.shape, float64(at)/float64(len(data)))
 		}
 		t.Logf("%s: %d bytes, first key at %.3f", c.shape, len(data), float64(at)/float64(len(data)))
-		for _, targets := range [][]float64{{0.5}, {0.3, 0.5, 0.7}} {
+		splits := [][]float64{{0.5}, {0.3, 0.5, 0.7}}
+		if testing.Short() { // -race
+			splits = splits[1:]
+		}
+		for _, targets := range splits {
 			name := c.shape + "/" + strconv.Itoa(len(targets))
 			one, _, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
 			if err != nil {
@@ -421,11 +425,7 @@ func insertOps(data []byte, at int, ops ...byte) []byte {
 // before pos.
 func lateStrAt(t *testing.T, data []byte, pos int) uint32 {
 	t.Helper()
-	d := newDecoder(data)
-	d.end = pos
-	if _, err := d.run(); err != errPrefix {
-		t.Fatalf("running to %d: %v", pos, err)
-	}
+	d := runTo(t, data, pos)
 	for i := uint32(d.memo.len()); i > 0; i-- {
 		if v, ok := d.memoVal(*d.memo.at(i - 1)); ok && v.k == kStr {
 			return i - 1
@@ -439,11 +439,7 @@ func lateStrAt(t *testing.T, data []byte, pos int) uint32 {
 // pos.
 func listMemoAt(t *testing.T, data []byte, pos int) uint32 {
 	t.Helper()
-	d := newDecoder(data)
-	d.end = pos
-	if _, err := d.run(); err != errPrefix {
-		t.Fatalf("running to %d: %v", pos, err)
-	}
+	d := runTo(t, data, pos)
 	top := d.stack[len(d.stack)-1]
 	for i := range uint32(d.memo.len()) {
 		if v, ok := d.memoVal(*d.memo.at(i)); ok && v == top && v.k == kList {
@@ -495,12 +491,18 @@ func batchAfter(t *testing.T, data []byte, pos int) int {
 // memoSizeAt runs data up to pos on one machine and returns its memo size.
 func memoSizeAt(t *testing.T, data []byte, pos int) int {
 	t.Helper()
+	return runTo(t, data, pos).memo.len()
+}
+
+// runTo runs one machine over data up to pos, an opcode boundary.
+func runTo(t *testing.T, data []byte, pos int) *decoder {
+	t.Helper()
 	d := newDecoder(data)
 	d.end = pos
 	if _, err := d.run(); err != errPrefix {
 		t.Fatalf("running to %d: %v", pos, err)
 	}
-	return d.memo.len()
+	return d
 }
 
 // TestHelperThresholds: splitCores leaves input under parallelMin to one
@@ -579,12 +581,7 @@ func TestHelperThresholds(t *testing.T) {
 		}
 		// The helper's prefix ends there (runPrefix would read on to the
 		// trace's keys, past both).
-		h := newDecoder(data)
-		h.end = prefix
-		if _, err := h.run(); err != errPrefix {
-			t.Fatalf("prefix: %v", err)
-		}
-		if ok := h.enterRegion(p.at, p.stop); ok != c.joined {
+		if ok := runTo(t, data, prefix).enterRegion(p.at, p.stop); ok != c.joined {
 			t.Errorf("prefix with %d memo entries: region entered %v, want %v", c.memo, ok, c.joined)
 		}
 	}
