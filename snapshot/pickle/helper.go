@@ -309,7 +309,9 @@ func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to
 // trace, and with many live blocks they reach past the prefix (4.5% of a
 // generated 26 MiB file): the prefix grows, a 32nd of the input at a time,
 // up to an eighth of it (and never past the region), until the helper has
-// read them; without them it gives up.
+// read them. A helper still without them gives up at the first entry of
+// its region (see giveUpOnDict); one whose region holds no trace (a
+// snapshot of segments alone) runs it.
 func (d *decoder) runPrefix(p splitPlan) bool {
 	n := len(d.data)
 	limit := min(p.at, max(p.prefix, n/8))
@@ -322,10 +324,18 @@ func (d *decoder) runPrefix(p splitPlan) bool {
 		}
 		next, ok := frameAfter(d.data, d.end+n/32)
 		if !ok || next > limit {
-			return false
+			return true
 		}
 		d.end = next
 	}
+}
+
+// giveUpOnDict reports whether a helper stops at a fresh dict whose first
+// key it cannot read: a key first written after its prefix (a trace
+// entry's, see runPrefix), so that every such dict would stay generic,
+// where one machine makes records.
+func (d *decoder) giveUpOnDict(c *container, kv []val) bool {
+	return d.region && c.n == 0 && c.kind == cGeneric && len(kv) > 0 && kv[0].k == kRef
 }
 
 // frameAfter walks the protocol 4 frames of data to the first frame start

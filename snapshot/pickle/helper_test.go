@@ -36,18 +36,19 @@ import (
 //	             past the prefix); the trace's frames made all along it
 //	             (memo reads of frames a helper cannot do itself)
 //	hugesegs     the same with n/3 blocks: the keys past an eighth
+//	segsonly     n blocks in the segments and no trace
 const genTraces = `
 import pickle, random, sys
 shape, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rnd = random.Random(7)
 files = ['/src/pkg/mod%d.py' % i for i in range(40)]
 names = ['fn_%d' % i for i in range(60)]
-npool = 5000 if shape in ('segs', 'hugesegs') else 300
+npool = 5000 if shape in ('segs', 'hugesegs', 'segsonly') else 300
 pool = [{'filename': files[i % 40], 'line': i, 'name': names[i % 60]} for i in range(npool)]
 late = {}
 def frames(i, seg=False):
     depth = 3 + rnd.randrange(12)
-    if shape in ('segs', 'hugesegs'):
+    if shape in ('segs', 'hugesegs', 'segsonly'):
         # The segments' frames are half the pool; the trace's the other
         # half, new ones all along (first read in any machine's region).
         h = npool // 2
@@ -84,8 +85,10 @@ def entry(i):
     return e
 segs = [{'device': 0, 'address': 139637976727552, 'total_size': 1 << 30, 'stream': 0,
          'segment_type': 'large', 'blocks': [{'address': 139637976727552 + i, 'size': 512, 'requested_size': 512,
-         'state': 'active_allocated', 'frames': frames(i, True)} for i in range({'segs': n // 10, 'hugesegs': n // 3}.get(shape, 40))]}]
-if shape == 'multi':
+         'state': 'active_allocated', 'frames': frames(i, True)} for i in range({'segs': n // 10, 'hugesegs': n // 3, 'segsonly': n}.get(shape, 40))]}]
+if shape == 'segsonly':
+    s = {'segments': segs, 'device_traces': [[]]}
+elif shape == 'multi':
     traces = [[entry(i) for i in range(d, n, 3)] for d in range(3)]
     s = {'device_traces': traces, 'segments': segs}
 else:
@@ -258,20 +261,27 @@ func TestHelpersAgreeWithOneMachine(t *testing.T) {
 // TestHelpersAfterLongSegments: when the segments reach past the prefix,
 // helpers read on until they have the trace keys (up to an eighth of the
 // input) and still store their entries as records, with frames they read
-// by memo index resolved at the join; past an eighth they give up and the
-// main machine runs alone. Either way the value is one machine's.
+// by memo index resolved at the join; with the keys past an eighth they
+// give up at their first entry and the main machine runs alone; with no
+// trace at all (segments alone) they run their regions of blocks. Either
+// way the value is one machine's.
 func TestHelpersAfterLongSegments(t *testing.T) {
 	needPython(t)
 	for _, c := range []struct {
-		shape  string
-		joined bool
-	}{{"segs", true}, {"hugesegs", false}} {
+		shape   string
+		entries int // trace entries
+		keyAt   [2]float64
+		joined  bool
+	}{
+		{"segs", 60000, [2]float64{1.0 / 32, 1.0 / 8}, true},
+		{"hugesegs", 60000, [2]float64{1.0 / 8, 1}, false},
+		{"segsonly", 0, [2]float64{-1, -1}, true},
+	} {
 		data := genPickle(t, c.shape, 60000)
-		at := bytes.Index(data, []byte("\x8c\x06action"))
-		if inReach := at > len(data)/32 && at < len(data)/8; inReach != c.joined || at < len(data)/32 {
-			t.Fatalf("%s: the first key is at %.3f of the input: not the shape this test needs", c.shape, float64(at)/float64(len(data)))
+		at := float64(bytes.Index(data, []byte("\x8c\x06action"))) / float64(len(data))
+		if at < 0 && c.keyAt[0] >= 0 || at >= 0 && (at <= c.keyAt[0] || at >= c.keyAt[1]) {
+			t.Fatalf("%s: the first key is at %.3f of the input: not the shape this test needs", c.shape, at)
 		}
-		t.Logf("%s: %d bytes, first key at %.3f", c.shape, len(data), float64(at)/float64(len(data)))
 		splits := [][]float64{{0.5}, {0.3, 0.5, 0.7}}
 		if testing.Short() { // -race
 			splits = splits[1:]
@@ -290,8 +300,8 @@ func TestHelpersAfterLongSegments(t *testing.T) {
 			if got, want := d.g.items.len(), one.g.items.len(); got > want+want/10+1024 {
 				t.Errorf("%s: %d generic items, one machine %d", name, got, want)
 			}
-			if d.g.traces.len() != one.g.traces.len() || one.g.traces.len() != 60000 {
-				t.Errorf("%s: %d trace records, one machine %d; want 60000", name, d.g.traces.len(), one.g.traces.len())
+			if d.g.traces.len() != one.g.traces.len() || one.g.traces.len() != c.entries {
+				t.Errorf("%s: %d trace records, one machine %d; want %d", name, d.g.traces.len(), one.g.traces.len(), c.entries)
 			}
 		}
 	}

@@ -696,6 +696,9 @@ func (d *decoder) run() (val, error) {
 				return val{}, d.errf(at, "SETITEMS on a %s, not a dict", t.k)
 			}
 			c := g.conts.at(t.ref)
+			if d.giveUpOnDict(c, kv) {
+				return val{}, errHelperStop
+			}
 			if !(c.n == 0 && c.kind == cGeneric && (len(kv) == 6 && d.tryFrame(t.ref, kv) || len(kv) >= 4 && d.tryTrace(t.ref, kv))) && len(kv) > 0 {
 				d.extend(t.ref, kv)
 			}
