@@ -95,7 +95,7 @@ func TestFlameSVGThresholdAndHostileNames(t *testing.T) {
 	wide := int64(float64(total) * flameMinPx * 1.5 / flameWidth)
 	narrow := int64(float64(total) * flameMinPx / 2 / flameWidth)
 	mk := func(name string, size int64) snapshot.Allocation {
-		return snapshot.Allocation{Size: size, Frames: snapshot.Stack{{Filename: "/u/m.py", Line: 1, Name: name}}}
+		return snapshot.Allocation{Size: size, Frames: snapshot.StackOf(snapshot.Frame{Filename: "/u/m.py", Line: 1, Name: name})}
 	}
 	allocs := []snapshot.Allocation{mk("big", total-wide-narrow), mk("wide</title><script>x()</script>\x1b[31m", wide), mk("narrow", narrow)}
 	var buf bytes.Buffer

@@ -310,12 +310,12 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 			st.ActiveBlocks++
 			st.ActiveHist.add(b.Size)
 			frames, fromTrace := b.Frames, false
-			if len(frames) == 0 && len(trace) > 0 {
+			if frames.Len() == 0 && len(trace) > 0 {
 				if allocFrames == nil {
 					allocFrames = lastAllocFrames(s, trace)
 				}
 				frames, fromTrace = allocFrames[b.Address], true
-				if len(frames) == 0 {
+				if frames.Len() == 0 {
 					fromTrace = false
 				}
 			}

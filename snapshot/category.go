@@ -161,7 +161,7 @@ func (c *Categorizer) Category(st Stack) string {
 // Decide returns the category of a stack with the frame and keyword that
 // decided it.
 func (c *Categorizer) Decide(st Stack) Decision {
-	if len(st) == 0 {
+	if st.Len() == 0 {
 		return Decision{Category: Unknown, Frame: -1}
 	}
 	if d, ok := c.cache[st.Key()]; ok {
@@ -182,7 +182,7 @@ func (c *Categorizer) match(st Stack) Decision {
 	best, frame := ruleHit{rule: -1}, -1
 	for pass := 0; pass < 2; pass++ {
 		looked := false
-		for i, f := range st {
+		for i, f := range st.All() {
 			fc := c.classify(*f)
 			if fc.skip || (pass == 0 && !fc.py) {
 				continue
@@ -411,7 +411,7 @@ func isPlumbing(f Frame) bool {
 // LocationFrame is the frame Location formats.
 func LocationFrame(st Stack) (Frame, bool) {
 	if i := LocationIndex(st); i >= 0 {
-		return *st[i], true
+		return *st.At(i), true
 	}
 	return Frame{}, false
 }
@@ -439,7 +439,7 @@ var libraryDirs = []string{"/site-packages/", "/dist-packages/", "/torch/", "/li
 // chooses. The profiler's frames never count.
 func EstimateLocationIndex(st Stack) int {
 	user := -1
-	for i, f := range st {
+	for i, f := range st.All() {
 		if IsNoise(*f) || isPlumbing(*f) || IsProfilerFrame(*f) {
 			continue
 		}
@@ -460,7 +460,7 @@ func EstimateLocationIndex(st Stack) int {
 // EstimateLocation formats the frame EstimateLocationIndex chooses.
 func EstimateLocation(st Stack) string {
 	if i := EstimateLocationIndex(st); i >= 0 {
-		return st[i].String()
+		return st.At(i).String()
 	}
 	return ""
 }

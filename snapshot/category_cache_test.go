@@ -19,7 +19,7 @@ func matchReference(c *Categorizer, st Stack) Decision {
 	}
 	var texts []text
 	for pass := 0; pass < 2 && len(texts) == 0; pass++ {
-		for i, f := range st {
+		for i, f := range st.All() {
 			if IsNoise(*f) || IsProfilerFrame(*f) || (pass == 0 && !strings.HasSuffix(f.Filename, ".py")) {
 				continue
 			}
@@ -68,11 +68,11 @@ func TestCachedMatchingAgreesWithReference(t *testing.T) {
 		"__torch_dispatch__", "MultiheadAttention", "expert_mlp", "softmax", "at::native::empty_cuda", "<module>", "NCCLComm"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 5000 {
-		st := make(Stack, rng.IntN(8))
-		for i := range st {
-			st[i] = &Frame{Filename: files[rng.IntN(len(files))], Name: names[rng.IntN(len(names))], Line: int64(rng.IntN(500))}
+		fr := make([]Frame, rng.IntN(8))
+		for i := range fr {
+			fr[i] = Frame{Filename: files[rng.IntN(len(files))], Name: names[rng.IntN(len(names))], Line: int64(rng.IntN(500))}
 		}
-		stacks = append(stacks, st)
+		stacks = append(stacks, StackOf(fr...))
 	}
 	for _, rules := range [][]Rule{nil, {
 		{Name: "A", Keywords: []string{"forward", "attention"}},

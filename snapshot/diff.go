@@ -105,7 +105,7 @@ func Compare(a, b Side) *Diff {
 	d.Categories = mergeRows(groupBy(a.Allocs, category), groupBy(b.Allocs, category), true)
 	locs := map[StackKey]string{} // one Location per distinct stack
 	site := func(x *Allocation) string {
-		if len(x.Frames) == 0 {
+		if x.Frames.Len() == 0 {
 			return NoFrames
 		}
 		l, ok := locs[x.Frames.Key()]

@@ -17,6 +17,7 @@ type (
 	Frame      = schema.Frame
 	Stack      = schema.Stack
 	StackKey   = schema.StackKey
+	FrameTable = schema.FrameTable
 	BlockState = schema.BlockState
 	Action     = schema.Action
 	Block      = schema.Block
@@ -53,3 +54,6 @@ const (
 
 // StackOf returns a Stack of copies of frames, for stacks built in code.
 func StackOf(frames ...Frame) Stack { return schema.StackOf(frames...) }
+
+// NewStack returns the stack of table's frames ids (see schema.NewStack).
+func NewStack(table *FrameTable, ids []uint32) Stack { return schema.NewStack(table, ids) }

@@ -539,7 +539,7 @@ func (t *Timeline) FramesAt(i int) Stack {
 	if k := t.Events[i].Stack; k != 0 && int(k) <= len(t.stacks) {
 		return t.stacks[k-1]
 	}
-	return nil
+	return Stack{}
 }
 
 // LiveStats counts the allocations live after event i, their bytes and

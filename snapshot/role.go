@@ -126,10 +126,10 @@ func newRoleClassifier(cat *Categorizer) *roleClassifier {
 }
 
 func (c *roleClassifier) traits(st Stack) *stackTraits {
-	if len(st) == 0 {
+	if st.Len() == 0 {
 		return &c.empty
 	}
-	k := stackKey{st.Key(), len(st)}
+	k := stackKey{st.Key(), st.Len()}
 	if t, ok := c.stacks[k]; ok {
 		return t
 	}
@@ -142,8 +142,8 @@ func (c *roleClassifier) traits(st Stack) *stackTraits {
 // read fills t from the frames of st, which is not empty.
 func (c *roleClassifier) read(st Stack, t *stackTraits) {
 	var all frameTraits
-	for i := range st {
-		fi := c.framePtr(st[i])
+	for i := range st.Len() {
+		fi := c.framePtr(st.At(i))
 		all |= fi.traits
 		if t.user == RoleUnknown {
 			t.user = fi.user
@@ -163,7 +163,7 @@ func (c *roleClassifier) read(st Stack, t *stackTraits) {
 	t.factory = all&ftFactory != 0 && all&ftTorchOp == 0
 	t.torchOp = all&ftTorchOp != 0
 	if i := siteIndex(st, c.sites.siteKind); i >= 0 {
-		t.site, t.siteFrame = c.sites.frameText(st[i]), st[i]
+		t.site, t.siteFrame = c.sites.frameText(st.At(i)), st.At(i)
 	}
 }
 
@@ -181,7 +181,7 @@ func readStacks(stacks []Stack, cat *Categorizer, perWorker int) []stackTraits {
 		wg.Go(func() {
 			c := newRoleClassifier(cat)
 			for k := lo; k < hi; k++ {
-				if len(stacks[k]) == 0 {
+				if stacks[k].Len() == 0 {
 					out[k] = c.empty
 					continue
 				}
@@ -465,7 +465,7 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 	n := int32(len(t.Events))
 	withFrames := false
 	for i := range t.Events {
-		if t.Events[i].Action == ActionAlloc && len(t.FramesAt(i)) > 0 {
+		if t.Events[i].Action == ActionAlloc && t.FramesAt(i).Len() > 0 {
 			withFrames = true
 			break
 		}
@@ -524,7 +524,7 @@ func (t *Timeline) classifyRole(c *roleClassifier, byStack []stackTraits, j int,
 		_, lt.zeroGradFree = within(zeroGrads, int(fi))
 	}
 	if lt.known {
-		lt.frameless = withFrames && len(iv.Frames) == 0
+		lt.frameless = withFrames && iv.Frames.Len() == 0
 		if w, ok := within(steps, int(iv.Start)); ok {
 			lt.inStep = true
 			lt.stepFree = iv.End < n && int(iv.End) < w.last

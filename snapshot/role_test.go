@@ -100,7 +100,7 @@ func rolesMatchTruth(t *testing.T, name string) {
 // frames builds a stack innermost first from "file|function" pairs; a
 // Python frame gets line 10.
 func frames(spec ...string) Stack {
-	var st Stack
+	var st []Frame
 	for _, s := range spec {
 		file, name := s, ""
 		for i := range s {
@@ -113,9 +113,9 @@ func frames(spec ...string) Stack {
 		if isPythonFrame(f) {
 			f.Line = 10
 		}
-		st = append(st, &f)
+		st = append(st, f)
 	}
-	return st
+	return StackOf(st...)
 }
 
 const sp = "/venv/lib/python3.12/site-packages/"
@@ -215,11 +215,11 @@ func TestRolesFromTrace(t *testing.T) {
 		ev(ActionAlloc, 0x1000, 1, fwd),                   // activation
 		ev(ActionAlloc, 0x2000, 2, fwd),                   // forward temporary
 		ev(ActionFreeCompleted, 0x2000, 3, user),          // freed by user code
-		ev(ActionAlloc, 0x3000, 4, nil),                   // backward: activation gradient
-		ev(ActionFreeCompleted, 0x1000, 5, nil),           // the activation freed by the engine
-		ev(ActionAlloc, 0x4000, 6, nil),                   // backward: a .grad
-		ev(ActionFreeCompleted, 0x3000, 7, nil),           // freed in backward
-		ev(ActionAlloc, 0x5000, 9, nil),                   // inside Optimizer.step, kept
+		ev(ActionAlloc, 0x3000, 4, Stack{}),               // backward: activation gradient
+		ev(ActionFreeCompleted, 0x1000, 5, Stack{}),       // the activation freed by the engine
+		ev(ActionAlloc, 0x4000, 6, Stack{}),               // backward: a .grad
+		ev(ActionFreeCompleted, 0x3000, 7, Stack{}),       // freed in backward
+		ev(ActionAlloc, 0x5000, 9, Stack{}),               // inside Optimizer.step, kept
 		ev(ActionAlloc, 0x6000, 10, opt),                  // optimizer scratch
 		ev(ActionFreeCompleted, 0x6000, 11, opt),          // freed inside the step
 		ev(ActionFreeCompleted, 0x4000, 13, zero),         // the .grad freed by zero_grad
@@ -377,7 +377,7 @@ func TestStackTableAgrees(t *testing.T) {
 				iv := &tl.Intervals[j]
 				if iv.Stack != 0 {
 					st := tl.stacks[iv.Stack-1]
-					if len(st) != len(iv.Frames) || (len(st) > 0 && st.Key() != iv.Frames.Key()) {
+					if st.Len() != iv.Frames.Len() || (st.Len() > 0 && st.Key() != iv.Frames.Key()) {
 						t.Fatalf("%s interval %d: stack %d is not its frames", p, j, iv.Stack)
 					}
 					checked++

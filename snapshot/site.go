@@ -132,8 +132,8 @@ func SiteIndex(st Stack) int {
 // it per frame).
 func siteIndex(st Stack, classify func(*Frame) siteKind) int {
 	python, node, native := -1, -1, -1
-	for i := range st {
-		switch classify(st[i]) {
+	for i := range st.Len() {
+		switch classify(st.At(i)) {
 		case kindUser:
 			return i
 		case kindLibrary:
@@ -141,7 +141,7 @@ func siteIndex(st Stack, classify func(*Frame) siteKind) int {
 				python = i
 			}
 		case kindNative:
-			if node < 0 && isAutogradNode(st[i].Name) {
+			if node < 0 && isAutogradNode(st.At(i).Name) {
 				node = i
 			}
 			if native < 0 {
@@ -171,7 +171,7 @@ func isAutogradNode(name string) bool {
 // when the stack has none.
 func Site(st Stack) string {
 	if i := SiteIndex(st); i >= 0 {
-		return SiteText(*st[i])
+		return SiteText(*st.At(i))
 	}
 	return ""
 }
@@ -257,8 +257,8 @@ func cppName(sig string) string {
 // other operator encloses them: under mm they are how mm got its output.
 func OpIndex(st Stack) int {
 	primitive := -1
-	for i := range st {
-		f := st[i]
+	for i := range st.Len() {
+		f := st.At(i)
 		if op, ok := atenOp(f.Name); ok {
 			if !isAllocPrimitive(op) {
 				return i
@@ -282,7 +282,7 @@ func Op(st Stack) string {
 	if i < 0 {
 		return ""
 	}
-	f := *st[i]
+	f := *st.At(i)
 	if op, ok := atenOp(f.Name); ok {
 		return "aten::" + op
 	}

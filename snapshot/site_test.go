@@ -57,7 +57,7 @@ func TestSiteIndex(t *testing.T) {
 		{"the profiler's hook is never the site", frames(sp+"memory_profiler/core/memory_dispatch_mode.py|track_tensor_memory",
 			sp+"torch/utils/_python_dispatch.py|__torch_dispatch__", "/home/u/train.py|main"), 2},
 		{"only hidden frames: none", frames("??|torch::unwind::unwind()", "ceval.c|_PyEval_EvalFrameDefault"), -1},
-		{"no frames", nil, -1},
+		{"no frames", Stack{}, -1},
 		{"a notebook cell is the user's", frames(sp+"torch/nn/functional.py|relu", "<ipython-input-3-abc>|<module>"), 1},
 		{"frozen modules are the interpreter's", frames("<frozen runpy>|_run_code", "/home/u/train.py|main"), 1},
 	}
@@ -135,13 +135,13 @@ func TestSitesOnSamples(t *testing.T) {
 					continue
 				}
 				checked++
-				f := al.Frames[k]
+				f := al.Frames.At(k)
 				if IsNoise(*f) || IsProfilerFrame(*f) {
 					t.Fatalf("%s: site %v is a hidden frame", p, f)
 				}
-				user := slices.IndexFunc(al.Frames, func(f *Frame) bool { return classifySite(*f) == kindUser })
+				user := al.Frames.IndexFunc(func(f *Frame) bool { return classifySite(*f) == kindUser })
 				if user >= 0 && user != k {
-					t.Fatalf("%s: site %v, but the user's own frame %v is in the stack", p, f, al.Frames[user])
+					t.Fatalf("%s: site %v, but the user's own frame %v is in the stack", p, f, al.Frames.At(user))
 				}
 			}
 		}
@@ -167,13 +167,13 @@ func TestSitesOnSamples(t *testing.T) {
 func TestOpLeavesFramesAlone(t *testing.T) {
 	path := "/usr/lib/python3/site-packages/torch/nn/functional.py"
 	st := StackOf(Frame{Filename: path, Line: 2380, Name: "layer_norm"}, Frame{Filename: "/w/train.py", Line: 9, Name: "main"})
-	other := Stack{st[0]}
+	other := NewStack(st.Table(), []uint32{st.ID(0)})
 	for range 2 {
 		if got, want := Op(st), "torch/nn/functional.py:2380 layer_norm"; got != want {
 			t.Fatalf("Op = %q, want %q", got, want)
 		}
 	}
-	if other[0].Filename != path || st[0].Filename != path {
-		t.Errorf("the shared frame now says %q", other[0].Filename)
+	if other.At(0).Filename != path || st.At(0).Filename != path {
+		t.Errorf("the shared frame now says %q", other.At(0).Filename)
 	}
 }

@@ -83,16 +83,16 @@ func newSiteNames() *siteNames {
 }
 
 func (m *siteNames) of(st Stack) string {
-	if len(st) == 0 {
+	if st.Len() == 0 {
 		return noStack
 	}
-	k := stackKey{st.Key(), len(st)}
+	k := stackKey{st.Key(), st.Len()}
 	if s, ok := m.byStack[k]; ok {
 		return s
 	}
 	s := noStack
 	if i := m.locationIndex(st); i >= 0 {
-		s = m.frameText(st[i])
+		s = m.frameText(st.At(i))
 	}
 	m.byStack[k] = s
 	return s

@@ -29,7 +29,7 @@ func newProgram() *program {
 }
 
 func site(name string) Stack {
-	return Stack{{Filename: "train.py", Line: int64(len(name)), Name: name}}
+	return StackOf(Frame{Filename: "train.py", Line: int64(len(name)), Name: name})
 }
 
 func (p *program) ev(e TraceEntry) {
@@ -382,17 +382,20 @@ func TestSiteNamesIsLocation(t *testing.T) {
 	user := py("/w/train.py", 40, "step")
 	userOther := py("/w/train.py", 41, "step")
 	withSource := Frame{Filename: "/w/model.py", Line: 7, Name: "forward", Source: "y = x @ w"}
+	table := &FrameTable{Frames: []Frame{noise, plumb, prof, cpp, user, userOther, withSource,
+		{Filename: "/w/model.py", Line: 7, Name: "forward", Source: "other"}}}
+	on := func(ids ...uint32) Stack { return NewStack(table, ids) }
 	stacks := []Stack{
-		nil,
-		{&noise},
-		{&noise, &plumb, &prof},
-		{&plumb, &cpp},
-		{&plumb, &cpp, &user},
-		{&noise, &user, &cpp},
-		{&userOther, &user},
-		{&cpp, &userOther},
-		{&withSource},
-		{&prof, {Filename: "/w/model.py", Line: 7, Name: "forward", Source: "other"}},
+		{},
+		on(0),
+		on(0, 1, 2),
+		on(1, 3),
+		on(1, 3, 4),
+		on(0, 4, 3),
+		on(5, 4),
+		on(3, 5),
+		on(6),
+		on(2, 7),
 		StackOf(py("/w/no_line.py", 0, "f")),
 	}
 	names := newSiteNames()
@@ -404,7 +407,7 @@ func TestSiteNamesIsLocation(t *testing.T) {
 			}
 			// A copy: a new backing array, so the stack cache misses and
 			// the frame caches are what answers on the second pass.
-			if got := names.of(slices.Clone(st)); got != want {
+			if got := names.of(st.Clone()); got != want {
 				t.Errorf("pass %d, stack %d: got %q, want %q", pass, i, got, want)
 			}
 		}

@@ -52,5 +52,5 @@ func TestStateBlocksAgreesWithMap(t *testing.T) {
 }
 
 func sameBlock(a, b StateBlock) bool {
-	return a.Addr == b.Addr && a.Size == b.Size && a.PendingFree == b.PendingFree && len(a.Frames) == len(b.Frames)
+	return a.Addr == b.Addr && a.Size == b.Size && a.PendingFree == b.PendingFree && a.Frames.Len() == b.Frames.Len()
 }

@@ -77,7 +77,7 @@ func groupTree(allocs []Allocation, group func(*Allocation) string) *TreeNode {
 		switch {
 		case a.Module != "":
 			loc = a.Location()
-		case len(a.Frames) > 0:
+		case a.Frames.Len() > 0:
 			loc = names.of(a.Frames)
 			if loc == noStack {
 				loc = ""
@@ -117,8 +117,8 @@ func stackTree(allocs []Allocation, leaves bool) *TreeNode {
 		root.Blocks++
 		n := root
 		shown := 0
-		for j := len(a.Frames) - 1; j >= 0; j-- {
-			f := a.Frames[j]
+		for j := a.Frames.Len() - 1; j >= 0; j-- {
+			f := a.Frames.At(j)
 			if IsNoise(*f) {
 				continue
 			}

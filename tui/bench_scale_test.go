@@ -21,9 +21,11 @@ import (
 func syntheticTrace(n int) *snapshot.Snapshot {
 	stacks := make([]snapshot.Stack, 400)
 	for i := range stacks {
+		var fr []snapshot.Frame
 		for d := 0; d < 16; d++ {
-			stacks[i] = append(stacks[i], &snapshot.Frame{Filename: fmt.Sprintf("/w/model/layer%d.py", (i+d)%50), Line: int64(10 + d + i), Name: "forward"})
+			fr = append(fr, snapshot.Frame{Filename: fmt.Sprintf("/w/model/layer%d.py", (i+d)%50), Line: int64(10 + d + i), Name: "forward"})
 		}
+		stacks[i] = snapshot.StackOf(fr...)
 	}
 	s := &snapshot.Snapshot{Traces: [][]snapshot.TraceEntry{nil}, Stacks: stacks}
 	var open []uint64

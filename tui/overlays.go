@@ -60,13 +60,13 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 		o.lines = append(o.lines, head)
 		o.noise = append(o.noise, false)
 		o.frames = append(o.frames, nil)
-		if len(st) == 0 {
+		if st.Len() == 0 {
 			o.lines = append(o.lines, "  (no frames recorded)")
 			o.noise = append(o.noise, false)
 			o.frames = append(o.frames, nil)
 		}
-		for i := range st {
-			f := st[i]
+		for i := range st.Len() {
+			f := st.At(i)
 			prefix := "  "
 			if mark && i == loc {
 				prefix = "▶ "
@@ -82,16 +82,16 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 			}
 			o.lines = append(o.lines, line)
 			o.noise = append(o.noise, i != loc && (snapshot.IsNoise(*f) || snapshot.IsPlumbing(*f) || snapshot.IsProfilerFrame(*f) || isInterpreter(*f)))
-			o.frames = append(o.frames, st[i])
+			o.frames = append(o.frames, st.At(i))
 			if f.Source != "" {
 				o.lines = append(o.lines, "      "+safe(f.Source))
 				o.noise = append(o.noise, false)
-				o.frames = append(o.frames, st[i])
+				o.frames = append(o.frames, st.At(i))
 			}
 		}
 	}
 	add("allocated at (innermost call first; ▶ the site: the user's own line):", create, true)
-	if len(release) > 0 {
+	if release.Len() > 0 {
 		o.lines = append(o.lines, "")
 		o.noise = append(o.noise, false)
 		o.frames = append(o.frames, nil)

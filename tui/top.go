@@ -137,7 +137,7 @@ func (t *topTab) setSource(c *tabContext, s *model.Source) {
 	locCache := map[snapshot.StackKey]string{}
 	for i := range t.allocs {
 		al := &t.allocs[i]
-		if len(al.Frames) > 0 {
+		if al.Frames.Len() > 0 {
 			l, ok := locCache[al.Frames.Key()]
 			if !ok {
 				l = al.Location()

@@ -144,7 +144,7 @@ func analyzeDevice(d *Device, cat *snapshot.Categorizer) DeviceStats {
 			n.Bytes += t.Size
 			n.Blocks++
 		}
-		if len(t.Create) == 0 {
+		if t.Create.Len() == 0 {
 			noStack.Bytes += t.Size
 			noStack.Tensors++
 		} else {

@@ -356,21 +356,21 @@ func (s *stackStrings) str(b []byte) string {
 func (s *stackStrings) stack(sc *jsonscan.Scanner) (snapshot.Stack, bool, error) {
 	if sc.Peek() == 'n' {
 		_, err := sc.Literal()
-		return nil, false, err
+		return snapshot.Stack{}, false, err
 	}
 	if sc.Peek() != '[' {
 		if err := sc.Skip(); err != nil {
-			return nil, false, err
+			return snapshot.Stack{}, false, err
 		}
-		return nil, true, nil
+		return snapshot.Stack{}, true, nil
 	}
 	start := sc.Pos()
 	if err := sc.Skip(); err != nil {
-		return nil, false, err
+		return snapshot.Stack{}, false, err
 	}
 	raw := sc.Bytes(start, sc.Pos())
 	if len(bytes.TrimSpace(raw)) <= 2 {
-		return nil, false, nil // []
+		return snapshot.Stack{}, false, nil // []
 	}
 	h := maphash.Bytes(s.seed, raw)
 	s.mu.Lock()
@@ -383,7 +383,7 @@ func (s *stackStrings) stack(sc *jsonscan.Scanner) (snapshot.Stack, bool, error)
 	s.mu.Unlock()
 	st, bad, err := parseStackList(raw)
 	if err != nil {
-		return nil, false, err
+		return snapshot.Stack{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -404,12 +404,12 @@ var reFrame = regexp.MustCompile(`File "([^"]*)", line (\d+), in ([^\n]*)\n?(?:[
 func parseStackList(raw []byte) (snapshot.Stack, bool, error) {
 	sc := jsonscan.New(raw)
 	_ = sc.Expect('[')
-	var frames snapshot.Stack
+	var frames []snapshot.Frame
 	bad := false
 	for first := true; ; first = false {
 		more, err := sc.More(']', first)
 		if err != nil {
-			return nil, false, err
+			return snapshot.Stack{}, false, err
 		}
 		if !more {
 			break
@@ -417,13 +417,13 @@ func parseStackList(raw []byte) (snapshot.Stack, bool, error) {
 		if sc.Peek() != '"' {
 			bad = true
 			if err := sc.Skip(); err != nil {
-				return nil, false, err
+				return snapshot.Stack{}, false, err
 			}
 			continue
 		}
 		b, err := sc.String()
 		if err != nil {
-			return nil, false, err
+			return snapshot.Stack{}, false, err
 		}
 		ms := reFrame.FindAllSubmatch(b, -1)
 		if len(ms) == 0 {
@@ -432,10 +432,10 @@ func parseStackList(raw []byte) (snapshot.Stack, bool, error) {
 		}
 		for _, m := range ms {
 			line, _ := strconv.ParseInt(string(m[2]), 10, 64)
-			frames = append(frames, &snapshot.Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3])),
+			frames = append(frames, snapshot.Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3])),
 				Source: strings.TrimSpace(string(m[4]))})
 		}
 	}
 	slices.Reverse(frames)
-	return frames, bad, nil
+	return snapshot.StackOf(frames...), bad, nil
 }

@@ -22,10 +22,10 @@ func TestEstimateSample(t *testing.T) {
 	}
 	// Frames are innermost first; the source line is kept.
 	top := d.Allocations[0]
-	if top.Frames[0].Name != "__init__" || top.Frames[0].Line != 800 || !strings.Contains(top.Frames[0].Source, "Parameter(torch.empty(") {
+	if top.Frames.At(0).Name != "__init__" || top.Frames.At(0).Line != 800 || !strings.Contains(top.Frames.At(0).Source, "Parameter(torch.empty(") {
 		t.Errorf("create stack: %+v", top.Frames)
 	}
-	if len(d.Allocations[1].ReleaseFrames) != 1 {
+	if d.Allocations[1].ReleaseFrames.Len() != 1 {
 		t.Errorf("release stack: %+v", d.Allocations[1].ReleaseFrames)
 	}
 	if d.Modules[0].Pattern != "GPTModel.decoder.layers.*.mlp.linear_fc1" || d.Modules[0].Instances != 2 || d.Modules[0].Bytes != 768<<20 {
@@ -150,16 +150,16 @@ func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
 			t.Errorf("location names the profiler: %q", loc)
 		}
 		i := al.LocationIndex()
-		if i < 0 || snapshot.IsProfilerFrame(*al.Frames[i]) {
+		if i < 0 || snapshot.IsProfilerFrame(*al.Frames.At(i)) {
 			t.Errorf("location frame %d is the profiler's", i)
 		}
 		if al.Category == "Optimizer State" {
-			if f := al.Frames[al.CategoryFrame]; !strings.Contains(f.Filename, "optim") {
+			if f := al.Frames.At(al.CategoryFrame); !strings.Contains(f.Filename, "optim") {
 				t.Errorf("Optimizer State decided by %s %s", f.Filename, f.Name)
 			}
 		}
-		if al.CategoryFrame >= 0 && snapshot.IsProfilerFrame(*al.Frames[al.CategoryFrame]) {
-			t.Errorf("category decided by a profiler frame: %+v", al.Frames[al.CategoryFrame])
+		if al.CategoryFrame >= 0 && snapshot.IsProfilerFrame(*al.Frames.At(al.CategoryFrame)) {
+			t.Errorf("category decided by a profiler frame: %+v", al.Frames.At(al.CategoryFrame))
 		}
 	}
 	var unknown int64
@@ -196,7 +196,7 @@ func TestEstimateShapes(t *testing.T) {
 	if strings.Join(order, ",") != "cuda:2,cuda:10,cpu" {
 		t.Errorf("device order %v, want GPUs first by number", order)
 	}
-	if st := e.Devices[0].Tensors[0].Create; len(st) != 1 || st[0].Filename != "model.py" || st[0].Line != 7 {
+	if st := e.Devices[0].Tensors[0].Create; st.Len() != 1 || st.At(0).Filename != "model.py" || st.At(0).Line != 7 {
 		t.Errorf("stack_trace is read as the creation stack: %+v", st)
 	}
 	for _, body := range []string{"{}", " {\n}\n"} {

@@ -21,13 +21,12 @@ type binder struct {
 	stackOf []int32        // per container: 1 + index into stacks, 0 when not bound yet
 	stacks  []schema.Stack // typed form of graph.stacks, filled on first use
 	scratch []uint32
-	frames  []*schema.Frame // typed form of graph.frames, filled on first use
-	// frameSlab is where typeFrames puts the next Frames: frames never
-	// move, so stacks can point at them.
-	frameSlab []schema.Frame
-	warns     map[string]int
-	actions   map[uint32]schema.Action // parsed action per string id
-	workers   int                      // goroutines for the parallel parts
+	// table is the typed form of graph.frames, which every stack indexes;
+	// it grows as the binder meets frames the decoder did not.
+	table   *schema.FrameTable
+	warns   map[string]int
+	actions map[uint32]schema.Action // parsed action per string id
+	workers int                      // goroutines for the parallel parts
 	// consume is set when the graph is freed after binding (bindGraph):
 	// lastTraces then says that the traces being bound are the last
 	// reader of the trace records.
@@ -52,6 +51,7 @@ func newBinder(g *graph, inputSize int) *binder {
 		g:       g,
 		budget:  budget,
 		stackOf: make([]int32, g.conts.len()),
+		table:   &schema.FrameTable{},
 		warns:   map[string]int{},
 		workers: runtime.GOMAXPROCS(0),
 	}
@@ -179,7 +179,7 @@ func (b *binder) boolean(v val) bool {
 }
 
 func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
-	b.typeStacks(b.workers)
+	b.typeStacks()
 	s := &schema.Snapshot{}
 	switch root.k {
 	case kList:

@@ -3,9 +3,9 @@ package pickle
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"memscope/snapshot/schema"
 )
@@ -344,7 +344,7 @@ func (b *binder) render(v val, depth int) string {
 func (b *binder) stack(v val, path string) (schema.Stack, error) {
 	id, ok, err := b.stackID(v, path)
 	if !ok || err != nil {
-		return nil, err
+		return schema.Stack{}, err
 	}
 	return b.typedStack(id), nil
 }
@@ -416,89 +416,43 @@ func (b *binder) stackID(v val, path string) (id uint32, ok bool, err error) {
 	return id, true, nil
 }
 
-// parallelStacks is the number of interned stacks from which converting
-// them to Frames is split across cores (a long run with distinct stacks has
-// tens of thousands, a small snapshot a few hundred).
-const parallelStacks = 2048
-
-// typeStacks converts every stack interned while decoding to Frames, on all
-// cores when there are many. Each worker allocates one backing array for
-// its share: a million small slices would cost the allocator and the
-// collector more than the frames themselves.
-func (b *binder) typeStacks(workers int) {
+// typeStacks makes every stack interned while decoding a Stack. A Stack
+// is a view of the interned ids (the graph's stack table is kept as the
+// snapshot's): nothing is copied, and the collector has no frame pointers
+// to mark, which on a trace of 300k distinct stacks was 5M of them.
+func (b *binder) typeStacks() {
 	b.typeFrames()
 	n := b.g.stacks.len()
 	b.stacks = make([]schema.Stack, n)
-	if n < parallelStacks || workers < 2 {
-		b.typeStackRange(0, n)
-		return
+	for i := range b.stacks {
+		b.stacks[i] = schema.NewStack(b.table, b.g.stacks.get(uint32(i)))
 	}
-	var wg sync.WaitGroup
-	lo := 0
-	for w := range workers {
-		hi := n * (w + 1) / workers
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			b.typeStackRange(lo, hi)
-		}(lo, hi)
-		lo = hi
-	}
-	wg.Wait()
 }
 
 // typeFrames converts the frames interned so far to Frames, once each.
 func (b *binder) typeFrames() {
-	for id := uint32(len(b.frames)); int(id) < b.g.frames.len(); id++ {
-		if len(b.frameSlab) == 0 {
-			b.frameSlab = make([]schema.Frame, max(1024, b.g.frames.len()-int(id)))
-		}
-		t := &b.frameSlab[0]
-		b.frameSlab = b.frameSlab[1:]
+	t := b.table
+	n := b.g.frames.len()
+	if len(t.Frames) == n {
+		return
+	}
+	t.Frames = slices.Grow(t.Frames, n-len(t.Frames))
+	for id := uint32(len(t.Frames)); int(id) < n; id++ {
 		f := b.g.frames.at(id)
-		*t = schema.Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line}
-		b.frames = append(b.frames, t)
+		t.Frames = append(t.Frames, schema.Frame{Filename: b.strOrEmpty(f.file), Name: b.strOrEmpty(f.name), Line: f.line})
 	}
 }
 
-// typedSlab is how many Frames typeStackRange allocates at once (896 KiB).
-// One array per worker would be tens of MB: the allocation that starts a
-// collection is scanned by it while it is still being filled, and each
-// page read before it is written costs a TLB flush on every core (perf:
-// do_wp_page under typeStackRange, a quarter of the run on a 78 MiB
-// snapshot). Arrays allocated once marking runs are not scanned.
-const typedSlab = 16 << 10
-
-func (b *binder) typeStackRange(lo, hi int) {
-	var slab schema.Stack
-	for i := lo; i < hi; i++ {
-		raw := b.g.stacks.get(uint32(i))
-		if len(raw) > len(slab) {
-			slab = freshSlice[*schema.Frame](max(len(raw), typedSlab))
-		}
-		st := slab[:len(raw):len(raw)]
-		slab = slab[len(raw):]
-		for j, id := range raw {
-			st[j] = b.frames[id]
-		}
-		b.stacks[i] = st
-	}
-}
-
-// typedStack converts an interned stack to Frames once.
+// typedStack returns interned stack id as a Stack.
 func (b *binder) typedStack(id uint32) schema.Stack {
+	b.typeFrames()
 	for int(id) >= len(b.stacks) {
-		b.stacks = append(b.stacks, nil)
+		b.stacks = append(b.stacks, schema.Stack{})
 	}
-	if st := b.stacks[id]; st != nil {
+	if st := b.stacks[id]; st.Len() != 0 {
 		return st
 	}
-	b.typeFrames()
-	raw := b.g.stacks.get(id)
-	st := make(schema.Stack, len(raw))
-	for i, fid := range raw {
-		st[i] = b.frames[fid]
-	}
+	st := schema.NewStack(b.table, b.g.stacks.get(id))
 	b.stacks[id] = st
 	return st
 }

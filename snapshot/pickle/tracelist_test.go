@@ -117,8 +117,8 @@ func TestTraceLists(t *testing.T) {
 		if !reflect.DeepEqual(got, c.addrs) {
 			t.Errorf("%s: addresses %v, want %v", c.name, got, c.addrs)
 		}
-		if tr := s.Traces[0]; len(tr) > 0 && tr[0].Addr == 4096 && (tr[0].Size != 512 || tr[0].TimeUS != 1000 || len(s.FramesOf(&tr[0])) != 1 ||
-			*s.FramesOf(&tr[0])[0] != (schema.Frame{Filename: "/src/train.py", Name: "step", Line: 10})) {
+		if tr := s.Traces[0]; len(tr) > 0 && tr[0].Addr == 4096 && (tr[0].Size != 512 || tr[0].TimeUS != 1000 || s.FramesOf(&tr[0]).Len() != 1 ||
+			*s.FramesOf(&tr[0]).At(0) != (schema.Frame{Filename: "/src/train.py", Name: "step", Line: 10})) {
 			t.Errorf("%s: first entry %+v", c.name, tr[0])
 		}
 		if w := strings.Join(s.Warnings, "\n"); c.warn != "" && !strings.Contains(w, c.warn) {

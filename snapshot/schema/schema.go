@@ -6,6 +6,7 @@ package schema
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 )
 
@@ -29,28 +30,109 @@ func (f Frame) String() string {
 	return fmt.Sprintf("%s %s", f.Filename, f.Name)
 }
 
-// Stack is a call stack, innermost frame first. Its frames are pointers
-// into the snapshot's table of distinct frames: a real trace has a few
-// thousand frames in hundreds of thousands of stacks, which Python keeps
-// as references too. Identical stacks in one snapshot share one backing
-// array, so Key is a cheap identity (categorizers and location caches use
-// it).
-type Stack []*Frame
+// Stack is a call stack, innermost frame first: indices into a table of
+// distinct frames that the snapshot's stacks share. A real trace has a few
+// thousand frames in hundreds of thousands of stacks; a stack costs 4 bytes
+// a frame and no pointer for the collector to follow, where Python keeps 8-byte
+// references. Identical stacks in one snapshot share one array of indices,
+// so Key is a cheap identity (categorizers and location caches use it).
+// The zero Stack is empty.
+type Stack struct {
+	ids   []uint32
+	table *FrameTable
+}
 
-// StackKey identifies a stack's backing array (see Stack.Key).
-type StackKey = **Frame
+// FrameTable holds the distinct frames that a snapshot's stacks index. It
+// may grow while stacks are made (a binder meets new frames as it goes);
+// a stack made before sees the frames added after it.
+type FrameTable struct{ Frames []Frame }
 
-// Key is the address of the stack's first element: equal for stacks that
-// share a backing array. s must not be empty.
-func (s Stack) Key() StackKey { return &s[0] }
+// StackKey identifies a stack's array of indices (see Stack.Key).
+type StackKey = *uint32
+
+// NewStack returns the stack of table.Frames[ids[0]], [ids[1]], ... It keeps
+// ids, which the caller must not change; every id must index the table.
+func NewStack(table *FrameTable, ids []uint32) Stack {
+	if len(ids) == 0 {
+		return Stack{}
+	}
+	return Stack{ids: ids, table: table}
+}
+
+// Len is the number of frames.
+func (s Stack) Len() int { return len(s.ids) }
+
+// At returns the i'th frame, innermost first. It points into the shared
+// table: frames of different stacks are the same Frame when they are equal
+// and the stacks come from one table.
+func (s Stack) At(i int) *Frame { return &s.table.Frames[s.ids[i]] }
+
+// ID is the i'th frame's index in the stack's table (see Table): a key for
+// caches of per-frame results, dense where a map of pointers is not.
+func (s Stack) ID(i int) uint32 { return s.ids[i] }
+
+// Table is the table of frames the stack indexes (nil for an empty stack);
+// stacks from one snapshot share it.
+func (s Stack) Table() *FrameTable { return s.table }
+
+// Key is the address of the stack's array of indices: equal for stacks
+// that share it. s must not be empty.
+func (s Stack) Key() StackKey { return &s.ids[0] }
+
+// All yields each frame's index and frame, innermost first.
+func (s Stack) All() iter.Seq2[int, *Frame] {
+	return func(yield func(int, *Frame) bool) {
+		for i, id := range s.ids {
+			if !yield(i, &s.table.Frames[id]) {
+				return
+			}
+		}
+	}
+}
+
+// IndexFunc is the index of the first frame for which f is true, or -1.
+func (s Stack) IndexFunc(f func(*Frame) bool) int {
+	for i, id := range s.ids {
+		if f(&s.table.Frames[id]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Clone returns the same frames in a new array of indices: an equal stack
+// with another Key.
+func (s Stack) Clone() Stack {
+	if len(s.ids) == 0 {
+		return Stack{}
+	}
+	return Stack{ids: slices.Clone(s.ids), table: s.table}
+}
+
+// Slice returns the frames i to j-1 as a stack.
+func (s Stack) Slice(i, j int) Stack {
+	if i >= j {
+		return Stack{}
+	}
+	return Stack{ids: s.ids[i:j:j], table: s.table}
+}
+
+// Copy returns the frames as values.
+func (s Stack) Copy() []Frame {
+	out := make([]Frame, s.Len())
+	for i := range out {
+		out[i] = *s.At(i)
+	}
+	return out
+}
 
 // Equal reports whether s and t hold equal frames.
 func (s Stack) Equal(t Stack) bool {
-	if len(s) != len(t) {
+	if s.Len() != t.Len() {
 		return false
 	}
-	for i := range s {
-		if *s[i] != *t[i] {
+	for i := range s.ids {
+		if *s.At(i) != *t.At(i) {
 			return false
 		}
 	}
@@ -59,11 +141,14 @@ func (s Stack) Equal(t Stack) bool {
 
 // StackOf returns a Stack of copies of frames, for stacks built in code.
 func StackOf(frames ...Frame) Stack {
-	st := make(Stack, len(frames))
-	for i := range frames {
-		st[i] = &frames[i]
+	if len(frames) == 0 {
+		return Stack{}
 	}
-	return st
+	ids := make([]uint32, len(frames))
+	for i := range ids {
+		ids[i] = uint32(i)
+	}
+	return Stack{ids: ids, table: &FrameTable{Frames: slices.Clone(frames)}}
 }
 
 // BlockState is the allocator state of a block.
@@ -258,7 +343,7 @@ type Snapshot struct {
 // FramesOf returns e's call stack (nil when it has none).
 func (s *Snapshot) FramesOf(e *TraceEntry) Stack {
 	if e.Stack == 0 || int(e.Stack) > len(s.Stacks) {
-		return nil
+		return Stack{}
 	}
 	return s.Stacks[e.Stack-1]
 }
@@ -266,7 +351,7 @@ func (s *Snapshot) FramesOf(e *TraceEntry) Stack {
 // AddStack appends st to Stacks and returns the TraceEntry.Stack that
 // refers to it (0 for an empty stack), for snapshots built in code.
 func (s *Snapshot) AddStack(st Stack) uint32 {
-	if len(st) == 0 {
+	if st.Len() == 0 {
 		return 0
 	}
 	s.Stacks = append(s.Stacks, st)
