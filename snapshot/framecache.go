@@ -21,7 +21,20 @@ type frameCache[V any] struct {
 	slots []frameSlot[V]
 	n     int
 	shift uint // 64 - log2(len(slots))
+	// dense holds the values of one table's frames by index (see
+	// useTable), base being the address of its first frame.
+	base  uintptr
+	dense []denseSlot[V]
+	nd    int // frames set in dense
 }
+
+type denseSlot[V any] struct {
+	val V
+	ok  bool
+}
+
+// frameSize is the distance between two frames of a table.
+const frameSize = unsafe.Sizeof(Frame{})
 
 type frameSlot[V any] struct {
 	key *Frame
@@ -49,8 +62,35 @@ func (c *frameCache[V]) slot(f *Frame) int {
 	return int((uint64(uintptr(unsafe.Pointer(f))) * 0x9E3779B97F4A7C15) >> c.shift)
 }
 
+// useTable keeps the values of t's frames in an array by index: a frame of
+// a snapshot's stacks is found by its distance from the table's first
+// frame, which on a trace of 300k distinct stacks was 9 million probes of
+// the table by address. Frames outside t (appended later, or of another
+// table) still go to the table by address.
+func (c *frameCache[V]) useTable(t *FrameTable) {
+	if t == nil || len(t.Frames) == 0 || c.dense != nil {
+		return
+	}
+	c.base = uintptr(unsafe.Pointer(&t.Frames[0]))
+	c.dense = make([]denseSlot[V], len(t.Frames))
+}
+
+// at is f's slot in the dense array, or nil.
+func (c *frameCache[V]) at(f *Frame) *denseSlot[V] {
+	// Only the difference of the addresses is computed: nothing is made a
+	// pointer again, and a frame outside the table is a large or
+	// "negative" (wrapped) offset.
+	if off := uintptr(unsafe.Pointer(f)) - c.base; off < uintptr(len(c.dense))*frameSize {
+		return &c.dense[off/frameSize]
+	}
+	return nil
+}
+
 // Get returns f's value.
 func (c *frameCache[V]) Get(f *Frame) (V, bool) {
+	if d := c.at(f); d != nil {
+		return d.val, d.ok
+	}
 	mask := len(c.slots) - 1
 	for i := c.slot(f); c.slots[i].key != nil; i = (i + 1) & mask {
 		if c.slots[i].key == f {
@@ -63,6 +103,13 @@ func (c *frameCache[V]) Get(f *Frame) (V, bool) {
 
 // Put sets f's value; f is not nil.
 func (c *frameCache[V]) Put(f *Frame, v V) {
+	if d := c.at(f); d != nil {
+		if !d.ok {
+			c.nd++
+		}
+		*d = denseSlot[V]{v, true}
+		return
+	}
 	if 4*(c.n+1) > 3*len(c.slots) { // load over 3/4: double
 		old := c.slots
 		c.init(2 * len(old))
@@ -85,4 +132,4 @@ func (c *frameCache[V]) Put(f *Frame, v V) {
 }
 
 // Len is the number of frames cached.
-func (c *frameCache[V]) Len() int { return c.n }
+func (c *frameCache[V]) Len() int { return c.n + c.nd }

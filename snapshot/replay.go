@@ -505,6 +505,7 @@ func (t *Timeline) numberSites(byStack []stackTraits) {
 	t.siteName = []string{noStack}
 	t.siteIndex = map[string]int32{noStack: 0}
 	byFrame := newFrameCache[int32]()
+	byFrame.useTable(tableOf(t.stacks))
 	for k := range byStack {
 		f := byStack[k].siteFrame
 		if f == nil || byStack[k].site == "" {

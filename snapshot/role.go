@@ -175,11 +175,13 @@ func (c *roleClassifier) read(st Stack, t *stackTraits) {
 func readStacks(stacks []Stack, cat *Categorizer, perWorker int) []stackTraits {
 	out := make([]stackTraits, len(stacks))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(stacks)/perWorker))
+	table := tableOf(stacks)
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*len(stacks)/workers, (w+1)*len(stacks)/workers
 		wg.Go(func() {
 			c := newRoleClassifier(cat)
+			c.useTable(table)
 			for k := lo; k < hi; k++ {
 				if stacks[k].Len() == 0 {
 					out[k] = c.empty
@@ -191,6 +193,23 @@ func readStacks(stacks []Stack, cat *Categorizer, perWorker int) []stackTraits {
 	}
 	wg.Wait()
 	return out
+}
+
+// tableOf is the frame table of the first stack that has frames: the one a
+// snapshot's stacks share.
+func tableOf(stacks []Stack) *FrameTable {
+	for _, st := range stacks {
+		if st.Len() > 0 {
+			return st.Table()
+		}
+	}
+	return nil
+}
+
+// useTable keeps what is read from t's frames in arrays by index.
+func (c *roleClassifier) useTable(t *FrameTable) {
+	c.byFrame.useTable(t)
+	c.sites.useTable(t)
 }
 
 func (c *roleClassifier) framePtr(f *Frame) frameInfo {

@@ -66,7 +66,7 @@ type siteNames struct {
 	byStack map[stackKey]string
 	kind    map[frameName]siteKind
 	kindOf  *frameCache[siteKind]
-	textOf  map[*Frame]string
+	textOf  *frameCache[string]
 }
 
 type frameName struct{ file, name string }
@@ -79,7 +79,7 @@ type stackKey struct {
 }
 
 func newSiteNames() *siteNames {
-	return &siteNames{byStack: map[stackKey]string{}, kind: map[frameName]siteKind{}, kindOf: newFrameCache[siteKind](), textOf: map[*Frame]string{}}
+	return &siteNames{byStack: map[stackKey]string{}, kind: map[frameName]siteKind{}, kindOf: newFrameCache[siteKind](), textOf: newFrameCache[string]()}
 }
 
 func (m *siteNames) of(st Stack) string {
@@ -122,12 +122,17 @@ func (m *siteNames) siteKind(f *Frame) siteKind {
 // frameText is format cached by frame: stacks point into the snapshot's
 // table of distinct frames.
 func (m *siteNames) frameText(f *Frame) string {
-	if s, ok := m.textOf[f]; ok {
+	if s, ok := m.textOf.Get(f); ok {
 		return s
 	}
 	s := SiteText(*f)
-	m.textOf[f] = s
+	m.textOf.Put(f, s)
 	return s
+}
+
+// useTable keeps what is read from t's frames in arrays by index.
+func (m *siteNames) useTable(t *FrameTable) {
+	m.kindOf.useTable(t)
 }
 
 // byStart is the timeline's intervals ordered by their start event (ties
