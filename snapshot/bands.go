@@ -47,7 +47,7 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 		case BandRole:
 			return t.Role(i).String()
 		}
-		return t.cat.Category(iv.Frames)
+		return t.cat.Category(t.FramesOf(iv))
 	}
 	keys := make([]string, len(t.Intervals))
 	atPeak, total := map[string]int64{}, map[string]int64{}

@@ -28,9 +28,13 @@ type Interval struct {
 	Stack uint32
 	// Size is the requested size: the trace entry's size, or the block's
 	// requested_size for blocks alive before the window.
-	Size   int64
-	Addr   uint64
-	Frames Stack
+	Size int64
+	Addr uint64
+	// block is 1 + the index in the timeline's blockStacks of the frames
+	// of a block alive before the trace, else 0: the frames of the others
+	// are their Stack's (see Timeline.FramesOf), so an interval holds no
+	// stack of its own.
+	block uint32
 	// PreWindow is set when the allocation happened before the trace began
 	// (a free with no alloc, or an active block with no alloc).
 	PreWindow bool
@@ -106,8 +110,10 @@ type Timeline struct {
 	// otherwise Reserved is flat at the snapshot's reserved memory.
 	ReservedFromTrace bool
 	cat               *Categorizer
-	// stacks are the snapshot's call stacks, which events refer to.
-	stacks []Stack
+	// stacks are the snapshot's call stacks, which events refer to;
+	// blockStacks those of blocks alive before the trace (Interval.block).
+	stacks      []Stack
+	blockStacks []Stack
 	// siteID holds the site of each stack (by stack number less one; set
 	// with the roles) as a number: siteName and siteIndex turn it into its
 	// text and back. Site 0 is noStack.
@@ -184,7 +190,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 			return
 		}
 		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
-			Addr: addr, Frames: s.FramesOf(e), Stack: t.stackID(e), PreWindow: true, FreeStack: t.stackID(free)})
+			Addr: addr, Stack: t.stackID(e), PreWindow: true, FreeStack: t.stackID(free)})
 	}
 	for i := int32(0); i < n; i++ {
 		e := &events[i]
@@ -194,7 +200,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 				requested.Delete(e.Addr)
 			}
 			open.Put(e.Addr, int32(len(t.Intervals)))
-			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Frames: s.FramesOf(e), Stack: t.stackID(e)})
+			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Stack: t.stackID(e)})
 		case ActionFreeRequested:
 			if i+1 < n && events[i+1].Action == ActionFreeCompleted && events[i+1].Addr == e.Addr {
 				// One free: memory_viz merges the pair at the free_requested.
@@ -257,8 +263,12 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 				t.SnapshotActive -= b.RequestedSize
 				continue
 			}
-			t.Intervals = append(t.Intervals, Interval{Start: -1, End: n, FreeRequested: -1, Size: b.RequestedSize,
-				Addr: b.Address, Frames: b.Frames, PreWindow: true})
+			iv := Interval{Start: -1, End: n, FreeRequested: -1, Size: b.RequestedSize, Addr: b.Address, PreWindow: true}
+			if b.Frames.Len() > 0 {
+				t.blockStacks = append(t.blockStacks, b.Frames)
+				iv.block = uint32(len(t.blockStacks))
+			}
+			t.Intervals = append(t.Intervals, iv)
 		}
 	}
 	t.addAnnotations(s)
@@ -443,7 +453,7 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 		}
 		iv := &t.Intervals[j]
 		out = append(out, t.cat.Categorized(Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size,
-			State: StateActiveAllocated, Frames: iv.Frames, FramesFromTrace: true, Role: t.Role(int(j))}))
+			State: StateActiveAllocated, Frames: t.FramesOf(iv), FramesFromTrace: true, Role: t.Role(int(j))}))
 		if limit > 0 && len(out) == limit {
 			break
 		}
@@ -481,7 +491,7 @@ func (t *Timeline) siteOf(iv *Interval, names *siteNames) string {
 	if k := int(iv.Stack); k != 0 && k <= len(t.siteID) {
 		return t.siteName[t.siteID[k-1]]
 	}
-	return names.of(iv.Frames)
+	return names.of(t.FramesOf(iv))
 }
 
 // siteNumber is siteOf as a site number, or -1 with the site's text for a
@@ -490,7 +500,7 @@ func (t *Timeline) siteNumber(iv *Interval, names *siteNames) (int32, string) {
 	if k := int(iv.Stack); k != 0 && k <= len(t.siteID) {
 		return t.siteID[k-1], ""
 	}
-	name := names.of(iv.Frames)
+	name := names.of(t.FramesOf(iv))
 	if id, ok := t.siteIndex[name]; ok {
 		return id, ""
 	}
@@ -535,6 +545,19 @@ func (t *Timeline) stackID(e *TraceEntry) uint32 {
 	return 0
 }
 
+// FramesOf returns the call stack of iv's alloc (that of its free for an
+// interval whose alloc came before the trace; the block's for a block alive
+// before it).
+func (t *Timeline) FramesOf(iv *Interval) Stack {
+	if k := iv.Stack; k != 0 && int(k) <= len(t.stacks) {
+		return t.stacks[k-1]
+	}
+	if k := iv.block; k != 0 && int(k) <= len(t.blockStacks) {
+		return t.blockStacks[k-1]
+	}
+	return Stack{}
+}
+
 // FramesAt returns the call stack of event i.
 func (t *Timeline) FramesAt(i int) Stack {
 	if k := t.Events[i].Stack; k != 0 && int(k) <= len(t.stacks) {
@@ -556,7 +579,7 @@ func (t *Timeline) LiveStats(i int) (n int, bytes int64, cats []CategoryTotal) {
 		iv := &t.Intervals[j]
 		n++
 		bytes += iv.Size
-		c := t.cat.Category(iv.Frames)
+		c := t.cat.Category(t.FramesOf(iv))
 		k, ok := idx[c]
 		if !ok {
 			k = len(cats)

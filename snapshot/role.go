@@ -523,7 +523,7 @@ func (t *Timeline) classifyRole(c *roleClassifier, byStack []stackTraits, j int,
 	if iv.Stack != 0 {
 		alloc = &byStack[iv.Stack-1]
 	} else {
-		alloc = c.traits(iv.Frames) // a block's frames, from the segments
+		alloc = c.traits(t.FramesOf(iv)) // a block's frames, from the segments
 	}
 	lt := lifetime{known: !iv.PreWindow, alive: iv.End == n}
 	if iv.PreWindow && iv.End < n {
@@ -543,7 +543,7 @@ func (t *Timeline) classifyRole(c *roleClassifier, byStack []stackTraits, j int,
 		_, lt.zeroGradFree = within(zeroGrads, int(fi))
 	}
 	if lt.known {
-		lt.frameless = withFrames && iv.Frames.Len() == 0
+		lt.frameless = withFrames && t.FramesOf(iv).Len() == 0
 		if w, ok := within(steps, int(iv.Start)); ok {
 			lt.inStep = true
 			lt.stepFree = iv.End < n && int(iv.End) < w.last

@@ -313,7 +313,7 @@ func TestUserRoleRules(t *testing.T) {
 func TestRolesOnAllCores(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h100/train_cpp_stacks.pickle.gz",
-		"../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle"} {
+		"../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle", "../testdata/snapshots/h200/ring.pickle"} {
 		a := analyzeFile(t, p)
 		for _, d := range a.Devices {
 			tl := a.Timeline(d.Device)
@@ -333,15 +333,16 @@ func TestRolesOnAllCores(t *testing.T) {
 }
 
 // TestStackTableAgrees checks the per-stack table the roles and sites are
-// read from against the per-stack cache it replaced: each interval's stack
-// number names its own frames, its free stack number its free event's, each stack's traits are what the cache
+// read from against the per-stack cache it replaced: each interval's frames
+// are its alloc's (a block's alive before the trace, the block's), its free
+// stack number its free event's, each stack's traits are what the cache
 // reads from them on any number of cores, and each interval's site is what
-// its frames give. Real files (stacks repeated a million times) and
-// generated ones (distinct stacks over a shared frame pool, or over frames
-// of their own).
+// its frames give. Real files (stacks repeated a million times, a ring
+// buffer that overflowed) and generated ones (distinct stacks over a shared
+// frame pool, or over frames of their own).
 func TestStackTableAgrees(t *testing.T) {
 	paths := []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h100/train_cpp_stacks.pickle.gz",
-		"../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle"}
+		"../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle", "../testdata/snapshots/h200/ring.pickle"}
 	if _, err := exec.LookPath("python3"); err == nil {
 		dir := t.TempDir()
 		for name, args := range map[string][]string{
@@ -355,9 +356,18 @@ func TestStackTableAgrees(t *testing.T) {
 			paths = append(paths, p)
 		}
 	}
+	blocks := 0
 	for _, p := range paths {
 		a := analyzeFile(t, p)
 		checked := 0
+		blockFrames := map[uint64]Stack{}
+		for _, seg := range a.Snapshot.Segments {
+			for _, b := range seg.Blocks {
+				if b.Frames.Len() > 0 {
+					blockFrames[b.Address] = b.Frames
+				}
+			}
+		}
 		for _, d := range a.Devices {
 			tl := a.Timeline(d.Device)
 			if tl == nil {
@@ -375,12 +385,20 @@ func TestStackTableAgrees(t *testing.T) {
 			names := newSiteNames()
 			for j := range tl.Intervals {
 				iv := &tl.Intervals[j]
-				if iv.Stack != 0 {
-					st := tl.stacks[iv.Stack-1]
-					if st.Len() != iv.Frames.Len() || (st.Len() > 0 && st.Key() != iv.Frames.Key()) {
-						t.Fatalf("%s interval %d: stack %d is not its frames", p, j, iv.Stack)
+				if iv.Start >= 0 {
+					// An interval's frames are its alloc's.
+					st := tl.FramesAt(int(iv.Start))
+					if fr := tl.FramesOf(iv); st.Len() != fr.Len() || (st.Len() > 0 && st.Key() != fr.Key()) {
+						t.Fatalf("%s interval %d: its frames are not its alloc's", p, j)
 					}
 					checked++
+				}
+				if iv.block != 0 {
+					// A block alive before the trace keeps the block's.
+					if fr, want := tl.FramesOf(iv), blockFrames[iv.Addr]; fr.Len() == 0 || fr.Key() != want.Key() {
+						t.Fatalf("%s interval %d: frames of block %#x lost", p, j, iv.Addr)
+					}
+					blocks++
 				}
 				if fi := iv.FreeRequested; fi >= 0 || int(iv.End) < len(tl.Events) {
 					if fi < 0 {
@@ -390,7 +408,7 @@ func TestStackTableAgrees(t *testing.T) {
 						t.Fatalf("%s interval %d: free stack %d, its free event has %d", p, j, iv.FreeStack, want)
 					}
 				}
-				if got, want := tl.siteOf(iv, newSiteNames()), names.of(iv.Frames); got != want {
+				if got, want := tl.siteOf(iv, newSiteNames()), names.of(tl.FramesOf(iv)); got != want {
 					t.Fatalf("%s interval %d: site %q, its frames give %q", p, j, got, want)
 				}
 			}
@@ -398,5 +416,8 @@ func TestStackTableAgrees(t *testing.T) {
 		if checked == 0 {
 			t.Errorf("%s: no interval has a stack number", p)
 		}
+	}
+	if blocks == 0 {
+		t.Error("no interval of a block alive before the trace was checked")
 	}
 }
