@@ -32,13 +32,11 @@ type binder struct {
 	// reader of the trace records.
 	consume, lastTraces bool
 	// extras are the snapshot's TraceExtras, interned by value and, for
-	// recognised entries, by string ids (extraIDs; lastExtra caches the
-	// last lookup, which a real trace repeats for nearly every entry).
+	// recognised entries, by the graph's extra id (extraOfRaw: 0 when not
+	// made yet).
 	extras       []schema.TraceExtra
 	extraByValue map[schema.TraceExtra]uint32
-	extraIDs     map[extraKey]uint32
-	lastExtra    extraKey
-	lastExtraID  uint32
+	extraOfRaw   []uint32
 }
 
 // maxRecordsPerByte bounds records per input byte. An honest snapshot spends

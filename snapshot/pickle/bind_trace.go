@@ -75,7 +75,7 @@ func (b *binder) traceList(c *container, dpath string, last bool) ([]schema.Trac
 	for i := range t {
 		r := b.g.traces.at(c.start + uint32(i))
 		var err error
-		if r.has&hasGeneric != 0 {
+		if r.has()&hasGeneric != 0 {
 			err = b.traceEntry(val{k: kDict, ref: r.cid}, &t[i], dpath, i)
 		} else {
 			err = b.rawTraceEntry(r, &t[i], dpath, i)
@@ -177,8 +177,8 @@ func (b *binder) action(id uint32) schema.Action {
 func (b *binder) rawTraceEntry(r *rawTrace, e *schema.TraceEntry, dpath string, i int) error {
 	e.Action = b.action(r.action)
 	e.Addr, e.Size, e.Stream, e.TimeUS = r.addr, r.size, r.stream, r.time
-	if r.devFree != 0 || r.cc != noRef || r.um != noRef {
-		e.Extra = b.rawExtra(r)
+	if x := r.extra(); x != 0 {
+		e.Extra = b.rawExtra(x)
 	}
 	if r.fram != noRef {
 		if c := b.g.cont(r.fram); c.kind == cStack {
@@ -494,38 +494,27 @@ func (b *binder) strOrEmpty(id uint32) string {
 	return ""
 }
 
-// extraKey identifies a TraceExtra by its string ids, so that a million
-// entries sharing one compile_context cost a map lookup each, not a string
-// hash.
-type extraKey struct {
-	devFree int64
-	cc, um  uint32
-}
-
-// rawExtra interns a recognised entry's extra fields (see extra).
-func (b *binder) rawExtra(r *rawTrace) uint32 {
-	k := extraKey{r.devFree, r.cc, r.um}
-	if k == b.lastExtra && b.lastExtraID != 0 {
-		return b.lastExtraID
+// rawExtra returns the TraceExtra of the graph's extra id (see
+// rawTrace.extra), made once per id: a million entries that share one
+// compile_context share one id.
+func (b *binder) rawExtra(id uint32) uint32 {
+	if b.extraOfRaw == nil {
+		b.extraOfRaw = make([]uint32, len(b.g.extras))
 	}
-	id, ok := b.extraIDs[k]
-	if !ok {
-		var x schema.TraceExtra
-		x.DeviceFree = r.devFree
-		if r.cc != noRef {
-			x.CompileContext = b.g.strs[r.cc]
-		}
-		if r.um != noRef {
-			x.UserMetadata = b.g.strs[r.um]
-		}
-		id = b.extra(x)
-		if b.extraIDs == nil {
-			b.extraIDs = map[extraKey]uint32{}
-		}
-		b.extraIDs[k] = id
+	if e := b.extraOfRaw[id-1]; e != 0 {
+		return e
 	}
-	b.lastExtra, b.lastExtraID = k, id
-	return id
+	r := b.g.extras[id-1]
+	x := schema.TraceExtra{DeviceFree: r.devFree}
+	if r.cc != noRef {
+		x.CompileContext = b.g.strs[r.cc]
+	}
+	if r.um != noRef {
+		x.UserMetadata = b.g.strs[r.um]
+	}
+	e := b.extra(x)
+	b.extraOfRaw[id-1] = e
+	return e
 }
 
 // extra interns x in the snapshot's TraceExtras and returns its

@@ -132,6 +132,7 @@ func frameCanon(g *graph, f rawFrame) string {
 }
 
 func traceCanon(g *graph, r *rawTrace, sub func(val) string) string {
+	x := g.extraOf(r)
 	key := func(k string) string { return strCanon(g, g.keyID(k)) + ":" }
 	parts := []string{key("action") + strCanon(g, r.action)}
 	for _, f := range []struct {
@@ -140,16 +141,16 @@ func traceCanon(g *graph, r *rawTrace, sub func(val) string) string {
 		v    string
 	}{{"addr", hasAddr, strconv.FormatUint(r.addr, 10)}, {"size", hasSize, strconv.FormatInt(r.size, 10)},
 		{"stream", hasStream, strconv.FormatUint(r.stream, 10)}, {"time_us", hasTime, strconv.FormatInt(r.time, 10)},
-		{"device_free", hasDevFree, strconv.FormatInt(r.devFree, 10)}} {
-		if r.has&f.bit != 0 {
+		{"device_free", hasDevFree, strconv.FormatInt(x.devFree, 10)}} {
+		if r.has()&f.bit != 0 {
 			parts = append(parts, key(f.name)+"i"+f.v)
 		}
 	}
-	if r.cc != noRef {
-		parts = append(parts, key("compile_context")+strCanon(g, r.cc))
+	if x.cc != noRef {
+		parts = append(parts, key("compile_context")+strCanon(g, x.cc))
 	}
-	if r.um != noRef {
-		parts = append(parts, key("user_metadata")+strCanon(g, r.um))
+	if x.um != noRef {
+		parts = append(parts, key("user_metadata")+strCanon(g, x.um))
 	}
 	if r.fram != noRef {
 		parts = append(parts, key("frames")+sub(val{k: kList, ref: r.fram}))

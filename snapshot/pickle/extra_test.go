@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"memscope/snapshot/schema"
 )
@@ -66,5 +67,73 @@ pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'),
 	}
 	if tr[4].Extra != 0 || len(s.TraceExtras) != 3 {
 		t.Errorf("extras %v, last entry's %d", s.TraceExtras, tr[4].Extra)
+	}
+}
+
+// TestTraceExtrasTableFull: a graph holds at most maxExtras distinct
+// extras; an entry that would add one more stays a generic dict, bound to
+// the same TraceExtra, while entries whose extras are already in the table
+// are still recognised.
+func TestTraceExtrasTableFull(t *testing.T) {
+	needPython(t)
+	out := filepath.Join(t.TempDir(), "extras.pickle")
+	script := `
+import pickle, sys
+def e(cc):
+    return {'action': 'alloc', 'addr': 4096, 'size': 512, 'stream': 0, 'compile_context': cc, 'frames': []}
+trace = [e('A'), e('B'), e('A'), e('C'), e('B'), e('C'), {'action': 'oom', 'device_free': 5, 'frames': []}]
+pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'), protocol=4)
+`
+	if b, err := exec.Command("python3", "-c", script, out).CombinedOutput(); err != nil {
+		t.Fatalf("python: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schema.TraceExtra{{CompileContext: "A"}, {CompileContext: "B"}, {CompileContext: "A"},
+		{CompileContext: "C"}, {CompileContext: "B"}, {CompileContext: "C"}, {DeviceFree: 5}}
+	for _, tc := range []struct{ limit, recognised, extras int }{
+		{1, 2, 1}, // A only: the B, C and oom entries stay generic
+		{2, 4, 2}, // A and B
+		{3, 6, 3}, // A, B and C; the oom's would be the fourth
+		{4, 7, 4}, // every entry
+		{0, 7, 4}, // no limit but the format's
+	} {
+		d, root, err := decodeWith(context.Background(), data, nil, splitEven, nil, nil, func(d *decoder) { d.g.maxExtras = tc.limit })
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := d.g
+		recognised := 0
+		for i := range g.conts.len() {
+			if g.conts.at(uint32(i)).kind == cTrace {
+				recognised++
+			}
+		}
+		if recognised != tc.recognised || len(g.extras) != tc.extras {
+			t.Errorf("limit %d: %d entries recognised, %d extras; want %d and %d", tc.limit, recognised, len(g.extras), tc.recognised, tc.extras)
+		}
+		s, err := bindGraph(g, root, len(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			if got := s.ExtraOf(&s.Traces[0][i]); got != w {
+				t.Errorf("limit %d, entry %d: extra %+v, want %+v", tc.limit, i, got, w)
+			}
+		}
+	}
+}
+
+// TestRecordSizes: a trace record and a typed entry are 48 bytes each, the
+// figure the memory of a million-entry trace is planned on (docs/
+// development.md): a field added to either must move a rare one out.
+func TestRecordSizes(t *testing.T) {
+	if n := unsafe.Sizeof(rawTrace{}); n != 48 {
+		t.Errorf("rawTrace is %d bytes, want 48", n)
+	}
+	if n := unsafe.Sizeof(schema.TraceEntry{}); n != 48 {
+		t.Errorf("TraceEntry is %d bytes, want 48", n)
 	}
 }

@@ -73,18 +73,45 @@ type rawFrame struct {
 }
 
 // rawTrace is a trace entry dict recognised while decoding: a million of
-// them would otherwise take 16 vals each. String fields are string ids,
-// frames the id of the frames list's container; noRef marks absent ones.
+// them would otherwise take 16 vals each. It is 48 bytes: the fields few
+// entries have are in graph.extras. String fields are string ids, frames
+// the id of the frames list's container; noRef marks absent ones.
 type rawTrace struct {
-	addr, stream         uint64
-	size, time, devFree  int64
-	action, cc, um, fram uint32
+	addr, stream uint64
+	size, time   int64
+	action, fram uint32
 	// cid is the dict's container, which a list of trace records
 	// (cTraceList) names when it goes back to the generic form.
 	cid uint32
-	// has records which integer fields were present.
-	has uint8
+	// ex holds, in its top byte, which fields were present (has bits),
+	// and below it 1 + the index of the entry's rawExtra in graph.extras
+	// (0 for none).
+	ex uint32
 }
+
+// rawExtra holds a trace entry's rarely present fields: device_free (an
+// oom entry's), compile_context and user_metadata (string ids, or noRef).
+type rawExtra struct {
+	devFree int64
+	cc, um  uint32
+}
+
+// noExtra is the rawExtra of an entry without those fields.
+var noExtra = rawExtra{cc: noRef, um: noRef}
+
+// exBits is the width of rawTrace.ex's extra index: a graph holds at most
+// 1<<exBits - 1 distinct extras (a trace entry beyond stays a generic dict).
+const exBits = 24
+
+func (r *rawTrace) has() uint8        { return uint8(r.ex >> exBits) }
+func (r *rawTrace) mark(bits uint8)   { r.ex |= uint32(bits) << exBits }
+func (r *rawTrace) unmark(bits uint8) { r.ex &^= uint32(bits) << exBits }
+
+// extra is 1 + the index of r's rawExtra in graph.extras, 0 for none.
+func (r *rawTrace) extra() uint32 { return r.ex & (1<<exBits - 1) }
+
+// setExtra sets r's extra index (see extra).
+func (r *rawTrace) setExtra(id uint32) { r.ex = r.ex&^(1<<exBits-1) | id }
 
 const noRef = ^uint32(0)
 
@@ -118,11 +145,56 @@ type graph struct {
 	spilled int64
 	frames  frameTable
 	traces  chunked[rawTrace]
-	stacks  stackTable
-	proto   int
+	// extras are the distinct rawExtras of the records, interned by value
+	// (extraIDs, and lastExtra for the run of equal ones a real trace
+	// has); maxExtras, when set (tests), bounds them below 1<<exBits - 1.
+	extras      []rawExtra
+	extraIDs    map[rawExtra]uint32
+	lastExtra   rawExtra
+	lastExtraID uint32
+	maxExtras   int
+	stacks      stackTable
+	proto       int
 }
 
 func (g *graph) cont(id uint32) *container { return g.conts.at(id) }
+
+// internExtra returns x's extra index (see rawTrace.extra); ok is false
+// when the table is full.
+func (g *graph) internExtra(x rawExtra) (id uint32, ok bool) {
+	if x == noExtra {
+		return 0, true
+	}
+	if x == g.lastExtra && g.lastExtraID != 0 {
+		return g.lastExtraID, true
+	}
+	id, ok = g.extraIDs[x]
+	if !ok {
+		limit := 1<<exBits - 1
+		if g.maxExtras > 0 {
+			limit = g.maxExtras
+		}
+		if len(g.extras) >= limit {
+			return 0, false
+		}
+		if g.extraIDs == nil {
+			g.extraIDs = map[rawExtra]uint32{}
+		}
+		g.extras = append(g.extras, x)
+		id = uint32(len(g.extras))
+		g.extraIDs[x] = id
+	}
+	g.lastExtra, g.lastExtraID = x, id
+	return id, true
+}
+
+// extraOf is r's rawExtra.
+func (g *graph) extraOf(r *rawTrace) rawExtra {
+	if id := r.extra(); id != 0 {
+		return g.extras[id-1]
+	}
+	return noExtra
+}
 
 // free gives back the trace records held off the heap (see chunked): after
 // it, nothing may read them. A graph of records on the heap only drops them.

@@ -11,8 +11,9 @@ import (
 // joiner renumbers a helper's values into the main machine's graph.
 type joiner struct {
 	d, h *decoder
-	// strs, frames and stacks map the helper's ids to the main machine's.
-	strs, frames, stacks []uint32
+	// strs, frames, stacks and extras map the helper's ids to the main
+	// machine's.
+	strs, frames, stacks, extras []uint32
 	// conts and traces are where the helper's containers and trace
 	// records start in the main machine's arrays.
 	conts, traces uint32
@@ -97,6 +98,20 @@ func (j *joiner) tables() bool {
 			return false
 		}
 		j.frames[i] = id
+	}
+	j.extras = make([]uint32, len(hg.extras))
+	for i, x := range hg.extras {
+		if x.cc != noRef {
+			x.cc = j.strs[x.cc]
+		}
+		if x.um != noRef {
+			x.um = j.strs[x.um]
+		}
+		id, ok := d.g.internExtra(x)
+		if !ok {
+			return false
+		}
+		j.extras[i] = id
 	}
 	j.stacks = make([]uint32, hg.stacks.len())
 	var ids []uint32
@@ -228,7 +243,7 @@ func (j *joiner) containers(cores int) {
 			c := *hg.conts.at(i)
 			id := j.conts + i
 			if c.kind == cTrace {
-				d.g.traces.at(c.start + j.traces).has |= hasGeneric
+				d.g.traces.at(c.start + j.traces).mark(hasGeneric)
 				r := *d.g.traces.at(c.start + j.traces)
 				*d.g.conts.at(id) = container{vk: kDict}
 				d.traceToDict(id, &r, odd[c.start])
@@ -337,19 +352,17 @@ func (j *joiner) copyRecords(lo, hi uint32) map[uint32]val {
 	for i := lo; i < hi; i++ {
 		r := *hg.traces.at(i)
 		r.action = j.strs[r.action]
-		if r.cc != noRef {
-			r.cc = j.strs[r.cc]
-		}
-		if r.um != noRef {
-			r.um = j.strs[r.um]
+		if x := r.extra(); x != 0 {
+			r.setExtra(j.extras[x-1])
 		}
 		r.cid += j.conts
 		switch {
-		case r.has&hasFramesRef != 0:
+		case r.has()&hasFramesRef != 0:
 			// A frames list the helper could not read: usually one made
 			// before its region, shared by entries with the same stack.
 			if v := j.resolve(val{k: kRef, ref: r.fram}); v.k == kList {
-				r.fram, r.has = v.ref, r.has&^hasFramesRef
+				r.fram = v.ref
+				r.unmark(hasFramesRef)
 			} else {
 				if odd == nil {
 					odd = map[uint32]val{}

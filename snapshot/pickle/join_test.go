@@ -26,9 +26,9 @@ func TestJoinRecordsOnAllCores(t *testing.T) {
 			helperRecs := make([]rawTrace, n)
 			for i := range helperRecs {
 				r := rawTrace{addr: uint64(i) << 9, size: int64(rng.IntN(1 << 20)), action: uint32(i % 3),
-					cc: noRef, um: noRef, fram: noRef, cid: uint32(i)}
+					fram: noRef, cid: uint32(i)}
 				if i%7 == 0 {
-					r.cc, r.um = 3, 4
+					r.setExtra(1 + uint32(i%2)) // the helper's extras 1 and 2
 				}
 				if i%5 != 0 {
 					r.fram = uint32(n + i)
@@ -36,22 +36,25 @@ func TestJoinRecordsOnAllCores(t *testing.T) {
 				if i%11 == 0 {
 					// Frames the helper could not read: memo entry 0 of
 					// the main machine is a list, 1 a dict.
-					r.fram, r.has = uint32(i%2), hasFramesRef
+					r.fram = uint32(i % 2)
+					r.mark(hasFramesRef)
 				}
 				helperRecs[i] = r
 			}
 			strs := []uint32{10, 11, 12, 13, 14}
+			extras := []uint32{7, 3}
 			want := func(i int) rawTrace {
 				r := helperRecs[i]
 				r.action = strs[r.action]
-				if r.cc != noRef {
-					r.cc, r.um = strs[r.cc], strs[r.um]
+				if x := r.extra(); x != 0 {
+					r.setExtra(extras[x-1])
 				}
 				r.cid += 500
 				switch {
-				case r.has&hasFramesRef != 0 && r.fram == 0:
-					r.fram, r.has = 42, 0
-				case r.has&hasFramesRef != 0: // odd: stays as it was
+				case r.has()&hasFramesRef != 0 && r.fram == 0:
+					r.fram = 42
+					r.unmark(hasFramesRef)
+				case r.has()&hasFramesRef != 0: // odd: stays as it was
 				case r.fram != noRef:
 					r.fram += 500
 				}
@@ -67,16 +70,16 @@ func TestJoinRecordsOnAllCores(t *testing.T) {
 				d := &decoder{g: &graph{}}
 				d.g.traces.pool = pool
 				for i := range mainRecords {
-					d.g.traces.push(rawTrace{addr: uint64(i), cc: noRef, um: noRef, fram: noRef})
+					d.g.traces.push(rawTrace{addr: uint64(i), fram: noRef})
 				}
 				for _, v := range []val{{k: kList, ref: 42}, {k: kDict, ref: 43}} {
 					r, _ := d.memoRef(v)
 					d.memo.push(r)
 				}
-				j := &joiner{d: d, h: h, strs: strs, conts: 500, traces: uint32(mainRecords), memoAt: 2}
+				j := &joiner{d: d, h: h, strs: strs, extras: extras, conts: 500, traces: uint32(mainRecords), memoAt: 2}
 				odd := j.records(workers)
 				for i := range n {
-					if r := helperRecs[i]; r.has&hasFramesRef != 0 && r.fram == 1 {
+					if r := helperRecs[i]; r.has()&hasFramesRef != 0 && r.fram == 1 {
 						if v, ok := odd[uint32(i)]; !ok || v != (val{k: kDict, ref: 43}) {
 							t.Fatalf("main %d, helper %d, %d workers: record %d's frames resolve to %v (%v)", mainRecords, n, workers, i, v, ok)
 						}
@@ -90,7 +93,7 @@ func TestJoinRecordsOnAllCores(t *testing.T) {
 					t.Fatalf("main %d, helper %d, %d workers: %d records after the join", mainRecords, n, workers, got)
 				}
 				for i := range mainRecords {
-					if r := *d.g.traces.at(uint32(i)); r.addr != uint64(i) || r.cc != noRef {
+					if r := *d.g.traces.at(uint32(i)); r.addr != uint64(i) || r.extra() != 0 {
 						t.Fatalf("main %d, helper %d, %d workers: the main machine's record %d became %+v", mainRecords, n, workers, i, r)
 					}
 				}

@@ -91,10 +91,10 @@ var pushOnly = func() (t [256]bool) {
 func (d *decoder) untrace(cid uint32) {
 	g := d.g
 	c := g.conts.at(cid)
-	g.traces.at(c.start).has |= hasGeneric // a cTraceList may hold it
+	g.traces.at(c.start).mark(hasGeneric) // a cTraceList may hold it
 	r := *g.traces.at(c.start)
 	frames := val{k: kList, ref: r.fram}
-	if r.has&hasFramesRef != 0 {
+	if r.has()&hasFramesRef != 0 {
 		frames.k = kRef
 	}
 	d.traceToDict(cid, &r, frames)
@@ -104,6 +104,7 @@ func (d *decoder) untrace(cid uint32) {
 // frames value is frames (unused when r has none).
 func (d *decoder) traceToDict(cid uint32, r *rawTrace, frames val) {
 	g := d.g
+	x := g.extraOf(r)
 	key := func(s string) val { return val{k: kStr, ref: d.str([]byte(s))} }
 	kv := []val{key("action"), {k: kStr, ref: r.action}}
 	ints := []struct {
@@ -111,16 +112,16 @@ func (d *decoder) traceToDict(cid uint32, r *rawTrace, frames val) {
 		bit  uint8
 		v    int64
 	}{{"addr", hasAddr, int64(r.addr)}, {"size", hasSize, r.size}, {"stream", hasStream, int64(r.stream)},
-		{"time_us", hasTime, r.time}, {"device_free", hasDevFree, r.devFree}}
+		{"time_us", hasTime, r.time}, {"device_free", hasDevFree, x.devFree}}
 	for _, f := range ints {
-		if r.has&f.bit != 0 {
+		if r.has()&f.bit != 0 {
 			kv = append(kv, key(f.name), val{k: kInt, i: f.v})
 		}
 	}
 	for _, f := range []struct {
 		name string
 		v    val
-	}{{"compile_context", val{k: kStr, ref: r.cc}}, {"user_metadata", val{k: kStr, ref: r.um}}, {"frames", frames}} {
+	}{{"compile_context", val{k: kStr, ref: x.cc}}, {"user_metadata", val{k: kStr, ref: x.um}}, {"frames", frames}} {
 		if f.v.ref != noRef || f.v.k == kRef {
 			kv = append(kv, key(f.name), f.v)
 		}
@@ -206,7 +207,9 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 	if kv[0].k != kStr || d.g.roles[kv[0].ref] != keyAction {
 		return false
 	}
-	r := rawTrace{action: noRef, cc: noRef, um: noRef, fram: noRef}
+	r := rawTrace{action: noRef, fram: noRef}
+	x := noExtra
+	var has uint8
 	for j := 0; j < len(kv); j += 2 {
 		k, v := kv[j], kv[j+1]
 		if k.k != kStr {
@@ -220,27 +223,27 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 			// A negative address is no address: the generic form keeps it
 			// (and the binder says what is wrong) rather than wrap it.
 			r.addr, ok = uint64(v.i), (v.k == kInt && v.i >= 0) || v.k == kUint
-			r.has |= hasAddr
+			has |= hasAddr
 		case keyStream:
 			r.stream, ok = uint64(v.i), (v.k == kInt && v.i >= 0) || v.k == kUint
-			r.has |= hasStream
+			has |= hasStream
 		case keySize:
 			r.size, ok = v.i, v.k == kInt && v.i >= 0
-			r.has |= hasSize
+			has |= hasSize
 		case keyTimeUS:
 			r.time, ok = v.i, v.k == kInt
-			r.has |= hasTime
+			has |= hasTime
 		case keyDeviceFree:
-			r.devFree, ok = v.i, v.k == kInt
-			r.has |= hasDevFree
+			x.devFree, ok = v.i, v.k == kInt
+			has |= hasDevFree
 		case keyCompileContext:
-			r.cc, ok = v.ref, v.k == kStr
+			x.cc, ok = v.ref, v.k == kStr
 		case keyUserMetadata:
-			r.um, ok = v.ref, v.k == kStr
+			x.um, ok = v.ref, v.k == kStr
 		case keyFrames:
 			r.fram, ok = v.ref, v.k == kList || v.k == kRef
 			if v.k == kRef {
-				r.has |= hasFramesRef
+				has |= hasFramesRef
 			}
 		default:
 			return false
@@ -252,6 +255,12 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 	if r.action == noRef {
 		return false
 	}
+	id, ok := d.g.internExtra(x)
+	if !ok {
+		return false // a table of extras that is full: the generic form
+	}
+	r.setExtra(id)
+	r.mark(has)
 	r.cid = cid
 	c := d.g.conts.at(cid)
 	c.kind = cTrace
