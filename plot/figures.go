@@ -300,8 +300,9 @@ const timelineColumns = 1500
 // event with the most active memory in its range, so the peak is drawn.
 func TimelineFigure(tl *snapshot.Timeline) *Figure {
 	maxB := 0.0
+	reserved := tl.ReservedRange(0, len(tl.Active))
 	for i := range tl.Active {
-		maxB = math.Max(maxB, math.Max(float64(tl.Active[i]), float64(tl.Reserved[i])))
+		maxB = math.Max(maxB, math.Max(float64(tl.Active[i]), float64(reserved[i])))
 	}
 	unit, div := ByteUnit(maxB)
 	f := &Figure{Kind: Stacked, Title: fmt.Sprintf("Memory timeline, cuda:%d: peak %s at event %d", tl.Device, units.Bytes(tl.Peak.Active), tl.Peak.EventIndex),
@@ -324,7 +325,7 @@ func TimelineFigure(tl *snapshot.Timeline) *Figure {
 	xs := make([]float64, len(events))
 	resv := make([]float64, len(events))
 	for k, e := range events {
-		xs[k], resv[k] = float64(e), float64(tl.Reserved[e])/div
+		xs[k], resv[k] = float64(e), float64(reserved[e])/div
 	}
 	for b, name := range bands.Names {
 		ys := make([]float64, len(events))

@@ -85,10 +85,12 @@ type Timeline struct {
 	Device int
 	Events []TraceEntry
 	// Active holds memory_viz's active memory after each event: requested
-	// sizes, from alloc to free_completed. Reserved holds the reserved bytes
-	// after each event.
+	// sizes, from alloc to free_completed. The reserved bytes after each
+	// event are ReservedAt's (or ReservedRange's): they change only at
+	// segment events, a few hundred in a million, so they are kept as
+	// steps (reserved).
 	Active   []int64
-	Reserved []int64
+	reserved []reservedStep
 	// BaseActive and BaseReserved are the levels before the first event.
 	BaseActive   int64
 	BaseReserved int64
@@ -160,8 +162,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		cat = NewCategorizer(nil)
 	}
 	n := int32(len(events))
-	t := &Timeline{Device: dev, Events: events, stacks: s.Stacks, cat: cat,
-		Active: make([]int64, len(events)), Reserved: make([]int64, len(events))}
+	t := &Timeline{Device: dev, Events: events, stacks: s.Stacks, cat: cat, Active: make([]int64, len(events))}
 	// Every alloc starts an interval, and a free of an unseen alloc one
 	// more: counting them first spares growing a slice of a million
 	// intervals (its copies were a tenth of the replay).
@@ -287,7 +288,8 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 
 func (t *Timeline) fillSeries(netReserved, snapshotReserved int64, openAreBlocks bool) {
 	n := len(t.Events)
-	delta := make([]int64, n+1)
+	// Active holds each event's change first, then (summed) the levels.
+	delta := t.Active
 	pre := 0
 	var openAtEnd int64 // allocations made in the window and alive at the end
 	for _, iv := range t.Intervals {
@@ -304,21 +306,24 @@ func (t *Timeline) fillSeries(netReserved, snapshotReserved int64, openAreBlocks
 		}
 	}
 	level := t.BaseActive
-	for i := 0; i < n; i++ {
+	for i := range delta {
 		level += delta[i]
-		t.Active[i] = level
+		delta[i] = level
 	}
 	t.EndActive = level
 	t.BaseReserved = snapshotReserved - netReserved
 	r := t.BaseReserved
+	t.reserved = nil
 	for i := range t.Events {
 		switch t.Events[i].Action {
 		case ActionSegmentAlloc, ActionSegmentMap:
 			r += t.Events[i].Size
 		case ActionSegmentFree, ActionSegmentUnmap:
 			r -= t.Events[i].Size
+		default:
+			continue
 		}
-		t.Reserved[i] = r
+		t.reserved = append(t.reserved, reservedStep{at: int32(i), level: r})
 	}
 	switch {
 	case pre == 0 && openAreBlocks && openAtEnd == t.SnapshotActive:
@@ -369,7 +374,7 @@ func (t *Timeline) findPeakLevel() {
 	t.Peak = Peak{Active: best, EventIndex: at, Reserved: t.BaseReserved}
 	if at >= 0 {
 		t.Peak.TimeUS = t.Events[at].TimeUS
-		t.Peak.Reserved = t.Reserved[at]
+		t.Peak.Reserved = t.ReservedAt(at)
 	} else if len(t.Events) > 0 {
 		t.Peak.TimeUS = t.Events[0].TimeUS
 	}
@@ -399,10 +404,34 @@ func (t *Timeline) ActiveAt(i int) int64 {
 // ReservedAt is the reserved memory after event i (-1: before the first
 // event).
 func (t *Timeline) ReservedAt(i int) int64 {
-	if i < 0 || len(t.Reserved) == 0 {
+	// The last step at or before i.
+	k := sort.Search(len(t.reserved), func(k int) bool { return int(t.reserved[k].at) > i })
+	if k == 0 {
 		return t.BaseReserved
 	}
-	return t.Reserved[min(i, len(t.Reserved)-1)]
+	return t.reserved[k-1].level
+}
+
+// ReservedRange returns the reserved memory after each of events
+// [from, to), in one pass over the steps.
+func (t *Timeline) ReservedRange(from, to int) []int64 {
+	if to <= from {
+		return nil
+	}
+	out := make([]int64, to-from)
+	k := sort.Search(len(t.reserved), func(k int) bool { return int(t.reserved[k].at) > from })
+	level := t.BaseReserved
+	if k > 0 {
+		level = t.reserved[k-1].level
+	}
+	for i := range out {
+		for k < len(t.reserved) && int(t.reserved[k].at) <= from+i {
+			level = t.reserved[k].level
+			k++
+		}
+		out[i] = level
+	}
+	return out
 }
 
 // liveSortMax is the live-set size up to which LiveAt sorts the live
@@ -543,6 +572,12 @@ func (t *Timeline) stackID(e *TraceEntry) uint32 {
 		return e.Stack
 	}
 	return 0
+}
+
+// reservedStep is the reserved memory after event at, until the next step.
+type reservedStep struct {
+	at    int32
+	level int64
 }
 
 // FramesOf returns the call stack of iv's alloc (that of its free for an

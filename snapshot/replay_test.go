@@ -110,8 +110,23 @@ func TestReplaySemantics(t *testing.T) {
 				}
 			}
 			for i, want := range c.reserved {
-				if tl.Reserved[i] != want {
-					t.Errorf("reserved after event %d: %d, want %d", i, tl.Reserved[i], want)
+				if got := tl.ReservedAt(i); got != want {
+					t.Errorf("reserved after event %d: %d, want %d", i, got, want)
+				}
+			}
+			// Every window's series is the events' levels, whatever
+			// steps it starts, ends or lies between.
+			for from := -1; from <= len(c.trace); from++ {
+				for to := from; to <= len(c.trace)+1; to++ {
+					got := tl.ReservedRange(max(from, 0), to)
+					for k, v := range got {
+						if want := tl.ReservedAt(max(from, 0) + k); v != want {
+							t.Fatalf("reserved over [%d, %d), event %d: %d, ReservedAt %d", from, to, max(from, 0)+k, v, want)
+						}
+					}
+					if want := max(0, to-max(from, 0)); len(got) != want {
+						t.Fatalf("reserved over [%d, %d): %d levels", from, to, len(got))
+					}
 				}
 			}
 			if tl.Peak.Active != c.peak || tl.Peak.EventIndex != c.peakAt {

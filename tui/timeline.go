@@ -423,7 +423,7 @@ func (t *timelineTab) view(c *tabContext) string {
 	what := "before the first event"
 	if cur >= 0 {
 		e := tl.Events[cur]
-		alloc, resv = tl.Active[cur], tl.Reserved[cur]
+		alloc, resv = tl.Active[cur], tl.ReservedAt(cur)
 		what = fmt.Sprintf("event %d: %s %s", cur, e.Action, bytesStr(e.Size))
 		if e.TimeUS > 0 && len(tl.Events) > 0 && tl.Events[0].TimeUS > 0 {
 			what += fmt.Sprintf(" at +%s", time.Duration(e.TimeUS-tl.Events[0].TimeUS)*time.Microsecond)
@@ -495,11 +495,12 @@ func (t *timelineTab) prepareSeries(cols int) {
 		return
 	}
 	x0, x1 := t.x0, t.x1
+	// pick downsamples the levels of events [x0, x1).
 	pick := func(src []int64) ([]float64, []float64, float64) {
 		ys := make([]float64, x1-x0)
 		mx := 0.0
 		for i := range ys {
-			ys[i] = float64(src[x0+i])
+			ys[i] = float64(src[i])
 			mx = math.Max(mx, ys[i])
 		}
 		idx := trace.MinMax(ys, max(1, cols*2))
@@ -509,8 +510,8 @@ func (t *timelineTab) prepareSeries(cols int) {
 		}
 		return xs, out, mx
 	}
-	ax, ay, am := pick(tl.Active)
-	rx, ry, rm := pick(tl.Reserved)
+	ax, ay, am := pick(tl.Active[x0:x1])
+	rx, ry, rm := pick(tl.ReservedRange(x0, x1))
 	// Styled when drawn: the theme may change after.
 	t.chartS = []widget.Series{{Xs: rx, Ys: ry}, {Xs: ax, Ys: ay}}
 	t.chartMax = math.Max(am, rm)
