@@ -42,6 +42,16 @@ func (d *decoder) join(h *decoder) bool {
 	if !j.tables() {
 		return false
 	}
+	if len(d.data) > GCThreshold {
+		// The join copies the helper's containers into new chunks: a
+		// collection first lets them take the pages of what both
+		// machines let go while decoding (grown tables, caches), which
+		// with report's slow collector pace nothing else reclaims. On
+		// the frame-pool shape the decode's peak went from 166 to 156
+		// MiB; marking costs a millisecond, the arrays holding no
+		// pointers.
+		runtime.GC()
+	}
 	j.containers(runtime.GOMAXPROCS(0))
 	// The helper's memo entries stay in its memo: they are holes here,
 	// read through j (see getMemo). A snapshot has millions, read after
