@@ -27,6 +27,10 @@ type binder struct {
 	warns   map[string]int
 	actions map[uint32]schema.Action // parsed action per string id
 	workers int                      // goroutines for the parallel parts
+	// typed holds traces allocated before the binder ran, by the
+	// container of their run of records (see traceArrays); traceList
+	// takes them.
+	typed map[uint32][]schema.TraceEntry
 	// consume is set when the graph is freed after binding (bindGraph):
 	// lastTraces then says that the traces being bound are the last
 	// reader of the trace records.
@@ -97,6 +101,9 @@ func (b *binder) keyName(k val) string {
 func (b *binder) pairs(v val, path string) ([]val, error) {
 	if v.k == kFrame {
 		return nil, errAt(path, "expected a record, found a stack frame")
+	}
+	if v = b.g.traceDictOf(v); v.k == kTrace {
+		return nil, errAt(path, "expected a record, found a trace entry")
 	}
 	if v.k != kDict {
 		return nil, errAt(path, "expected a dict, found %s", v.k)

@@ -52,6 +52,16 @@ func canonInto(g *graph, v val, b *strings.Builder, open map[uint32]bool) {
 		b.WriteString("b" + hex.EncodeToString([]byte(g.strs[v.ref])))
 	case kFrame:
 		b.WriteString(frameCanon(g, g.frames.at(v.ref)))
+	case kTrace:
+		if d := g.traceDictOf(v); d.k != kTrace {
+			canonInto(g, d, b, open) // given a container: the dict
+			return
+		}
+		b.WriteString(traceCanon(g, g.traces.at(v.ref), func(x val) string {
+			var s strings.Builder
+			canonInto(g, x, &s, open)
+			return s.String()
+		}))
 	case kList, kTuple, kDict, kSet:
 		if open[v.ref] {
 			b.WriteString("@")

@@ -106,8 +106,8 @@ pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'),
 		}
 		g := d.g
 		recognised := 0
-		for i := range g.conts.len() {
-			if g.conts.at(uint32(i)).kind == cTrace {
+		for i := range g.traces.len() {
+			if g.traces.at(uint32(i)).has()&hasGeneric == 0 {
 				recognised++
 			}
 		}

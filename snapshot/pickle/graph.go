@@ -25,10 +25,16 @@ const (
 	kRef
 	// kTop stands, in a helper, for the list below its region.
 	kTop
+	// kTrace is a trace entry dict recognised while decoding
+	// (pendingTrace): ref is its record in graph.traces. Like a frame it
+	// has no container, a million of which were 16 MiB of a real trace's
+	// peak, until a pickle changes it (traceDict): the record then has
+	// hasGeneric and names the container (cid).
+	kTrace
 	kUnset vkind = 255 // a hole in the memo
 )
 
-var kindNames = [...]string{"None", "bool", "int", "int", "int", "float", "str", "bytes", "list", "tuple", "dict", "set", "dict", "memo entry", "list"}
+var kindNames = [...]string{"None", "bool", "int", "int", "int", "float", "str", "bytes", "list", "tuple", "dict", "set", "dict", "memo entry", "list", "dict"}
 
 func (k vkind) String() string {
 	if int(k) < len(kindNames) {
@@ -81,7 +87,8 @@ type rawTrace struct {
 	size, time   int64
 	action, fram uint32
 	// cid is the dict's container, which a list of trace records
-	// (cTraceList) names when it goes back to the generic form.
+	// (cTraceList) names when it goes back to the generic form; noRef
+	// for a record made without one (kTrace) until a change gives it one.
 	cid uint32
 	// ex holds, in its top byte, which fields were present (has bits),
 	// and below it 1 + the index of the entry's rawExtra in graph.extras
@@ -201,6 +208,9 @@ func (g *graph) extraOf(r *rawTrace) rawExtra {
 func (g *graph) free() { g.traces.free() }
 
 func (g *graph) seq(v val) []val {
+	if v.k == kTrace || v.k == kFrame {
+		return nil // no container: its ref is a record's or a frame's
+	}
 	c := g.conts.at(v.ref)
 	switch {
 	case c.kind == cTraceList:
@@ -213,12 +223,31 @@ func (g *graph) seq(v val) []val {
 	return g.items.slice(c.start, c.n)
 }
 
+// traceDictOf is v, or for a kTrace whose record was given a container
+// (decoder.traceDict) that container's val.
+func (g *graph) traceDictOf(v val) val {
+	if v.k == kTrace {
+		if r := g.traces.at(v.ref); r.has()&hasGeneric != 0 {
+			return val{k: kDict, ref: r.cid}
+		}
+	}
+	return v
+}
+
+// traceVal is record idx as a val: its container's when it has one.
+func (g *graph) traceVal(idx uint32) val {
+	if cid := g.traces.at(idx).cid; cid != noRef {
+		return val{k: kDict, ref: cid}
+	}
+	return val{k: kTrace, ref: idx}
+}
+
 // traceListItems is a cTraceList's items as vals (a fresh slice: only rare
 // paths read such a list item by item; the binder reads its records).
 func (g *graph) traceListItems(c *container) []val {
 	vs := make([]val, c.n)
 	for i := range vs {
-		vs[i] = val{k: kDict, ref: g.traces.at(c.start + uint32(i)).cid}
+		vs[i] = g.traceVal(c.start + uint32(i))
 	}
 	return vs
 }

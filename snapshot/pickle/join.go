@@ -3,6 +3,7 @@ package pickle
 import (
 	"maps"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -159,6 +160,8 @@ func (j *joiner) remap(v val) val {
 		v.ref = j.frames[v.ref]
 	case kList, kTuple, kDict, kSet:
 		v.ref += j.conts
+	case kTrace:
+		v.ref += j.traces
 	case kRef:
 		return j.resolve(v)
 	}
@@ -278,6 +281,23 @@ func (j *joiner) containers(cores int) {
 			}
 		}
 	}
+	// A record the helper made without a container (kTrace) whose frames
+	// resolved to no list gets its dict here, in record order, as one
+	// machine would have left the entry a generic dict.
+	var recs []uint32
+	for i := range odd {
+		if d.g.traces.at(i+j.traces).has()&hasGeneric == 0 {
+			recs = append(recs, i)
+		}
+	}
+	slices.Sort(recs)
+	for _, i := range recs {
+		r := d.g.traces.at(i + j.traces)
+		r.cid = d.g.conts.push(container{vk: kDict})
+		r.mark(hasGeneric)
+		rr := *r
+		d.traceToDict(rr.cid, &rr, odd[i])
+	}
 	// Copied: the next join's copies go to these chunks.
 	d.g.conts.recycle(&hg.conts)
 	d.g.items.recycle(&hg.items)
@@ -365,7 +385,9 @@ func (j *joiner) copyRecords(lo, hi uint32) map[uint32]val {
 		if x := r.extra(); x != 0 {
 			r.setExtra(j.extras[x-1])
 		}
-		r.cid += j.conts
+		if r.cid != noRef {
+			r.cid += j.conts
+		}
 		switch {
 		case r.has()&hasFramesRef != 0:
 			// A frames list the helper could not read: usually one made

@@ -398,15 +398,18 @@ func (d *decoder) pop(at int, op string) (val, error) {
 
 // The memo holds one uint32 per entry: 0 for a hole; for a container, its
 // kind in bits 29-30 and id + 1 below (so a memo read needs no container
-// lookup); memoFrame | id for a frame; memoOther | index into memoVals for
+// lookup); memoFrame | id for a frame; memoTrace | index for a trace
+// record without a container (kTrace); memoOther | index into memoVals for
 // anything else.
 const (
 	memoOther     = 1 << 31
+	memoTrace     = memoOther | 1<<29
 	memoFrame     = 3 << 30
 	memoKindShift = 29
 	memoIDMask    = 1<<memoKindShift - 1
-	// maxMemoVals bounds memoVals so that its indices stay below memoFrame.
-	maxMemoVals = 1 << 30
+	// maxMemoVals bounds memoVals so that its indices stay below
+	// memoTrace; a record's index past it goes to memoVals.
+	maxMemoVals = 1 << 29
 )
 
 var memoKinds = [4]vkind{kList, kTuple, kDict, kSet}
@@ -418,6 +421,8 @@ func (d *decoder) memoRef(v val) (r uint32, ok bool) {
 		return uint32(v.k-kList)<<memoKindShift | (v.ref + 1), true
 	case v.k == kFrame:
 		return memoFrame | v.ref, true // ids stay below maxFrameID
+	case v.k == kTrace && v.ref < 1<<29:
+		return memoTrace | v.ref, true
 	case d.memoVals.len() >= d.memoValsMax:
 		return 0, false
 	}
@@ -429,6 +434,8 @@ func (d *decoder) memoVal(r uint32) (val, bool) {
 	switch {
 	case r >= memoFrame:
 		return val{k: kFrame, ref: r &^ memoFrame}, true
+	case r >= memoTrace:
+		return val{k: kTrace, ref: r &^ memoTrace}, true
 	case r >= memoOther:
 		return *d.memoVals.at(r &^ memoOther), true
 	case r&memoIDMask == 0:
@@ -678,13 +685,17 @@ func (d *decoder) run() (val, error) {
 				return val{}, d.errf(at, "SETITEMS with an odd number of items (%d)", len(kv))
 			}
 			if d.pendPos >= m-1 {
-				if d.pendPos == m-1 && len(kv) == 6 && d.pendingFrame(stack, kv) {
+				if d.pendPos == m-1 && (len(kv) == 6 && d.pendingFrame(stack, kv) || len(kv) >= 4 && d.pendingTrace(stack, kv)) {
 					stack = stack[:m]
 					break
 				}
 				d.materialize(stack)
 			}
 			t := stack[m-1]
+			if t.k == kTrace {
+				t = d.traceDict(t.ref)
+				stack[m-1] = t
+			}
 			if t.k == kFrame {
 				if len(kv) == 0 {
 					stack = stack[:m]

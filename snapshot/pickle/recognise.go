@@ -136,21 +136,23 @@ func (d *decoder) traceToDict(cid uint32, r *rawTrace, frames val) {
 func (d *decoder) traceRun(items []val, next uint32, any bool) (first uint32, ok bool) {
 	g := d.g
 	for i, it := range items {
-		if it.k != kDict || it.ref == noRef {
-			return 0, false
-		}
-		c := g.conts.at(it.ref)
-		if c.kind != cTrace {
+		var rec uint32
+		switch {
+		case it.k == kTrace && g.traces.at(it.ref).has()&hasGeneric == 0:
+			rec = it.ref
+		case it.k == kDict && it.ref != noRef && g.conts.at(it.ref).kind == cTrace:
+			rec = g.conts.at(it.ref).start
+		default:
 			return 0, false
 		}
 		if i == 0 {
-			first = c.start
+			first = rec
 			if !any && first != next {
 				return 0, false
 			}
 			next = first
 		}
-		if c.start != next {
+		if rec != next {
 			return 0, false
 		}
 		next++
@@ -204,8 +206,66 @@ func (d *decoder) unstack(cid uint32) {
 // the trace-entry keys memscope knows, with the expected value types; any
 // other key or type keeps the generic form (and its warnings).
 func (d *decoder) tryTrace(cid uint32, kv []val) bool {
-	if kv[0].k != kStr || d.g.roles[kv[0].ref] != keyAction {
+	r, ok := d.traceRecord(kv)
+	if !ok {
 		return false
+	}
+	r.cid = cid
+	c := d.g.conts.at(cid)
+	c.kind = cTrace
+	c.start = d.g.traces.push(r)
+	return true
+}
+
+// pendingTrace makes the pending dict, at the top of stack below kv, a
+// trace record with no container (a kTrace val) when kv is a trace
+// entry's (see tryTrace); false leaves it pending.
+func (d *decoder) pendingTrace(stack, kv []val) bool {
+	r, ok := d.traceRecord(kv)
+	if !ok {
+		return false
+	}
+	r.cid = noRef
+	v := val{k: kTrace, ref: d.g.traces.push(r)}
+	stack[d.pendPos] = v
+	if d.pendMemo >= 0 {
+		// As for a container (materialize): a full memo leaves a hole.
+		if m, ok := d.memoRef(v); ok {
+			*d.memo.at(uint32(d.pendMemo)) = m
+			if d.pendMemo < len(d.small) {
+				d.small[d.pendMemo] = v
+			}
+		}
+	}
+	d.pendPos, d.pendMemo = -1, -1
+	return true
+}
+
+// traceDict gives trace record idx's dict a container, once, for a pickle
+// that changes the entry after filling it (SETITEM on a memo read of it):
+// the record is then bound from the container, which every list and memo
+// entry holding the record reads through it.
+func (d *decoder) traceDict(idx uint32) val {
+	r := d.g.traces.at(idx)
+	if r.has()&hasGeneric != 0 {
+		return val{k: kDict, ref: r.cid}
+	}
+	cid := d.g.conts.push(container{vk: kDict})
+	r.cid = cid
+	r.mark(hasGeneric)
+	rr := *r
+	frames := val{k: kList, ref: rr.fram}
+	if rr.has()&hasFramesRef != 0 {
+		frames.k = kRef
+	}
+	d.traceToDict(cid, &rr, frames)
+	return val{k: kDict, ref: cid}
+}
+
+// traceRecord reads kv as a trace entry's keys and values (see tryTrace).
+func (d *decoder) traceRecord(kv []val) (rawTrace, bool) {
+	if kv[0].k != kStr || d.g.roles[kv[0].ref] != keyAction {
+		return rawTrace{}, false
 	}
 	r := rawTrace{action: noRef, fram: noRef}
 	x := noExtra
@@ -213,7 +273,7 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 	for j := 0; j < len(kv); j += 2 {
 		k, v := kv[j], kv[j+1]
 		if k.k != kStr {
-			return false
+			return rawTrace{}, false
 		}
 		ok := true
 		switch d.g.roles[k.ref] {
@@ -246,26 +306,22 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 				has |= hasFramesRef
 			}
 		default:
-			return false
+			return rawTrace{}, false
 		}
 		if !ok {
-			return false
+			return rawTrace{}, false
 		}
 	}
 	if r.action == noRef {
-		return false
+		return rawTrace{}, false
 	}
 	id, ok := d.g.internExtra(x)
 	if !ok {
-		return false // a table of extras that is full: the generic form
+		return rawTrace{}, false // a table of extras that is full: the generic form
 	}
 	r.setExtra(id)
 	r.mark(has)
-	r.cid = cid
-	c := d.g.conts.at(cid)
-	c.kind = cTrace
-	c.start = d.g.traces.push(r)
-	return true
+	return r, true
 }
 
 // fastList does what EMPTY_LIST, MEMOIZE (see run), then APPENDS's

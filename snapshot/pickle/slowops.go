@@ -211,6 +211,9 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if t.k == kFrame {
 			return false, val{}, d.errFrameChanged(at, "SETITEM")
 		}
+		if t.k == kTrace {
+			t = d.traceDict(t.ref)
+		}
 		if t.k != kDict {
 			return false, val{}, d.errf(at, "SETITEM on a %s, not a dict", t.k)
 		}

@@ -61,9 +61,16 @@ func DecodeMapped(ctx context.Context, data []byte, release func(), drop func(fr
 // (the binder gives back each chunk of them it has read when nothing will
 // read it again).
 func bindGraph(g *graph, root val, size int) (*schema.Snapshot, error) {
+	return bindGraphInto(g, root, size, nil)
+}
+
+// bindGraphInto is bindGraph with typed traces allocated beforehand (see
+// traceArrays).
+func bindGraphInto(g *graph, root val, size int, typed map[uint32][]schema.TraceEntry) (*schema.Snapshot, error) {
 	defer g.free()
 	b := newBinder(g, size)
 	b.consume = true
+	b.typed = typed
 	return b.bindRoot(root)
 }
 
@@ -81,14 +88,17 @@ func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(f
 	if err != nil {
 		return nil, err
 	}
+	var typed map[uint32][]schema.TraceEntry
 	if size > GCThreshold {
 		// The input (when read into the heap) and the decoder's memo,
 		// stack and helper are garbage now: reclaim them before the
-		// binder allocates the typed snapshot.
+		// binder allocates the typed snapshot. Its traces are allocated
+		// first: see traceArrays.
+		typed = traceArrays(g, root)
 		runtime.GC()
 	}
 	proto := g.proto
-	s, err := bindGraph(g, root, size)
+	s, err := bindGraphInto(g, root, size, typed)
 	if err != nil {
 		return nil, err
 	}

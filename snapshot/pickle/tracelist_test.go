@@ -21,11 +21,42 @@ func traceDict(i int, extra ...pt.KV) pt.Dict {
 // records only while its items are consecutive records; every other shape
 // (an item that is no entry, an entry twice, entries out of order, an entry
 // changed after it was added, one entry in two lists) binds as the generic
-// form does, and CPython reads the same values.
+// form does, and CPython reads the same values. Entries whose frames are
+// memo reads (as PyTorch writes them) become records with no container
+// (kTrace); entries that hold a new frame dict get one first.
 func TestTraceLists(t *testing.T) {
 	e := func(i int) pt.Dict { return traceDict(i) }
 	wrap := func(lists ...any) []byte {
 		return pt.Of(pt.Dict{{"segments", []any{}}, {"device_traces", lists}})
+	}
+	// ek is e with its frame a memo read of memo entry 0, which wrapK
+	// makes the frame dict.
+	ek := func(i int) pt.Dict {
+		d := traceDict(i)
+		d[len(d)-1] = pt.KV{"frames", []any{pt.Ref(0)}}
+		return d
+	}
+	wrapK := func(lists ...any) []byte {
+		return pt.Of(pt.Dict{{"x", pt.Memoize(pt.FrameDict("/src/train.py", 10, "step"))}, {"segments", []any{}}, {"device_traces", lists}})
+	}
+	changedK := func(setItem bool) []byte {
+		w := &pt.Writer{}
+		w.Op(pt.OpEmptyList, pt.OpMark)
+		w.Put(pt.Memoize(ek(0))) // memo entry 1
+		w.Put(ek(1))
+		w.Op(pt.OpAppends)
+		w.Put(pt.Ref(1))
+		if setItem {
+			w.Put("mystery")
+			w.Put(1)
+			w.Op(pt.OpSetItem, pt.OpPop)
+		} else {
+			w.Op(pt.OpMark)
+			w.Put("mystery")
+			w.Put(1)
+			w.Op(pt.OpSetItems, pt.OpPop)
+		}
+		return w.Bytes()
 	}
 	changed := func() []byte {
 		w := &pt.Writer{}
@@ -61,6 +92,7 @@ func TestTraceLists(t *testing.T) {
 		name  string
 		data  []byte
 		run   bool       // device 0's list stays a run of records
+		bare  bool       // no entry got a container (kTrace)
 		addrs [][]uint64 // per device
 		err   string     // a binding error containing this
 		warn  string
@@ -76,6 +108,17 @@ func TestTraceLists(t *testing.T) {
 			warn: `unknown trace entry key "mystery"`},
 		{name: "one entry in two lists", data: wrap([]any{pt.Memoize(e(0)), e(1)}, []any{pt.Ref(0)}), run: true,
 			addrs: [][]uint64{addrs(0, 1), addrs(0)}},
+		{name: "records with no container", data: wrapK([]any{ek(0), ek(1), ek(2)}), run: true, bare: true, addrs: [][]uint64{addrs(0, 1, 2)}},
+		{name: "a record twice", data: wrapK([]any{pt.Memoize(ek(0)), ek(1), pt.Ref(1)}), bare: true, addrs: [][]uint64{addrs(0, 1, 0)}},
+		{name: "a record in two lists", data: wrapK([]any{pt.Memoize(ek(0)), ek(1)}, []any{pt.Ref(1)}), run: true, bare: true,
+			addrs: [][]uint64{addrs(0, 1), addrs(0)}},
+		{name: "a record changed after it was added (SETITEMS)", data: wrapK(changedK(false)), run: true, addrs: [][]uint64{addrs(0, 1)},
+			warn: `unknown trace entry key "mystery"`},
+		{name: "a record changed after it was added (SETITEM)", data: wrapK(changedK(true)), run: true, addrs: [][]uint64{addrs(0, 1)},
+			warn: `unknown trace entry key "mystery"`},
+		{name: "a record for a device's list", data: wrapK(ek(0)), err: "device_traces[0]"},
+		{name: "a record for a segment", data: pt.Of(pt.Dict{{"x", pt.Memoize(pt.FrameDict("/src/train.py", 10, "step"))},
+			{"segments", []any{ek(0)}}, {"device_traces", []any{}}}), err: "segments[0]: expected a record, found a trace entry"},
 	}
 	inputs := map[string][]byte{}
 	for _, c := range cases {
@@ -88,11 +131,23 @@ func TestTraceLists(t *testing.T) {
 		var dev0 val
 		for i, kv := 0, g.seq(root); i < len(kv); i += 2 {
 			if g.strs[kv[i].ref] == "device_traces" {
-				dev0 = g.seq(kv[i+1])[0]
+				if devs := g.seq(kv[i+1]); len(devs) > 0 {
+					dev0 = devs[0]
+				}
 			}
 		}
-		if run := g.cont(dev0.ref).kind == cTraceList; run != c.run {
-			t.Errorf("%s: kept as a run %v, want %v", c.name, run, c.run)
+		if dev0.k == kList {
+			if run := g.cont(dev0.ref).kind == cTraceList; run != c.run {
+				t.Errorf("%s: kept as a run %v, want %v", c.name, run, c.run)
+			}
+		}
+		if c.bare {
+			for i := range g.conts.len() {
+				if g.conts.at(uint32(i)).kind == cTrace {
+					t.Errorf("%s: an entry got a container", c.name)
+					break
+				}
+			}
 		}
 		data := append([]byte(nil), c.data...)
 		s, err := DecodeSnapshot(context.Background(), &data, nil)
