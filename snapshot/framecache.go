@@ -22,10 +22,13 @@ type frameCache[V any] struct {
 	n     int
 	shift uint // 64 - log2(len(slots))
 	// dense holds the values of one table's frames by index (see
-	// useTable), base being the address of its first frame.
-	base  uintptr
-	dense []denseSlot[V]
-	nd    int // frames set in dense
+	// useTable), base being the address of its first frame. frames
+	// keeps that array alive: were the table to grow into a new one, no
+	// other frame could then take an address in the old one's range.
+	frames []Frame
+	base   uintptr
+	dense  []denseSlot[V]
+	nd     int // frames set in dense
 }
 
 type denseSlot[V any] struct {
@@ -71,6 +74,7 @@ func (c *frameCache[V]) useTable(t *FrameTable) {
 	if t == nil || len(t.Frames) == 0 || c.dense != nil {
 		return
 	}
+	c.frames = t.Frames
 	c.base = uintptr(unsafe.Pointer(&t.Frames[0]))
 	c.dense = make([]denseSlot[V], len(t.Frames))
 }

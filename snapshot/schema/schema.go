@@ -109,23 +109,6 @@ func (s Stack) Clone() Stack {
 	return Stack{ids: slices.Clone(s.ids), table: s.table}
 }
 
-// Slice returns the frames i to j-1 as a stack.
-func (s Stack) Slice(i, j int) Stack {
-	if i >= j {
-		return Stack{}
-	}
-	return Stack{ids: s.ids[i:j:j], table: s.table}
-}
-
-// Copy returns the frames as values.
-func (s Stack) Copy() []Frame {
-	out := make([]Frame, s.Len())
-	for i := range out {
-		out[i] = *s.At(i)
-	}
-	return out
-}
-
 // Equal reports whether s and t hold equal frames.
 func (s Stack) Equal(t Stack) bool {
 	if s.Len() != t.Len() {
