@@ -16,8 +16,6 @@ import (
 // bound from the generic form (a key the recogniser does not know), and
 // entries with equal fields share one TraceExtra.
 func TestTraceExtras(t *testing.T) {
-	needPython(t)
-	out := filepath.Join(t.TempDir(), "extras.pickle")
 	script := `
 import pickle, sys
 na = 'N/A'
@@ -35,13 +33,7 @@ trace = [
 ]
 pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'), protocol=4)
 `
-	if b, err := exec.Command("python3", "-c", script, out).CombinedOutput(); err != nil {
-		t.Fatalf("python: %v\n%s", err, b)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := pythonPickle(t, script)
 	s, err := DecodeSnapshot(context.Background(), &data, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +67,6 @@ pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'),
 // the same TraceExtra, while entries whose extras are already in the table
 // are still recognised.
 func TestTraceExtrasTableFull(t *testing.T) {
-	needPython(t)
-	out := filepath.Join(t.TempDir(), "extras.pickle")
 	script := `
 import pickle, sys
 def e(cc):
@@ -84,13 +74,7 @@ def e(cc):
 trace = [e('A'), e('B'), e('A'), e('C'), e('B'), e('C'), {'action': 'oom', 'device_free': 5, 'frames': []}]
 pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'), protocol=4)
 `
-	if b, err := exec.Command("python3", "-c", script, out).CombinedOutput(); err != nil {
-		t.Fatalf("python: %v\n%s", err, b)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := pythonPickle(t, script)
 	want := []schema.TraceExtra{{CompileContext: "A"}, {CompileContext: "B"}, {CompileContext: "A"},
 		{CompileContext: "C"}, {CompileContext: "B"}, {CompileContext: "C"}, {DeviceFree: 5}}
 	for _, tc := range []struct{ limit, recognised, extras int }{
@@ -135,5 +119,47 @@ func TestRecordSizes(t *testing.T) {
 	}
 	if n := unsafe.Sizeof(schema.TraceEntry{}); n != 48 {
 		t.Errorf("TraceEntry is %d bytes, want 48", n)
+	}
+}
+
+// pythonPickle runs script with python3 (skipping without it), which
+// writes its pickle to sys.argv[1], and returns the file's bytes.
+func pythonPickle(t *testing.T, script string) []byte {
+	t.Helper()
+	needPython(t)
+	out := filepath.Join(t.TempDir(), "script.pickle")
+	if b, err := exec.Command("python3", "-c", script, out).CombinedOutput(); err != nil {
+		t.Fatalf("python: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestMemoEncoding: every kind of value comes back from the memo as it went
+// in, on both sides of each range of the encoding: containers below and at
+// memoIDMask-1 (past it they go to memoVals), frames up to maxFrameID,
+// trace records below and at 1<<29 (past it memoVals), and the rest.
+func TestMemoEncoding(t *testing.T) {
+	d := newDecoder(nil)
+	for _, v := range []val{
+		{k: kList, ref: 0}, {k: kDict, ref: memoIDMask - 2}, {k: kSet, ref: memoIDMask - 1}, {k: kTuple, ref: memoIDMask},
+		{k: kFrame, ref: 0}, {k: kFrame, ref: maxFrameID},
+		{k: kTrace, ref: 0}, {k: kTrace, ref: 1<<29 - 1}, {k: kTrace, ref: 1 << 29}, {k: kTrace, ref: 1<<32 - 1},
+		{k: kStr, ref: 7}, {k: kInt, i: -3}, {k: kNone},
+	} {
+		r, ok := d.memoRef(v)
+		if !ok {
+			t.Fatalf("%+v: memo full", v)
+		}
+		if got, ok := d.memoVal(r); !ok || got != v {
+			t.Errorf("%+v: memo entry %#x reads back as %+v (%v)", v, r, got, ok)
+		}
+		inVals := r >= memoOther && r < memoTrace
+		if want := v.k == kTrace && v.ref >= 1<<29 || (v.k >= kList && v.k <= kSet && v.ref >= memoIDMask-1) || v.k == kStr || v.k == kInt || v.k == kNone; inVals != want {
+			t.Errorf("%+v: in memoVals %v, want %v", v, inVals, want)
+		}
 	}
 }

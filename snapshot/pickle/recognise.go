@@ -34,11 +34,16 @@ func (d *decoder) materialize(stack []val) {
 	if d.pendPos < 0 {
 		return
 	}
-	v := val{k: kDict, ref: d.g.conts.push(container{vk: kDict})}
+	d.settle(stack, val{k: kDict, ref: d.g.conts.push(container{vk: kDict})})
+}
+
+// settle makes v what the pending dict is: on stack and in the memo slot
+// MEMOIZE reserved for it.
+func (d *decoder) settle(stack []val, v val) {
 	stack[d.pendPos] = v
 	if d.pendMemo >= 0 {
-		// A container's reference fits the memo unless the memo is full,
-		// which leaves the slot a hole: reading it is then an error.
+		// A reference fits the memo unless the memo is full, which
+		// leaves the slot a hole: reading it is then an error.
 		if r, ok := d.memoRef(v); ok {
 			*d.memo.at(uint32(d.pendMemo)) = r
 			if d.pendMemo < len(d.small) {
@@ -56,15 +61,7 @@ func (d *decoder) pendingFrame(stack, kv []val) bool {
 	if !ok {
 		return false
 	}
-	v := val{k: kFrame, ref: id}
-	stack[d.pendPos] = v
-	if d.pendMemo >= 0 {
-		*d.memo.at(uint32(d.pendMemo)) = memoFrame | id
-		if d.pendMemo < len(d.small) {
-			d.small[d.pendMemo] = v
-		}
-	}
-	d.pendPos, d.pendMemo = -1, -1
+	d.settle(stack, val{k: kFrame, ref: id})
 	return true
 }
 
@@ -226,18 +223,7 @@ func (d *decoder) pendingTrace(stack, kv []val) bool {
 		return false
 	}
 	r.cid = noRef
-	v := val{k: kTrace, ref: d.g.traces.push(r)}
-	stack[d.pendPos] = v
-	if d.pendMemo >= 0 {
-		// As for a container (materialize): a full memo leaves a hole.
-		if m, ok := d.memoRef(v); ok {
-			*d.memo.at(uint32(d.pendMemo)) = m
-			if d.pendMemo < len(d.small) {
-				d.small[d.pendMemo] = v
-			}
-		}
-	}
-	d.pendPos, d.pendMemo = -1, -1
+	d.settle(stack, val{k: kTrace, ref: d.g.traces.push(r)})
 	return true
 }
 
