@@ -118,6 +118,9 @@ func (b *binder) pairs(v val, path string) ([]val, error) {
 }
 
 func (b *binder) list(v val, path string) ([]val, error) {
+	if v.k == kStack {
+		return nil, errAt(path, "expected a list of records, found a list of stack frames")
+	}
 	if v.k != kList && v.k != kTuple {
 		return nil, errAt(path, "expected a list, found %s", v.k)
 	}

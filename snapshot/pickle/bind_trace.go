@@ -224,6 +224,10 @@ func (b *binder) rawTraceEntry(r *rawTrace, e *schema.TraceEntry, dpath string, 
 		e.Extra = b.rawExtra(x)
 	}
 	if r.fram != noRef {
+		if r.has()&hasFramesStack != 0 {
+			e.Stack = b.entryStack(r.fram)
+			return nil
+		}
 		if c := b.g.cont(r.fram); c.kind == cStack {
 			e.Stack = b.entryStack(c.start)
 			return nil
@@ -338,6 +342,8 @@ func (b *binder) render(v val, depth int) string {
 		return strconv.Quote(s)
 	case kFrame:
 		return "{frame}"
+	case kStack:
+		return fmt.Sprintf("[%d frames]", len(b.g.stacks.get(v.ref)))
 	case kTrace:
 		if v = b.g.traceDictOf(v); v.k == kTrace {
 			return "{trace entry}"
@@ -418,6 +424,9 @@ func (b *binder) entryStack(id uint32) uint32 {
 func (b *binder) stackID(v val, path string) (id uint32, ok bool, err error) {
 	if v.k == kNone {
 		return 0, false, nil
+	}
+	if v.k == kStack {
+		return v.ref, true, nil
 	}
 	if v.k != kList && v.k != kTuple {
 		return 0, false, errAt(path, "expected a list of frames, found %s", v.k)

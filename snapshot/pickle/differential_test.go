@@ -52,6 +52,12 @@ func canonInto(g *graph, v val, b *strings.Builder, open map[uint32]bool) {
 		b.WriteString("b" + hex.EncodeToString([]byte(g.strs[v.ref])))
 	case kFrame:
 		b.WriteString(frameCanon(g, g.frames.at(v.ref)))
+	case kStack:
+		parts := []string{}
+		for _, id := range g.stacks.get(v.ref) {
+			parts = append(parts, frameCanon(g, g.frames.at(id)))
+		}
+		b.WriteString("[" + strings.Join(parts, ",") + "]")
 	case kTrace:
 		if d := g.traceDictOf(v); d.k != kTrace {
 			canonInto(g, d, b, open) // given a container: the dict
@@ -163,7 +169,7 @@ func traceCanon(g *graph, r *rawTrace, sub func(val) string) string {
 		parts = append(parts, key("user_metadata")+strCanon(g, x.um))
 	}
 	if r.fram != noRef {
-		parts = append(parts, key("frames")+sub(val{k: kList, ref: r.fram}))
+		parts = append(parts, key("frames")+sub(r.frames()))
 	}
 	slices.Sort(parts)
 	return "{" + strings.Join(parts, ",") + "}"

@@ -78,7 +78,8 @@ func TestFrameListFastPath(t *testing.T) {
 					if canonical(fast.g, r1) != canonical(slow.g, r2) {
 						t.Fatalf("%s (%d bytes): values differ", name, cut)
 					}
-					if fast.memo.len() != slow.memo.len() || fast.g.conts.len() != slow.g.conts.len() ||
+					// A list read as a value (kStack) has no container.
+					if fast.memo.len() != slow.memo.len() || fast.g.conts.len()+fast.bareLists != slow.g.conts.len() ||
 						fast.g.traces.len() != slow.g.traces.len() || fast.g.stacks.len() != slow.g.stacks.len() {
 						t.Fatalf("%s: memo %d/%d, containers %d/%d, trace records %d/%d, stacks %d/%d", name,
 							fast.memo.len(), slow.memo.len(), fast.g.conts.len(), slow.g.conts.len(),
@@ -105,4 +106,96 @@ func writeList(w *pt.Writer, items ...any) {
 		w.Put(it)
 	}
 	w.Op(pt.OpAppends)
+}
+
+// TestFrameListsAsValues: a frame list taken at once is a value with no
+// container (kStack). The fresh list may still get more items, as
+// pickle.dump writes a list of more than 1000 in batches: it then gets a
+// container, and a later memo read of it sees every item. A copy of it (a
+// memo read, a DUP, a second MEMOIZE) that gets more items is refused, as
+// a frame dict changed after it was filled is. What is read equals what
+// CPython loads.
+func TestFrameListsAsValues(t *testing.T) {
+	// Memo 0 is the frame dict; the list is memo 1 (its MEMOIZE comes
+	// right after EMPTY_LIST, as pickle.dump writes it).
+	list := func(then ...byte) []byte {
+		w := &pt.Writer{}
+		w.Put(pt.Memoize(pt.FrameDict("/src/train.py", 10, "step")))
+		w.Op(pt.OpPop, pt.OpEmptyList, pt.OpMemoize, pt.OpMark)
+		w.Put(pt.Ref(0))
+		w.Put(pt.Ref(0))
+		w.Op(pt.OpAppends)
+		w.Op(then...)
+		return w.Bytes()
+	}
+	more := func(ops ...byte) []byte { // a second batch of one frame
+		w := &pt.Writer{}
+		w.Op(ops...)
+		w.Op(pt.OpMark)
+		w.Put(pt.Ref(0))
+		w.Op(pt.OpAppends)
+		return w.Bytes()
+	}
+	wrap := func(l []byte, readBack bool) []byte {
+		d := pt.Dict{{"segments", []any{}}, {"device_traces", []any{}}, {"frames", l}}
+		if readBack {
+			d = append(d, pt.KV{"again", pt.Ref(1)})
+		}
+		return pt.Of(d)
+	}
+	cases := []struct {
+		name   string
+		data   []byte
+		frames int    // the list's frames, read at "frames" and "again"
+		err    string // a decode error containing this
+	}{
+		{name: "one batch", data: wrap(list(), true), frames: 2},
+		{name: "a second batch", data: wrap(list(more()...), true), frames: 3},
+		{name: "a second batch by APPEND", data: func() []byte {
+			w := &pt.Writer{}
+			w.Op(list()...)
+			w.Put(pt.Ref(0))
+			w.Op(pt.OpAppend)
+			return wrap(w.Bytes(), true)
+		}(), frames: 3},
+		{name: "a memo read gets more", data: wrap(list(append([]byte{pt.OpPop, pt.OpLongBinGet, 1, 0, 0, 0}, more()...)...), false),
+			err: "APPENDS adds to a list of frames that was already used elsewhere"},
+		{name: "a DUP gets more", data: wrap(list(append([]byte{pt.OpDup}, append(more(), pt.OpPop)...)...), false),
+			err: "APPENDS adds to a list of frames"},
+		{name: "memoized twice gets more", data: wrap(list(append([]byte{pt.OpMemoize}, more()...)...), false),
+			err: "APPENDS adds to a list of frames"},
+	}
+	inputs := map[string][]byte{}
+	for _, c := range cases {
+		d, root, err := decodeWith(context.Background(), c.data, nil, nil, nil, nil)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		inputs[c.name] = c.data
+		kv := d.g.seq(root)
+		for i := 0; i+1 < len(kv); i += 2 {
+			if k := d.g.strs[kv[i].ref]; k == "frames" || k == "again" {
+				b := newBinder(d.g, len(c.data))
+				st, err := b.stack(kv[i+1], k)
+				if err != nil || st.Len() != c.frames {
+					t.Errorf("%s: %s has %d frames (%v), want %d", c.name, k, st.Len(), err, c.frames)
+				}
+			}
+		}
+		if c.name == "one batch" && d.bareLists != 1 {
+			t.Errorf("%s: %d lists without a container, want 1", c.name, d.bareLists)
+		}
+	}
+	if _, err := exec.LookPath("python3"); err == nil {
+		if n := compareWithPython(t, inputs); n != len(inputs) {
+			t.Errorf("CPython agreed on %d of %d", n, len(inputs))
+		}
+	}
 }

@@ -28,8 +28,8 @@ type frameSlot struct {
 }
 
 // maxFrameID bounds frame ids: the memo keeps a frame as an id under a
-// two-bit tag (see memoFrame).
-const maxFrameID = 1<<30 - 1
+// three-bit tag (see memoFrame).
+const maxFrameID = 1<<29 - 1
 
 // frameMemoRef marks, in a helper's stack, a frame it could not read: the
 // rest is the frame dict's memo index, resolved when the helper is joined

@@ -31,10 +31,16 @@ const (
 	// peak, until a pickle changes it (traceDict): the record then has
 	// hasGeneric and names the container (cid).
 	kTrace
+	// kStack is a frame list interned while decoding (frameList): ref is
+	// its stack in graph.stacks; it has no container, 16 bytes for each of
+	// a trace's hundreds of thousands of lists. i is, while the list is
+	// the fresh one on the stack, 1 + its memo slot: a pickle that adds to
+	// it then gives it a container (decoder.stackList); 0 on every copy.
+	kStack
 	kUnset vkind = 255 // a hole in the memo
 )
 
-var kindNames = [...]string{"None", "bool", "int", "int", "int", "float", "str", "bytes", "list", "tuple", "dict", "set", "dict", "memo entry", "list", "dict"}
+var kindNames = [...]string{"None", "bool", "int", "int", "int", "float", "str", "bytes", "list", "tuple", "dict", "set", "dict", "memo entry", "list", "dict", "list"}
 
 func (k vkind) String() string {
 	if int(k) < len(kindNames) {
@@ -114,6 +120,17 @@ func (r *rawTrace) has() uint8        { return uint8(r.ex >> exBits) }
 func (r *rawTrace) mark(bits uint8)   { r.ex |= uint32(bits) << exBits }
 func (r *rawTrace) unmark(bits uint8) { r.ex &^= uint32(bits) << exBits }
 
+// frames is r's frames value (see traceToDict; unused when it has none).
+func (r *rawTrace) frames() val {
+	switch h := r.has(); {
+	case h&hasFramesRef != 0:
+		return val{k: kRef, ref: r.fram}
+	case h&hasFramesStack != 0:
+		return val{k: kStack, ref: r.fram}
+	}
+	return val{k: kList, ref: r.fram}
+}
+
 // extra is 1 + the index of r's rawExtra in graph.extras, 0 for none.
 func (r *rawTrace) extra() uint32 { return r.ex & (1<<exBits - 1) }
 
@@ -139,6 +156,9 @@ const (
 	// (untrace), or never left it (a frames value that is no list, found
 	// at the join): a cTraceList holding it binds that dict instead.
 	hasGeneric
+	// hasFramesStack marks a frames value that is an interned stack with
+	// no container (a kStack: fram is the stack's id).
+	hasFramesStack
 )
 
 // graph is the decoded value graph.
@@ -208,8 +228,8 @@ func (g *graph) extraOf(r *rawTrace) rawExtra {
 func (g *graph) free() { g.traces.free() }
 
 func (g *graph) seq(v val) []val {
-	if v.k == kTrace || v.k == kFrame {
-		return nil // no container: its ref is a record's or a frame's
+	if v.k == kTrace || v.k == kFrame || v.k == kStack {
+		return nil // no container: its ref is a record's, a frame's or a stack's
 	}
 	c := g.conts.at(v.ref)
 	switch {

@@ -364,16 +364,17 @@ func (d *decoder) enterRegion(at, stop int) bool {
 		// whose indices the helper does not know.
 		return false
 	}
-	// The prefix's containers are the main machine's objects by the
-	// time it joins: read them as references. Holes (pending dicts) too.
+	// The prefix's containers, trace records and interned lists are the
+	// main machine's objects by the time it joins (and the tables that
+	// number them are cleared below): read them as references. Holes
+	// (pending dicts) too.
 	for i := range uint32(m0) {
-		r := d.memo.at(i)
-		if *r < memoOther && *r&memoIDMask != 0 {
+		if r := d.memo.at(i); *r < memoOther && *r&memoIDMask != 0 || prefixOnly(*r) {
 			*r = 0
 		}
 	}
 	for i := range d.small {
-		if k := d.small[i].k; k >= kList && k <= kSet {
+		if k := d.small[i].k; k >= kList && k <= kSet || k == kTrace || k == kStack {
 			d.small[i] = val{k: kUnset}
 		}
 	}
@@ -394,6 +395,12 @@ func (d *decoder) enterRegion(at, stop int) bool {
 	d.marks = append(d.marks[:0], 1)
 	d.pos, d.end = at, stop
 	return true
+}
+
+// prefixOnly reports whether memo entry r names a trace record or an
+// interned list by its number in a table a helper clears at its region.
+func prefixOnly(r uint32) bool {
+	return r >= memoTrace && r < memoFrame || r >= memoStack
 }
 
 // appendBelow keeps items a helper appends to the list below its region

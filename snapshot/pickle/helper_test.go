@@ -30,6 +30,9 @@ import (
 //	             the helper cannot resolve itself)
 //	sharedlists  entries far apart share one frames list object
 //	sharedtuples the same with tuples: a frames value that is no list
+//	sharedentries entries of the prefix appended again in the second half
+//	             (memo reads of trace records and frame lists that the
+//	             helper made in its prefix, then cleared)
 //	multi        three devices' lists, a segment list after them
 //	selfref      entries hold a list that contains itself
 //	segs         n/10 blocks in the segments, before the trace (its keys
@@ -54,7 +57,7 @@ def frames(i, seg=False):
         h = npool // 2
         hi = h if seg else h + 1 + (h - 1) * i // n
         return [pool[rnd.randrange(0 if seg else h, hi)] for _ in range(depth)]
-    if shape == 'shared':
+    if shape in ('shared', 'sharedentries'):
         return [pool[rnd.randrange(npool)] for _ in range(depth)]
     if shape == 'late':
         g = i // 7
@@ -88,6 +91,11 @@ segs = [{'device': 0, 'address': 139637976727552, 'total_size': 1 << 30, 'stream
          'state': 'active_allocated', 'frames': frames(i, True)} for i in range({'segs': n // 10, 'hugesegs': n // 3, 'segsonly': n}.get(shape, 40))]}]
 if shape == 'segsonly':
     s = {'segments': segs, 'device_traces': [[]]}
+elif shape == 'sharedentries':
+    es = []
+    for i in range(n):
+        es.append(es[i % (n // 40)] if i >= n // 2 and i % 3 == 0 else entry(i))
+    s = {'segments': segs, 'device_traces': [es]}
 elif shape == 'multi':
     traces = [[entry(i) for i in range(d, n, 3)] for d in range(3)]
     s = {'device_traces': traces, 'segments': segs}
@@ -179,9 +187,10 @@ func bindBoth(t *testing.T, name string, data []byte, split splitFunc) (joined b
 	return len(two.joined) > 0
 }
 
-// canonStacks renumbers a snapshot's trace stacks in order of first use:
-// the ids are the interning order, which differs between one machine and
-// two; the frames each entry refers to must not.
+// canonStacks renumbers a snapshot's trace stacks in order of first use,
+// and makes every stack (blocks' too) a stack of its own frames: stack and
+// frame ids are the interning order, which differs between one machine
+// and two; the frames each entry and block refers to must not.
 func canonStacks(s *schema.Snapshot) {
 	ids := map[uint32]uint32{}
 	var stacks []schema.Stack
@@ -190,7 +199,7 @@ func canonStacks(s *schema.Snapshot) {
 			if k := tr[i].Stack; k != 0 {
 				id, ok := ids[k]
 				if !ok {
-					stacks = append(stacks, s.Stacks[k-1])
+					stacks = append(stacks, ownFrames(s.Stacks[k-1]))
 					id = uint32(len(stacks))
 					ids[k] = id
 				}
@@ -199,6 +208,22 @@ func canonStacks(s *schema.Snapshot) {
 		}
 	}
 	s.Stacks = stacks
+	for i := range s.Segments {
+		seg := &s.Segments[i]
+		seg.Frames = ownFrames(seg.Frames)
+		for j := range seg.Blocks {
+			seg.Blocks[j].Frames = ownFrames(seg.Blocks[j].Frames)
+		}
+	}
+}
+
+// ownFrames is st with a table of its own frames, in order.
+func ownFrames(st schema.Stack) schema.Stack {
+	frames := make([]schema.Frame, st.Len())
+	for i := range frames {
+		frames[i] = *st.At(i)
+	}
+	return schema.StackOf(frames...)
 }
 
 func needPython(t *testing.T) {
@@ -213,7 +238,7 @@ func needPython(t *testing.T) {
 // join (the shapes are what a helper is for).
 func TestHelperAgreesWithOneMachine(t *testing.T) {
 	needPython(t)
-	for _, shape := range []string{"distinct", "shared", "late", "sharedlists", "sharedtuples", "multi", "selfref"} {
+	for _, shape := range []string{"distinct", "shared", "late", "sharedlists", "sharedtuples", "sharedentries", "multi", "selfref"} {
 		data := genPickle(t, shape, 5000)
 		for _, target := range []float64{0.3, 0.6} {
 			name := shape + "@" + strconv.FormatFloat(target, 'f', -1, 64)
@@ -242,7 +267,7 @@ func TestHelpersAgreeWithOneMachine(t *testing.T) {
 		{"one batch", []float64{0.5, 0.5001}, 1},
 		{"none past the last", []float64{0.5, 0.9999}, 1},
 	}
-	shapes := []string{"distinct", "shared", "late", "sharedlists", "sharedtuples", "multi", "selfref"}
+	shapes := []string{"distinct", "shared", "late", "sharedlists", "sharedtuples", "sharedentries", "multi", "selfref"}
 	if testing.Short() { // -race: a fifth of the time
 		shapes, splits = []string{"late", "multi"}, splits[:3]
 	}

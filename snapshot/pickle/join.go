@@ -54,6 +54,7 @@ func (d *decoder) join(h *decoder) bool {
 		runtime.GC()
 	}
 	j.containers(runtime.GOMAXPROCS(0))
+	d.bareLists += h.bareLists
 	// The helper's memo entries stay in its memo: they are holes here,
 	// read through j (see getMemo). A snapshot has millions, read after
 	// the region rarely if at all.
@@ -162,6 +163,11 @@ func (j *joiner) remap(v val) val {
 		v.ref += j.conts
 	case kTrace:
 		v.ref += j.traces
+	case kStack:
+		// A helper makes a kStack only of frames it read (fastList), so
+		// tables mapped it to a stack of the main machine's; a copy
+		// here is no longer fresh.
+		v.ref, v.i = j.stacks[v.ref], 0
 	case kRef:
 		return j.resolve(v)
 	}
@@ -389,12 +395,18 @@ func (j *joiner) copyRecords(lo, hi uint32) map[uint32]val {
 			r.cid += j.conts
 		}
 		switch {
+		case r.has()&hasFramesStack != 0:
+			r.fram = j.stacks[r.fram]
 		case r.has()&hasFramesRef != 0:
 			// A frames list the helper could not read: usually one made
 			// before its region, shared by entries with the same stack.
 			if v := j.resolve(val{k: kRef, ref: r.fram}); v.k == kList {
 				r.fram = v.ref
 				r.unmark(hasFramesRef)
+			} else if v.k == kStack {
+				r.fram = v.ref
+				r.unmark(hasFramesRef)
+				r.mark(hasFramesStack)
 			} else {
 				if odd == nil {
 					odd = map[uint32]val{}

@@ -95,6 +95,9 @@ type decoder struct {
 	// counts the lists it took.
 	noFast    bool
 	fastLists int
+	// bareLists counts the lists that are kStack values (no container)
+	// and have stayed so.
+	bareLists int
 	// spans holds the frame lists frameList has read, by their bytes.
 	spans spanCache
 	// recentStrs holds the last string interned of each length modulo 8.
@@ -398,13 +401,14 @@ func (d *decoder) pop(at int, op string) (val, error) {
 
 // The memo holds one uint32 per entry: 0 for a hole; for a container, its
 // kind in bits 29-30 and id + 1 below (so a memo read needs no container
-// lookup); memoFrame | id for a frame; memoTrace | index for a trace
-// record without a container (kTrace); memoOther | index into memoVals for
-// anything else.
+// lookup); memoFrame | id for a frame; memoStack | id for an interned frame
+// list without a container (kStack); memoTrace | index for a trace record
+// without one (kTrace); memoOther | index into memoVals for anything else.
 const (
 	memoOther     = 1 << 31
 	memoTrace     = memoOther | 1<<29
 	memoFrame     = 3 << 30
+	memoStack     = 7 << 29
 	memoKindShift = 29
 	memoIDMask    = 1<<memoKindShift - 1
 	// maxMemoVals bounds memoVals so that its indices stay below
@@ -423,6 +427,8 @@ func (d *decoder) memoRef(v val) (r uint32, ok bool) {
 		return memoFrame | v.ref, true // ids stay below maxFrameID
 	case v.k == kTrace && v.ref < 1<<29:
 		return memoTrace | v.ref, true
+	case v.k == kStack && v.ref < 1<<29:
+		return memoStack | v.ref, true
 	case d.memoVals.len() >= d.memoValsMax:
 		return 0, false
 	}
@@ -432,6 +438,8 @@ func (d *decoder) memoRef(v val) (r uint32, ok bool) {
 // memoVal decodes a memo entry; ok is false for a hole.
 func (d *decoder) memoVal(r uint32) (val, bool) {
 	switch {
+	case r >= memoStack:
+		return val{k: kStack, ref: r &^ memoStack}, true
 	case r >= memoFrame:
 		return val{k: kFrame, ref: r &^ memoFrame}, true
 	case r >= memoTrace:
@@ -619,6 +627,7 @@ func (d *decoder) run() (val, error) {
 				}
 				d.materialize(stack)
 			}
+			d.unfresh(stack)
 			v := stack[len(stack)-1]
 			r, ok := d.memoRef(v)
 			if !ok {
@@ -636,8 +645,8 @@ func (d *decoder) run() (val, error) {
 			d.pendPos = len(stack)
 			stack = append(stack, val{k: kDict, ref: noRef})
 		case opEmptyList:
-			if next, cid, ok := d.frameList(data, pos, end); ok {
-				stack = append(stack, val{k: kList, ref: cid})
+			if next, list, ok := d.frameList(data, pos, end); ok {
+				stack = append(stack, list)
 				pos = next
 				break
 			}
@@ -727,6 +736,12 @@ func (d *decoder) run() (val, error) {
 				d.materialize(stack)
 			}
 			t := stack[m-1]
+			if t.k == kStack {
+				var err error
+				if t, err = d.stackList(stack, m-1, at, "APPENDS"); err != nil {
+					return val{}, err
+				}
+			}
 			if t.k == kTop {
 				d.pos, d.stack = pos, stack[:m]
 				if err := d.appendBelow(stack[m:]); err != nil {

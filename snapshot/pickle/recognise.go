@@ -90,11 +90,7 @@ func (d *decoder) untrace(cid uint32) {
 	c := g.conts.at(cid)
 	g.traces.at(c.start).mark(hasGeneric) // a cTraceList may hold it
 	r := *g.traces.at(c.start)
-	frames := val{k: kList, ref: r.fram}
-	if r.has()&hasFramesRef != 0 {
-		frames.k = kRef
-	}
-	d.traceToDict(cid, &r, frames)
+	d.traceToDict(cid, &r, r.frames())
 }
 
 // traceToDict makes container cid the generic dict of trace record r, whose
@@ -240,11 +236,7 @@ func (d *decoder) traceDict(idx uint32) val {
 	r.cid = cid
 	r.mark(hasGeneric)
 	rr := *r
-	frames := val{k: kList, ref: rr.fram}
-	if rr.has()&hasFramesRef != 0 {
-		frames.k = kRef
-	}
-	d.traceToDict(cid, &rr, frames)
+	d.traceToDict(cid, &rr, rr.frames())
 	return val{k: kDict, ref: cid}
 }
 
@@ -287,9 +279,12 @@ func (d *decoder) traceRecord(kv []val) (rawTrace, bool) {
 		case keyUserMetadata:
 			x.um, ok = v.ref, v.k == kStr
 		case keyFrames:
-			r.fram, ok = v.ref, v.k == kList || v.k == kRef
-			if v.k == kRef {
+			r.fram, ok = v.ref, v.k == kList || v.k == kRef || v.k == kStack
+			switch v.k {
+			case kRef:
 				has |= hasFramesRef
+			case kStack:
+				has |= hasFramesStack
 			}
 		default:
 			return rawTrace{}, false
@@ -312,20 +307,78 @@ func (d *decoder) traceRecord(kv []val) (rawTrace, bool) {
 
 // fastList does what EMPTY_LIST, MEMOIZE (see run), then APPENDS's
 // tryStack do for a list of n frames interned at start, and returns the
-// list's container.
-func (d *decoder) fastList(start, n uint32) uint32 {
+// list: a kStack, fresh (see kStack), or a container for a stack id past
+// the memo's range or a helper's stack of placeholders (which a join may
+// have to make a generic list of).
+func (d *decoder) fastList(start, n uint32) val {
+	m := d.memo.len()
+	d.puts++
+	if start < 1<<29 && !(d.region && hasPlaceholders(d.g.stacks.get(start))) {
+		v := val{k: kStack, ref: start}
+		if m < len(d.small) {
+			d.small[m] = v
+		}
+		d.memo.push(memoStack | start)
+		d.fastLists++
+		d.bareLists++
+		v.i = int64(m) + 1
+		return v
+	}
 	cid := d.g.conts.push(container{vk: kList})
 	v := val{k: kList, ref: cid}
 	r, _ := d.memoRef(v) // a list's reference always fits (checked by frameList)
-	if m := d.memo.len(); m < len(d.small) {
+	if m < len(d.small) {
 		d.small[m] = v
 	}
-	d.puts++
 	d.memo.push(r)
 	c := d.g.conts.at(cid)
 	c.kind, c.start, c.n = cStack, start, n
 	d.fastLists++
-	return cid
+	return v
+}
+
+// hasPlaceholders reports whether a helper's stack holds a frame it could
+// name only by memo index (frameMemoRef).
+func hasPlaceholders(ids []uint32) bool {
+	for _, id := range ids {
+		if id&frameMemoRef != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// stackList gives the frame list at stack[pos], a kStack, a container, for
+// a pickle that adds items to it (op): allowed for the fresh list, whose
+// memo slot then names the container (pickle.dump writes a list of more
+// than 1000 items in batches); refused for a copy (a memo read, a DUP),
+// whose other copies are values that could not see the change.
+func (d *decoder) stackList(stack []val, pos, at int, op string) (val, error) {
+	v := stack[pos]
+	if v.i == 0 {
+		return val{}, d.errf(at, "%s adds to a list of frames that was already used elsewhere; memscope reads such lists as values and does not support changing them (a limit of its reader; pickle.dump never writes this)", op)
+	}
+	cid := d.g.conts.push(container{vk: kList, kind: cStack, start: v.ref, n: uint32(len(d.g.stacks.get(v.ref)))})
+	lv := val{k: kList, ref: cid}
+	stack[pos] = lv
+	d.bareLists--
+	if slot := uint32(v.i - 1); int(slot) < d.memo.len() && *d.memo.at(slot) == memoStack|v.ref {
+		if r, ok := d.memoRef(lv); ok {
+			*d.memo.at(slot) = r
+			if int(slot) < len(d.small) {
+				d.small[slot] = lv
+			}
+		}
+	}
+	return lv, nil
+}
+
+// unfresh marks the value at the top of the stack, which is being copied
+// (DUP, MEMOIZE, PUT), as no longer the only copy (see stackList).
+func (d *decoder) unfresh(stack []val) {
+	if n := len(stack); n > 0 && stack[n-1].k == kStack {
+		stack[n-1].i = 0
+	}
 }
 
 // scanSpan finds the end of a run of memo gets closed by APPENDS that
@@ -520,9 +573,9 @@ func stackItem(id uint32) val {
 // many live blocks they reach past the prefix, and without this a
 // helper's entries became generic dicts (3x the memory, slower than one
 // machine).
-func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok bool) {
+func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok bool) {
 	if d.noFast || pos+2 > end || data[pos] != opMemoize || data[pos+1] != opMark || d.g.conts.len() >= memoIDMask-2 {
-		return 0, 0, false
+		return 0, val{}, false
 	}
 	var h, key uint64
 	spanEnd := -1 // past the APPENDS, when the cache is on and the list is all memo gets
@@ -551,22 +604,22 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok
 		switch data[j] {
 		case opBinGet:
 			if j+2 > end || int(data[j+1]) == d.pendMemo {
-				return 0, 0, false
+				return 0, val{}, false
 			}
 			v := d.small[data[j+1]]
 			if v.k != kFrame {
-				return 0, 0, false
+				return 0, val{}, false
 			}
 			ids = append(ids, v.ref)
 			j += 2
 		case opLongBinGet:
 			if j+5 > end {
-				return 0, 0, false
+				return 0, val{}, false
 			}
 			idx := binary.LittleEndian.Uint32(data[j+1:])
 			if int64(idx) >= d.refFrom {
 				if idx&frameMemoRef != 0 {
-					return 0, 0, false
+					return 0, val{}, false
 				}
 				d.refGap = max(d.refGap, int64(idx)-int64(d.memo.len()))
 				ids = append(ids, frameMemoRef|idx)
@@ -574,17 +627,17 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok
 				continue
 			}
 			if int64(idx) == int64(d.pendMemo) || int(idx) >= d.memo.len() {
-				return 0, 0, false
+				return 0, val{}, false
 			}
 			r := *d.memo.at(idx)
 			if r < memoFrame {
-				return 0, 0, false
+				return 0, val{}, false
 			}
 			ids = append(ids, r&^memoFrame)
 			j += 5
 		case opAppends:
 			if len(ids) == 0 {
-				return 0, 0, false
+				return 0, val{}, false
 			}
 			d.scratch = ids
 			start := d.g.stacks.intern(ids)
@@ -595,8 +648,8 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, cid uint32, ok
 			}
 			return j + 1, d.fastList(start, uint32(len(ids))), true
 		default:
-			return 0, 0, false
+			return 0, val{}, false
 		}
 	}
-	return 0, 0, false
+	return 0, val{}, false
 }

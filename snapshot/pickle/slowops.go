@@ -50,6 +50,7 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		}
 		d.stack = d.stack[:m]
 	case opDup:
+		d.unfresh(d.stack)
 		v, err := d.top(at, "DUP")
 		if err != nil {
 			return false, val{}, err
@@ -179,6 +180,11 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if err != nil {
 			return false, val{}, err
 		}
+		if t.k == kStack {
+			if t, err = d.stackList(d.stack, len(d.stack)-1, at, "APPEND"); err != nil {
+				return false, val{}, err
+			}
+		}
 		if t.k != kList {
 			return false, val{}, d.errf(at, "APPEND to a %s, not a list", t.k)
 		}
@@ -233,6 +239,7 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if err != nil {
 			return false, val{}, err
 		}
+		d.unfresh(d.stack)
 		v, err := d.top(at, "BINPUT")
 		if err != nil {
 			return false, val{}, err
@@ -257,6 +264,7 @@ func (d *decoder) longBinPut(at int) error {
 	if err != nil {
 		return err
 	}
+	d.unfresh(d.stack)
 	v, err := d.top(at, "LONG_BINPUT")
 	if err != nil {
 		return err
