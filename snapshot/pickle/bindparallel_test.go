@@ -1,0 +1,246 @@
+package pickle
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	pt "memscope/internal/pickletest"
+	"memscope/snapshot/schema"
+)
+
+// TestTraceParts: the records of a run are split among the workers at chunk
+// boundaries of the graph's records, in order and without a gap, one part
+// for a run of less than two chunks.
+func TestTraceParts(t *testing.T) {
+	for _, c := range []struct {
+		start, n uint32
+		workers  int
+		parts    int
+	}{
+		{0, 1000, 4, 1},
+		{0, 2*chunkLen - 1, 4, 1},
+		{0, 2 * chunkLen, 4, 2},
+		{0, 3*chunkLen + 5, 3, 3},
+		{chunkLen - 1, 2 * chunkLen, 2, 2}, // the first part is one record
+		{1000, 3 * chunkLen, 3, 3},
+		{5 * chunkLen, 7 * chunkLen, 16, 7},
+		{0, 10 * chunkLen, 1, 1},
+	} {
+		b := &binder{workers: c.workers}
+		parts := b.traceParts(c.start, c.n)
+		if len(parts) != c.parts {
+			t.Errorf("%+v: %d parts, want %d", c, len(parts), c.parts)
+			continue
+		}
+		lo := uint32(0)
+		for w, p := range parts {
+			if p.lo != lo || p.hi <= p.lo {
+				t.Errorf("%+v: part %d is [%d, %d) after %d", c, w, p.lo, p.hi, lo)
+			}
+			if w < len(parts)-1 && (c.start+p.hi)&chunkMask != 0 {
+				t.Errorf("%+v: part %d ends at record %d, inside a chunk", c, w, c.start+p.hi)
+			}
+			lo = p.hi
+		}
+		if lo != c.n {
+			t.Errorf("%+v: parts end at %d", c, lo)
+		}
+	}
+}
+
+// TestTraceListParallel: trace entries bound on several cores are those of
+// one core, for every kind of record: plain ones, with extras, without
+// frames, with an unknown action (warned about once per entry), frames as
+// a list interned while decoding (as Python writes them) or as a
+// container (a list without MEMOIZE, one shared by several entries), and
+// entries changed after they were added (generic dicts in a run of
+// records); and the chunks of records read are given back.
+func TestTraceListParallel(t *testing.T) {
+	// Two workers need two chunks of records; under -short (the race
+	// detector's run) only just that many.
+	n, counts := 200000, []int{1, 2, 3}
+	if testing.Short() {
+		n, counts = 2*chunkLen+100, []int{2}
+	}
+	script := strings.ReplaceAll(`
+import pickle, sys
+frames = [{'filename': '/src/m%d.py' % (i % 7), 'name': 'f%d' % i, 'line': i} for i in range(40)]
+shared = [frames[1], frames[2], frames[3]]
+trace = []
+for i in range(N_ENTRIES):
+    d = {'action': 'weird' if i % 11 == 0 else ('alloc' if i % 2 else 'free_completed'),
+         'addr': 4096 * (i % 5000), 'size': 512 * (1 + i % 9), 'stream': i % 3, 'time_us': i}
+    if i % 5 == 0:
+        d['compile_context'] = 'ctx%d' % (i % 13)
+        d['user_metadata'] = ''
+    if i % 17 == 0:
+        d['device_free'] = i
+    if i % 19 == 0:
+        d['frames'] = []
+    elif i % 3 == 0:
+        d['frames'] = shared
+    else:
+        d['frames'] = [frames[(i + j) % 40] for j in range(1 + i % 6)]
+    trace.append(d)
+pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'), protocol=4)
+`, "N_ENTRIES", strconv.Itoa(n))
+	// want is entry i of either input, as the generators above and below
+	// make it (action names by input).
+	frame := func(k int) schema.Frame {
+		return schema.Frame{Filename: fmt.Sprintf("/src/m%d.py", k%7), Name: fmt.Sprintf("f%d", k), Line: int64(k)}
+	}
+	want := func(i int, action func(int) string, devFree bool) (schema.TraceEntry, schema.Stack, schema.TraceExtra) {
+		a, _ := schema.ParseAction(action(i))
+		e := schema.TraceEntry{Action: a, Addr: uint64(4096 * (i % 5000)), Size: int64(512 * (1 + i%9)), Stream: uint64(i % 3), TimeUS: int64(i)}
+		var x schema.TraceExtra
+		if i%5 == 0 {
+			x.CompileContext = fmt.Sprintf("ctx%d", i%13)
+		}
+		if devFree && i%17 == 0 {
+			x.DeviceFree = int64(i)
+		}
+		var fr []schema.Frame
+		switch {
+		case i%19 == 0:
+		case i%3 == 0:
+			fr = []schema.Frame{frame(1), frame(2), frame(3)}
+		default:
+			for j := range 1 + i%6 {
+				fr = append(fr, frame((i+j)%40))
+			}
+		}
+		return e, schema.StackOf(fr...), x
+	}
+	inputs := []struct {
+		name     string
+		data     []byte
+		action   func(i int) string
+		devFree  bool
+		warnings []string
+	}{
+		{"python", pythonPickle(t, script), func(i int) string {
+			switch {
+			case i%11 == 0:
+				return "weird"
+			case i%2 == 1:
+				return "alloc"
+			}
+			return "free_completed"
+		}, true,
+			[]string{fmt.Sprintf(`unknown trace action "weird" (kept) (%d times)`, (n+10)/11)}},
+		{"changed entries", changedEntries(n), func(i int) string { return []string{"alloc", "free_completed", "weird"}[i%3] }, false,
+			[]string{`unknown top-level key "x"`, fmt.Sprintf(`unknown trace action "weird" (kept) (%d times)`, n/3),
+				fmt.Sprintf(`unknown trace entry key "mystery" (%d times)`, (n+9972)/9973)}},
+	}
+	for _, in := range inputs {
+		for _, workers := range counts {
+			g, root, err := decodePickle(in.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if devs := g.seq(g.seq(root)[3]); len(devs) != 1 || g.cont(devs[0].ref).kind != cTraceList {
+				t.Fatalf("%s: the trace is no run of records", in.name)
+			}
+			b := newBinder(g, len(in.data))
+			b.workers, b.consume = workers, true
+			s, err := b.bindRoot(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := s.Traces[0]
+			if len(tr) != n {
+				t.Fatalf("%s, %d workers: %d entries", in.name, workers, len(tr))
+			}
+			for i := range tr {
+				e, fr, x := want(i, in.action, in.devFree)
+				got := tr[i]
+				got.Stack, got.Extra = 0, 0
+				if got != e || !s.FramesOf(&tr[i]).Equal(fr) || s.ExtraOf(&tr[i]) != x {
+					t.Fatalf("%s, %d workers: entry %d is %+v (frames %v, extra %+v), want %+v (%v, %+v)",
+						in.name, workers, i, tr[i], s.FramesOf(&tr[i]), s.ExtraOf(&tr[i]), e, fr, x)
+				}
+			}
+			if !slices.Equal(s.Warnings, in.warnings) {
+				t.Errorf("%s, %d workers: warnings %q, want %q", in.name, workers, s.Warnings, in.warnings)
+			}
+			// Every chunk whose records were all read is given back.
+			for k, ch := range g.traces.chunks {
+				if ch != nil && (k+1)*chunkLen <= g.traces.len() {
+					t.Errorf("%s, %d workers: chunk %d of %d kept", in.name, workers, k, len(g.traces.chunks))
+				}
+			}
+		}
+	}
+}
+
+// changedEntries is a snapshot of n trace entries whose frames are lists
+// with no MEMOIZE (containers: a Writer's lists), every third one a list
+// shared with earlier entries, and whose every 9973rd entry gets a key
+// after the list holds it (SETITEMS on a memo read).
+func changedEntries(n int) []byte {
+	w := &pt.Writer{}
+	w.Op(pt.OpProto, 4, pt.OpEmptyDict, pt.OpMark)
+	w.Put("x")
+	frames := make([]any, 40)
+	for i := range frames {
+		frames[i] = pt.Memoize(pt.FrameDict(fmt.Sprintf("/src/m%d.py", i%7), i, fmt.Sprintf("f%d", i)))
+	}
+	w.Put(frames) // memo entries 0 to 39
+	memo := uint32(len(frames))
+	w.Put("device_traces")
+	w.Op(pt.OpEmptyList, pt.OpEmptyList)
+	shared := uint32(0)
+	var changed []uint32
+	for i := range n {
+		if i%1000 == 0 {
+			if i > 0 {
+				w.Op(pt.OpAppends)
+			}
+			w.Op(pt.OpMark)
+		}
+		d := pt.Dict{{"action", []string{"alloc", "free_completed", "weird"}[i%3]}, {"addr", 4096 * (i % 5000)},
+			{"size", 512 * (1 + i%9)}, {"stream", i % 3}, {"time_us", i}}
+		if i%5 == 0 {
+			d = append(d, pt.KV{"compile_context", fmt.Sprintf("ctx%d", i%13)}, pt.KV{"user_metadata", ""})
+		}
+		switch {
+		case i%19 == 0:
+			d = append(d, pt.KV{"frames", []any{}})
+		case i%3 == 0 && shared == 0:
+			d = append(d, pt.KV{"frames", pt.Memoize([]any{pt.Ref(1), pt.Ref(2), pt.Ref(3)})})
+			shared = memo
+			memo++
+		case i%3 == 0:
+			d = append(d, pt.KV{"frames", pt.Ref(shared)})
+		default:
+			fr := make([]any, 1+i%6)
+			for j := range fr {
+				fr[j] = pt.Ref(uint32((i + j) % 40))
+			}
+			d = append(d, pt.KV{"frames", fr})
+		}
+		if i%9973 == 0 {
+			w.Put(pt.Memoize(d))
+			changed = append(changed, memo)
+			memo++
+			continue
+		}
+		w.Put(d)
+	}
+	w.Op(pt.OpAppends)
+	for _, m := range changed {
+		w.Put(pt.Ref(m))
+		w.Op(pt.OpMark)
+		w.Put("mystery")
+		w.Put(1)
+		w.Op(pt.OpSetItems, pt.OpPop)
+	}
+	w.Op(pt.OpAppend)
+	w.Put("segments")
+	w.Put([]any{})
+	w.Op(pt.OpSetItems, pt.OpStop)
+	return w.Bytes()
+}
