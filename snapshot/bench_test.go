@@ -132,3 +132,25 @@ func BenchmarkStateAt(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnalyze is the analysis of a decoded snapshot (replay, roles,
+// stages, leaks, the peak's state) of MEMSCOPE_BENCH_FILE, or of the
+// generated 1M-entry trace:
+//
+//	MEMSCOPE_BENCH_FILE=/tmp/bigtrain.pickle go test ./snapshot -run '^$' -bench Analyze -benchtime 20x
+func BenchmarkAnalyze(b *testing.B) {
+	path := os.Getenv("MEMSCOPE_BENCH_FILE")
+	if path == "" {
+		path = benchFile(b, benchFiles[1].name, benchFiles[1].args)
+	}
+	s, err := snapshot.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if a := snapshot.Analyze(s, nil); len(a.Devices) == 0 {
+			b.Fatal("no device analysed")
+		}
+	}
+}
