@@ -434,19 +434,28 @@ func lastAllocFrames(s *Snapshot, trace []TraceEntry) map[uint64]Stack {
 }
 
 func analyzeTrace(s *Snapshot, trace []TraceEntry, tl *Timeline, st *DeviceStats) {
-	for i := range trace {
-		if e := &trace[i]; e.Action == ActionOOM {
-			st.OOMs = append(st.OOMs, OOMEvent{Index: i, Size: e.Size, DeviceFree: s.ExtraOf(e).DeviceFree, TimeUS: e.TimeUS, Frames: s.FramesOf(e)})
+	oom := func(i int) {
+		e := &trace[i]
+		st.OOMs = append(st.OOMs, OOMEvent{Index: i, Size: e.Size, DeviceFree: s.ExtraOf(e).DeviceFree, TimeUS: e.TimeUS, Frames: s.FramesOf(e)})
+	}
+	if tl != nil {
+		// The replay marked them, in order (a pass over the trace fewer).
+		for _, m := range tl.Markers {
+			if m.Kind == MarkOOM {
+				oom(m.Index)
+			}
+		}
+	} else {
+		for i := range trace {
+			if trace[i].Action == ActionOOM {
+				oom(i)
+			}
 		}
 	}
 	if tl != nil {
-		// Frees of allocations the trace never saw: the replay's intervals
-		// that start before the window and end inside it.
-		for _, iv := range tl.Intervals {
-			if iv.PreWindow && int(iv.End) < len(trace) {
-				st.FreesBeforeWindow++
-			}
-		}
+		// Frees of allocations the trace never saw, as the replay counted
+		// them.
+		st.FreesBeforeWindow = tl.freesBefore
 	}
 	set := &s.Settings
 	switch {

@@ -91,6 +91,9 @@ type Timeline struct {
 	// steps (reserved).
 	Active   []int64
 	reserved []reservedStep
+	// freesBefore counts the frees of allocations made before the trace
+	// (intervals from before the window that end inside it).
+	freesBefore int
 	// BaseActive and BaseReserved are the levels before the first event.
 	BaseActive   int64
 	BaseReserved int64
@@ -192,6 +195,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		}
 		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
 			Addr: addr, Stack: t.stackID(e), PreWindow: true, FreeStack: t.stackID(free)})
+		t.freesBefore++
 	}
 	for i := int32(0); i < n; i++ {
 		e := &events[i]
@@ -224,9 +228,11 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 		case ActionSegmentAlloc, ActionSegmentMap:
 			netReserved += e.Size
 			t.ReservedFromTrace = true
+			t.reserved = append(t.reserved, reservedStep{at: i, level: e.Size}) // a change until fillSeries
 		case ActionSegmentFree, ActionSegmentUnmap:
 			netReserved -= e.Size
 			t.ReservedFromTrace = true
+			t.reserved = append(t.reserved, reservedStep{at: i, level: -e.Size})
 		case ActionOOM:
 			t.Markers = append(t.Markers, Marker{Index: int(i), Kind: MarkOOM,
 				Label: fmt.Sprintf("OOM: %s requested, %s free", units.Bytes(e.Size), units.Bytes(s.ExtraOf(e).DeviceFree))})
@@ -312,18 +318,12 @@ func (t *Timeline) fillSeries(netReserved, snapshotReserved int64, openAreBlocks
 	}
 	t.EndActive = level
 	t.BaseReserved = snapshotReserved - netReserved
+	// The replay noted each segment event's change (a pass over the
+	// events fewer: bigtrain's are 53 MB); the levels follow from the base.
 	r := t.BaseReserved
-	t.reserved = nil
-	for i := range t.Events {
-		switch t.Events[i].Action {
-		case ActionSegmentAlloc, ActionSegmentMap:
-			r += t.Events[i].Size
-		case ActionSegmentFree, ActionSegmentUnmap:
-			r -= t.Events[i].Size
-		default:
-			continue
-		}
-		t.reserved = append(t.reserved, reservedStep{at: int32(i), level: r})
+	for k := range t.reserved {
+		r += t.reserved[k].level
+		t.reserved[k].level = r
 	}
 	switch {
 	case pre == 0 && openAreBlocks && openAtEnd == t.SnapshotActive:
