@@ -79,6 +79,24 @@ func (c *frameCache[V]) useTable(t *FrameTable) {
 	c.dense = make([]denseSlot[V], len(t.Frames))
 }
 
+// denseOf is the dense array when it holds t's frames by index (useTable
+// was given t, or a table sharing its array), else nil. An id past its end
+// is a frame added to t since.
+func (c *frameCache[V]) denseOf(t *FrameTable) []denseSlot[V] {
+	if c.dense == nil || t == nil || len(t.Frames) == 0 || uintptr(unsafe.Pointer(&t.Frames[0])) != c.base {
+		return nil
+	}
+	return c.dense
+}
+
+// fill sets dense slot d (of denseOf's array) to v.
+func (c *frameCache[V]) fill(d *denseSlot[V], v V) {
+	if !d.ok {
+		c.nd++
+	}
+	*d = denseSlot[V]{v, true}
+}
+
 // at is f's slot in the dense array, or nil.
 func (c *frameCache[V]) at(f *Frame) *denseSlot[V] {
 	// Only the difference of the addresses is computed: nothing is made a

@@ -421,3 +421,50 @@ func TestStackTableAgrees(t *testing.T) {
 		t.Error("no interval of a block alive before the trace was checked")
 	}
 }
+
+// TestReadDenseAfterGrowth: a classifier whose caches hold a table's frames
+// by index (useTable) reads the same traits and site as one that finds
+// frames by address, for stacks of frames the table had then, frames it
+// got since (ids past the arrays, the table's array unmoved), both mixed,
+// and frames of another table.
+func TestReadDenseAfterGrowth(t *testing.T) {
+	frames := []Frame{
+		{Filename: "/usr/lib/python3.11/site-packages/torch/optim/adamw.py", Name: "step", Line: 10},
+		{Filename: "/work/train.py", Name: "train_step", Line: 88},
+		{Filename: "??", Name: "at::native::empty_cuda", Line: 0},
+		{Filename: "/usr/lib/python3.11/site-packages/torch/nn/modules/linear.py", Name: "forward", Line: 125},
+		{Filename: "??", Name: "torch::autograd::generated::MmBackward0::apply", Line: 0},
+		{Filename: "/work/model.py", Name: "forward", Line: 42},
+	}
+	table := &FrameTable{Frames: make([]Frame, 3, len(frames))}
+	copy(table.Frames, frames[:3])
+	dense := newRoleClassifier(nil)
+	dense.useTable(table)
+	table.Frames = append(table.Frames, frames[3:]...) // the same array, longer
+	other := &FrameTable{Frames: frames}
+	for _, c := range []struct {
+		name  string
+		table *FrameTable
+		ids   []uint32
+	}{
+		{"frames it had", table, []uint32{2, 0, 1}},
+		{"frames it got since", table, []uint32{4, 3, 5}},
+		{"both", table, []uint32{2, 4, 3, 1, 0}},
+		{"native only", table, []uint32{2, 4}},
+		{"another table", other, []uint32{2, 3, 5}},
+	} {
+		st := NewStack(c.table, c.ids)
+		if (dense.byFrame.denseOf(c.table) == nil) != (c.table == other) {
+			t.Fatalf("%s: the dense arrays are used for the wrong table", c.name)
+		}
+		var got stackTraits
+		dense.read(st, &got)
+		want := *newRoleClassifier(nil).traits(st)
+		if got != want {
+			t.Errorf("%s: %+v, by address %+v", c.name, got, want)
+		}
+		if i := SiteIndex(st); (i < 0) != (got.site == "") || (i >= 0 && got.siteFrame != st.At(i)) {
+			t.Errorf("%s: site %q at %p, SiteIndex %d", c.name, got.site, got.siteFrame, i)
+		}
+	}
+}

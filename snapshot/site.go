@@ -131,31 +131,55 @@ func SiteIndex(st Stack) int {
 // siteIndex is SiteIndex with the frame classifier given (the stages cache
 // it per frame).
 func siteIndex(st Stack, classify func(*Frame) siteKind) int {
-	python, node, native := -1, -1, -1
+	c := newSiteChoice()
 	for i := range st.Len() {
-		switch classify(st.At(i)) {
-		case kindUser:
-			return i
-		case kindLibrary:
-			if python < 0 {
-				python = i
-			}
-		case kindNative:
-			if node < 0 && isAutogradNode(st.At(i).Name) {
-				node = i
-			}
-			if native < 0 {
-				native = i
-			}
+		if c.add(i, classify(st.At(i)), st.At(i)) {
+			break
 		}
 	}
-	switch {
-	case python >= 0:
-		return python
-	case node >= 0:
-		return node
+	return c.index()
+}
+
+// siteChoice makes SiteIndex's choice from a stack's frames, given
+// innermost first with their kinds: the first of each kind that can be a
+// site.
+type siteChoice struct{ user, python, node, native int }
+
+func newSiteChoice() siteChoice { return siteChoice{-1, -1, -1, -1} }
+
+// add notes frame i, f, of kind k, and says whether the choice is made (a
+// user frame: no later frame can change it).
+func (c *siteChoice) add(i int, k siteKind, f *Frame) bool {
+	switch k {
+	case kindUser:
+		c.user = i
+		return true
+	case kindLibrary:
+		if c.python < 0 {
+			c.python = i
+		}
+	case kindNative:
+		if c.node < 0 && isAutogradNode(f.Name) {
+			c.node = i
+		}
+		if c.native < 0 {
+			c.native = i
+		}
 	}
-	return native
+	return false
+}
+
+// index is the site's index, or -1.
+func (c siteChoice) index() int {
+	switch {
+	case c.user >= 0:
+		return c.user
+	case c.python >= 0:
+		return c.python
+	case c.node >= 0:
+		return c.node
+	}
+	return c.native
 }
 
 // isAutogradNode reports whether a C++ function is an autograd node's

@@ -109,13 +109,19 @@ func (m *siteNames) siteKind(f *Frame) siteKind {
 	if k, ok := m.kindOf.Get(f); ok {
 		return k
 	}
+	k := m.classify(f)
+	m.kindOf.Put(f, k)
+	return k
+}
+
+// classify is siteKind without the cache by frame: by file and function.
+func (m *siteNames) classify(f *Frame) siteKind {
 	key := frameName{f.Filename, f.Name}
 	k, ok := m.kind[key]
 	if !ok {
 		k = classifySite(*f)
 		m.kind[key] = k
 	}
-	m.kindOf.Put(f, k)
 	return k
 }
 
