@@ -248,6 +248,9 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	})
 	var reserved int64
 	matched := 0 // active blocks whose allocation is open at the end
+	// Room for an interval per active block the trace did not open, at
+	// most: appended one by one, 200k of them were copied again and again.
+	t.Intervals = slices.Grow(t.Intervals, activeBlocks(s, dev))
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if seg.Device != dev {
@@ -452,16 +455,16 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 		sortMax = t.liveSortMax
 	}
 	var live []int32
-	over := false
+	n := 0 // live intervals, to size the result
 	for j := range t.starts {
 		if t.starts[j] <= i32 && i32 < t.ends[j] {
-			if len(live) == sortMax {
-				over = true
-				break
+			if n < sortMax {
+				live = append(live, int32(j))
 			}
-			live = append(live, int32(j))
+			n++
 		}
 	}
+	over := n > sortMax
 	order := live
 	if over {
 		t.sizeOnce.Do(func() {
@@ -475,7 +478,13 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 	} else {
 		slices.SortFunc(live, t.bySizeCmp)
 	}
-	var out []Allocation
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	// Sized at once: an Allocation is over 200 bytes, and a peak of 400k
+	// live ones grown by appending was 0.7 s of copying and twice the
+	// memory while it grew.
+	out := make([]Allocation, 0, n)
 	for _, j := range order {
 		if t.starts[j] > i32 || t.ends[j] <= i32 {
 			continue

@@ -46,7 +46,7 @@ type AllocatorState struct {
 func (t *Timeline) StateAt(s *Snapshot, i int) *AllocatorState {
 	st := &AllocatorState{Event: i}
 	var segs []StateSegment
-	blocks := newStateBlocks()
+	blocks := newStateBlocks(activeBlocks(s, t.Device))
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if seg.Device != t.Device {
@@ -206,7 +206,12 @@ type stateBlocks struct {
 	free  []int32 // entries of store no address names
 }
 
-func newStateBlocks() *stateBlocks { return &stateBlocks{index: newAddrMap(1024)} }
+// newStateBlocks makes the set for about n blocks: a snapshot's active
+// blocks, which undoing the trace mostly trades for others (a snapshot of
+// 200k blocks grew its slice and index to 150 MB of copies).
+func newStateBlocks(n int) *stateBlocks {
+	return &stateBlocks{index: newAddrMap(max(1024, n)), store: make([]StateBlock, 0, n)}
+}
 
 // set puts b at its address, replacing the block there.
 func (m *stateBlocks) set(b StateBlock) {

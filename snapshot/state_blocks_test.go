@@ -9,11 +9,12 @@ import (
 
 // TestStateBlocksAgreesWithMap: random sets, gets and deletes over a few
 // addresses (so entries are freed and reused, and the index grows past its
-// first size) leave the same blocks as a Go map.
+// first size, or its hint) leave the same blocks as a Go map.
 func TestStateBlocksAgreesWithMap(t *testing.T) {
-	for _, addrs := range []int{1, 50, 5000} {
+	for _, c := range []struct{ addrs, hint int }{{1, 0}, {50, 0}, {5000, 0}, {5000, 100}, {5000, 5000}} {
+		addrs := c.addrs
 		rng := rand.New(rand.NewPCG(uint64(addrs), 3))
-		m := newStateBlocks()
+		m := newStateBlocks(c.hint)
 		ref := map[uint64]StateBlock{}
 		for op := range 40000 {
 			a := uint64(rng.IntN(addrs)) << 9
