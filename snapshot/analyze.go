@@ -12,22 +12,24 @@ type Allocation struct {
 	Address       uint64
 	Size          int64
 	RequestedSize int64
-	State         BlockState
 	Category      string
 	// CategoryFrame is the index in Frames of the frame whose file or
 	// function name decided Category, and CategoryKeyword the keyword that
 	// matched; -1 and "" for Unknown.
 	CategoryFrame   int
 	CategoryKeyword string
-	// Role is what the allocation is (parameter, gradient, …; see Role).
-	Role   Role
-	Frames Stack
-	// FramesFromTrace is set when the block had no frames of its own and
-	// Frames came from its last alloc event in the trace.
-	FramesFromTrace bool
+	Frames          Stack
 	Stream          uint64
 	SegmentType     string
 	SegmentAddress  uint64
+	// The one-byte fields together: apart, each took a word (a peak of
+	// 400k live allocations holds 100 MB of them).
+	State BlockState
+	// Role is what the allocation is (parameter, gradient, …; see Role).
+	Role Role
+	// FramesFromTrace is set when the block had no frames of its own and
+	// Frames came from its last alloc event in the trace.
+	FramesFromTrace bool
 	PrivatePool     bool
 	// Shape, Module, Phase and ReleaseFrames are set for estimated tensors.
 	Shape, Module, Phase string
