@@ -70,7 +70,22 @@ type Categorizer struct {
 	// thousand distinct frames, and splitting names into parts is most of
 	// the cost of matching (11 s for the Timeline's bands on 1.5M events).
 	frames map[[2]string]frameClass
+	// byID holds, per table of denseMinFrames frames or more (a
+	// snapshot's stacks share one), 1 + the index of each frame's class in
+	// classes, by the frame's index (0: not read yet); table and ids are
+	// the last one used. A trace of distinct stacks hashed two strings per
+	// frame of each: 400k live stacks at a peak, 3.6M frames. Smaller
+	// tables (a stack of its own, as estimates make) go by name.
+	byID     map[*FrameTable][]int32
+	table    *FrameTable
+	ids      []int32
+	classes  []frameClass
+	classIDs map[frameClass]int32
 }
+
+// denseMinFrames is the smallest table whose frames' classes are kept by
+// index: below it, a table's array would cost more than its lookups save.
+const denseMinFrames = 64
 
 // frameClass is what matching needs to know about a frame.
 type frameClass struct {
@@ -182,8 +197,8 @@ func (c *Categorizer) match(st Stack) Decision {
 	best, frame := ruleHit{rule: -1}, -1
 	for pass := 0; pass < 2; pass++ {
 		looked := false
-		for i, f := range st.All() {
-			fc := c.classify(*f)
+		for i := range st.Len() {
+			fc := c.classAt(st, i)
 			if fc.skip || (pass == 0 && !fc.py) {
 				continue
 			}
@@ -203,6 +218,41 @@ func (c *Categorizer) match(st Stack) Decision {
 	}
 	r := c.rules[best.rule]
 	return Decision{Category: r.Name, Frame: frame, Keyword: r.Keywords[best.key]}
+}
+
+// classAt is the class of st's frame i, by its index in st's table.
+func (c *Categorizer) classAt(st Stack, i int) frameClass {
+	t, id := st.Table(), st.ID(i)
+	if len(t.Frames) < denseMinFrames {
+		return c.classify(*st.At(i))
+	}
+	if t != c.table {
+		if c.byID == nil {
+			c.byID = map[*FrameTable][]int32{}
+		}
+		if c.table != nil {
+			c.byID[c.table] = c.ids
+		}
+		c.table, c.ids = t, c.byID[t]
+	}
+	if int(id) >= len(c.ids) { // new, or the table grew
+		c.ids = append(c.ids, make([]int32, len(t.Frames)-len(c.ids))...)
+	}
+	if k := c.ids[id]; k != 0 {
+		return c.classes[k-1]
+	}
+	fc := c.classify(*st.At(i))
+	k, ok := c.classIDs[fc]
+	if !ok {
+		if c.classIDs == nil {
+			c.classIDs = map[frameClass]int32{}
+		}
+		c.classes = append(c.classes, fc)
+		k = int32(len(c.classes))
+		c.classIDs[fc] = k
+	}
+	c.ids[id] = k
+	return fc
 }
 
 func (c *Categorizer) classify(f Frame) frameClass {

@@ -90,3 +90,43 @@ func TestCachedMatchingAgreesWithReference(t *testing.T) {
 		t.Errorf("only %d stacks: the comparison proves little", len(stacks))
 	}
 }
+
+// TestCategorizerTables: stacks of tables on each side of denseMinFrames,
+// taken in turn, and frames a table gets after the categorizer read some
+// of it (its classes by index then end short of them), are decided as
+// matching frame by frame does.
+func TestCategorizerTables(t *testing.T) {
+	kinds := []Frame{{Filename: "/ws/train.py", Name: "step"}, {Filename: "??", Name: "at::native::empty_cuda"},
+		{Filename: "/usr/lib/python3/site-packages/torch/optim/adam.py", Name: "_multi_tensor_adam"},
+		{Filename: "/ws/model/attention.py", Name: "forward"}, {Filename: "/ws/moe/experts.py", Name: "expert_mlp"},
+		{Filename: "/usr/lib/libc10_cuda.so", Name: "c10::cuda::CUDACachingAllocator::malloc"}}
+	table := func(n, shift int) *FrameTable {
+		ft := &FrameTable{}
+		for i := range n {
+			f := kinds[(i+shift)%len(kinds)]
+			f.Line = int64(i)
+			ft.Frames = append(ft.Frames, f)
+		}
+		return ft
+	}
+	tables := []*FrameTable{table(2, 0), table(denseMinFrames-1, 1), table(denseMinFrames, 2), table(200, 3)}
+	c := NewCategorizer(nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 400 {
+		ft := tables[rng.IntN(len(tables))]
+		if round == 200 { // the largest grows
+			tables[3].Frames = append(tables[3].Frames, table(10, 5).Frames...)
+		}
+		ids := make([]uint32, 1+rng.IntN(5))
+		for i := range ids {
+			ids[i] = uint32(rng.IntN(len(ft.Frames)))
+		}
+		st := NewStack(ft, ids)
+		if got, want := c.Decide(st), matchReference(c, st); got != want {
+			t.Fatalf("round %d, a table of %d: stack %v: got %+v, want %+v", round, len(ft.Frames), st, got, want)
+		}
+	}
+	if len(c.byID) != 2 {
+		t.Errorf("classes by index for %d tables, want the 2 of %d frames or more", len(c.byID), denseMinFrames)
+	}
+}
