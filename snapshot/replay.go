@@ -178,7 +178,10 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 			frees++
 		}
 	}
-	t.Intervals = make([]Interval, 0, allocs+max(0, frees-allocs)+64)
+	// And one per active block the trace did not open, at most: appended
+	// one by one, 200k of them were copied again and again (room made
+	// later would copy the whole array instead).
+	t.Intervals = make([]Interval, 0, allocs+max(0, frees-allocs)+activeBlocks(s, dev)+64)
 	open := newAddrMap(1024)    // addr -> interval of its open alloc
 	requested := newAddrMap(64) // addr -> index of a lone free_requested
 	var netReserved int64
@@ -248,9 +251,6 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	})
 	var reserved int64
 	matched := 0 // active blocks whose allocation is open at the end
-	// Room for an interval per active block the trace did not open, at
-	// most: appended one by one, 200k of them were copied again and again.
-	t.Intervals = slices.Grow(t.Intervals, activeBlocks(s, dev))
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if seg.Device != dev {
