@@ -3,7 +3,9 @@ package snapshot
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -410,6 +412,66 @@ func TestTotalsFrom(t *testing.T) {
 					t.Fatalf("%v: from %d to %d: %v, want %v", by, from, to, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestLiveCategoriesAreTheCategorizers: the live set's categories, which the
+// timeline decides once per stack (and per block stack), are the
+// categorizer's decisions on each allocation's frames, and LiveStats' totals
+// are those of the allocations LiveAt lists, at events across real traces
+// (one whose ring buffer overflowed: blocks alive before it) and a
+// generated one of distinct stacks; asked twice, the answers do not change.
+func TestLiveCategoriesAreTheCategorizers(t *testing.T) {
+	paths := []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h200/ring.pickle",
+		"../testdata/snapshots/MAGMA27_assignment2-systems__memory_snapshot.pickle"}
+	if _, err := exec.LookPath("python3"); err == nil {
+		p := filepath.Join(t.TempDir(), "distinct.pickle")
+		args := []string{"../scripts/gen_snapshot.py", "--entries", "4000", "--frames", "unshared", "--depth", "6", "--frees", "random", "--max-entries", "1500", p}
+		if out, err := exec.Command("python3", args...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		paths = append(paths, p)
+	}
+	for _, p := range paths {
+		a := analyzeFile(t, p)
+		for _, d := range a.Devices {
+			tl := a.Timeline(d.Device)
+			if tl == nil {
+				continue
+			}
+			ref := NewCategorizer(nil)
+			blocks := 0
+			for _, at := range []int{0, len(tl.Events) / 3, len(tl.Events) - 1, len(tl.Events) / 2, 0} {
+				live := tl.LiveAt(at, 0)
+				for _, l := range live {
+					if want := ref.Decide(l.Frames); l.Category != want.Category || l.CategoryFrame != want.Frame || l.CategoryKeyword != want.Keyword {
+						t.Fatalf("%s event %d, %#x: %q %d %q, the categorizer's %+v", p, at, l.Address, l.Category, l.CategoryFrame, l.CategoryKeyword, want)
+					}
+				}
+				n, bytes, cats := tl.LiveStats(at)
+				want := CategoryTotals(live, ref)
+				var wantBytes int64
+				for _, c := range want {
+					wantBytes += c.Bytes
+				}
+				byName := func(cs []CategoryTotal) map[string]CategoryTotal {
+					m := map[string]CategoryTotal{}
+					for _, c := range cs {
+						m[c.Name] = c
+					}
+					return m
+				}
+				if n != len(live) || bytes != wantBytes || !maps.Equal(byName(cats), byName(want)) {
+					t.Fatalf("%s event %d: LiveStats %d, %d, %v; LiveAt's %d, %d, %v", p, at, n, bytes, cats, len(live), wantBytes, want)
+				}
+			}
+			for j := range tl.Intervals {
+				if tl.Intervals[j].block != 0 {
+					blocks++
+				}
+			}
+			t.Logf("%s cuda:%d: %d intervals, %d of blocks", p, d.Device, len(tl.Intervals), blocks)
 		}
 	}
 }
