@@ -491,8 +491,8 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 		n = min(n, limit)
 	}
 	// Sized at once: an Allocation is over 200 bytes, and a peak of 400k
-	// live ones grown by appending was 0.7 s of copying and twice the
-	// memory while it grew.
+	// live ones grown by appending was copied again and again (0.4 s of a
+	// 3.9 s report), with the old arrays held meanwhile.
 	out := make([]Allocation, 0, n)
 	for _, j := range order {
 		if t.starts[j] > i32 || t.ends[j] <= i32 {
