@@ -116,14 +116,7 @@ func BenchmarkReplay1M(b *testing.B) {
 //
 //	MEMSCOPE_BENCH_FILE=/tmp/bigtrain.pickle go test ./snapshot -run '^$' -bench StateAt -benchtime 20x
 func BenchmarkStateAt(b *testing.B) {
-	path := os.Getenv("MEMSCOPE_BENCH_FILE")
-	if path == "" {
-		path = benchFile(b, benchFiles[1].name, benchFiles[1].args)
-	}
-	s, err := snapshot.Open(context.Background(), path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := benchSnapshot(b)
 	tl := snapshot.Replay(s, s.Devices()[0], nil)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -139,6 +132,18 @@ func BenchmarkStateAt(b *testing.B) {
 //
 //	MEMSCOPE_BENCH_FILE=/tmp/bigtrain.pickle go test ./snapshot -run '^$' -bench Analyze -benchtime 20x
 func BenchmarkAnalyze(b *testing.B) {
+	s := benchSnapshot(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if a := snapshot.Analyze(s, nil); len(a.Devices) == 0 {
+			b.Fatal("no device analysed")
+		}
+	}
+}
+
+// benchSnapshot opens MEMSCOPE_BENCH_FILE, or the generated 1M-entry trace.
+func benchSnapshot(b *testing.B) *snapshot.Snapshot {
+	b.Helper()
 	path := os.Getenv("MEMSCOPE_BENCH_FILE")
 	if path == "" {
 		path = benchFile(b, benchFiles[1].name, benchFiles[1].args)
@@ -147,10 +152,5 @@ func BenchmarkAnalyze(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if a := snapshot.Analyze(s, nil); len(a.Devices) == 0 {
-			b.Fatal("no device analysed")
-		}
-	}
+	return s
 }
