@@ -187,6 +187,18 @@ func (c *Categorizer) Decide(st Stack) Decision {
 	return d
 }
 
+// decideOnce is Decide for a caller that keeps its own decision per stack
+// (the timeline, by stack number): it skips the cache, whose map of
+// hundreds of thousands of distinct stacks cost several times the match
+// itself (a peak of 400k live allocations: 0.24 s of hashing for 0.04 s of
+// matching).
+func (c *Categorizer) decideOnce(st Stack) Decision {
+	if st.Len() == 0 {
+		return Decision{Category: Unknown, Frame: -1}
+	}
+	return c.match(st)
+}
+
 // match looks at the Python frames when the stack has any, else at every
 // shown frame: C++ frames of the dispatcher (autograd::VariableType,
 // at::native) appear under nearly every allocation and would otherwise

@@ -481,11 +481,11 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 			for j := range t.bySize {
 				t.bySize[j] = int32(j)
 			}
-			slices.SortFunc(t.bySize, t.bySizeCmp)
+			t.sortBySize(t.bySize)
 		})
 		order = t.bySize
 	} else {
-		slices.SortFunc(live, t.bySizeCmp)
+		t.sortBySize(live)
 	}
 	if limit > 0 {
 		n = min(n, limit)
@@ -510,17 +510,33 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 	return out
 }
 
-// bySizeCmp orders intervals largest first, then by address and index (so
-// both of LiveAt's orders agree).
-func (t *Timeline) bySizeCmp(a, b int32) int {
-	x, y := &t.Intervals[a], &t.Intervals[b]
-	if c := cmp.Compare(y.Size, x.Size); c != 0 {
-		return c
+// sortBySize orders intervals (indices into Intervals) largest first, then
+// by address and index, so both of LiveAt's orders agree. It sorts copies of
+// the keys: comparing through the indices missed the cache on every
+// comparison (600k intervals: 150 ms, the keys 3-4 times less).
+func (t *Timeline) sortBySize(idx []int32) {
+	type key struct {
+		size int64
+		addr uint64
+		j    int32
 	}
-	if c := cmp.Compare(x.Addr, y.Addr); c != 0 {
-		return c
+	keys := make([]key, len(idx))
+	for k, j := range idx {
+		iv := &t.Intervals[j]
+		keys[k] = key{iv.Size, iv.Addr, j}
 	}
-	return cmp.Compare(a, b)
+	slices.SortFunc(keys, func(x, y key) int {
+		if x.size != y.size {
+			return cmp.Compare(y.size, x.size)
+		}
+		if x.addr != y.addr {
+			return cmp.Compare(x.addr, y.addr)
+		}
+		return cmp.Compare(x.j, y.j)
+	})
+	for k := range keys {
+		idx[k] = keys[k].j
+	}
 }
 
 // buildBounds copies the intervals' bounds once, for cache-friendly scans.
@@ -659,7 +675,7 @@ func (t *Timeline) decisionOf(iv *Interval) int32 {
 	if k == 0 || k > len(st) {
 		cache, k, st = &t.blockDecs, int(iv.block), t.blockStacks
 		if k == 0 || k > len(st) { // no frames
-			return t.decisionIndex(t.cat.Decide(Stack{}))
+			return t.decisionIndex(t.cat.decideOnce(Stack{}))
 		}
 	}
 	if *cache == nil {
@@ -668,7 +684,7 @@ func (t *Timeline) decisionOf(iv *Interval) int32 {
 	if d := (*cache)[k-1]; d != 0 {
 		return d - 1
 	}
-	d := t.decisionIndex(t.cat.Decide(st[k-1]))
+	d := t.decisionIndex(t.cat.decideOnce(st[k-1]))
 	(*cache)[k-1] = d + 1
 	return d
 }

@@ -92,8 +92,7 @@ func (t *Timeline) StateAt(s *Snapshot, i int) *AllocatorState {
 		}
 	}
 	st.Segments = segs
-	st.Blocks = blocks.all()
-	slices.SortFunc(st.Blocks, func(a, b StateBlock) int { return cmp.Compare(a.Addr, b.Addr) })
+	st.Blocks = blocks.byAddress()
 	st.measure()
 	return st
 }
@@ -246,9 +245,20 @@ func (m *stateBlocks) delete(addr uint64) {
 	}
 }
 
-// all is every block, in no order.
-func (m *stateBlocks) all() []StateBlock {
-	out := make([]StateBlock, 0, m.index.Len())
-	m.index.Range(func(_ uint64, j int32) { out = append(out, m.store[j]) })
+// byAddress is every block, by address. It sorts the addresses with their
+// places in store and then copies the blocks in that order: sorting the
+// blocks themselves moved 56 bytes a swap (400k blocks: 150 ms).
+func (m *stateBlocks) byAddress() []StateBlock {
+	type key struct {
+		addr uint64
+		j    int32
+	}
+	keys := make([]key, 0, m.index.Len())
+	m.index.Range(func(addr uint64, j int32) { keys = append(keys, key{addr, j}) })
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.addr, b.addr) })
+	out := make([]StateBlock, len(keys))
+	for k, x := range keys {
+		out[k] = m.store[x.j]
+	}
 	return out
 }
