@@ -126,29 +126,94 @@ func (j *joiner) tables() bool {
 		j.extras[i] = id
 	}
 	j.stacks = make([]uint32, hg.stacks.len())
-	var ids []uint32
-stacks:
-	for i := range j.stacks {
-		ids = ids[:0]
-		for _, f := range hg.stacks.get(uint32(i)) {
-			if f&frameMemoRef == 0 {
-				ids = append(ids, j.frames[f])
-				continue
-			}
-			// A frame the helper read by its memo index. Were it none,
-			// one machine would have made a generic list: so does the
-			// join (see copyContainers).
-			v := j.resolve(val{k: kRef, ref: f &^ frameMemoRef})
-			if v.k != kFrame {
-				j.stacks[i] = noRef
-				continue stacks
-			}
-			ids = append(ids, v.ref)
-		}
-		j.stacks[i] = d.g.stacks.intern(ids)
-	}
+	j.internStacks(runtime.GOMAXPROCS(0))
 	j.conts, j.traces = uint32(d.g.conts.len()), uint32(d.g.traces.len())
 	return true
+}
+
+// joinStacksMin is the fewest of a helper's stacks a goroutine of the join
+// looks up.
+const joinStacksMin = 4096
+
+// joinParts is how many goroutines look up n stacks on procs cores.
+func joinParts(procs, n int) int { return max(1, min(procs, n/joinStacksMin)) }
+
+// internStacks numbers each of the helper's stacks as the main machine's
+// table does, interning those it lacks. The join is serial, and on one
+// core this was most of it (the frame-pool shape: a helper's 113k stacks,
+// 45 ms; with four machines, three such joins): so the stacks are first
+// looked up on up to procs goroutines, which only read the table, and
+// those it lacks are interned after, in order, numbered as they would be
+// one by one. A stack with a frame the helper named by memo index
+// (frameMemoRef) is resolved in that second pass only: resolving reads
+// the joiner's maps, which the first pass does not touch.
+func (j *joiner) internStacks(procs int) {
+	hg, t, n := j.h.g, &j.d.g.stacks, len(j.stacks)
+	t.ready()
+	parts := joinParts(procs, n)
+	// missed holds, per part, the stacks to intern: a stack's number,
+	// with its hash when the first pass read all its frames.
+	type miss struct{ i, h uint32 }
+	const unread = 1 << 31 // in miss.i: a placeholder stopped the first pass
+	missed := make([][]miss, parts)
+	look := func(p int) {
+		var ids []uint32
+		var out []miss
+	stacks:
+		for i := p * n / parts; i < (p+1)*n/parts; i++ {
+			ids = ids[:0]
+			for _, f := range hg.stacks.get(uint32(i)) {
+				if f&frameMemoRef != 0 {
+					out = append(out, miss{i: uint32(i) | unread})
+					continue stacks
+				}
+				ids = append(ids, j.frames[f])
+			}
+			h := t.hash32(ids)
+			if id, ok := t.find(h, ids); ok {
+				j.stacks[i] = id
+			} else {
+				out = append(out, miss{i: uint32(i), h: h})
+			}
+		}
+		missed[p] = out
+	}
+	if parts == 1 {
+		look(0)
+	} else {
+		var wg sync.WaitGroup
+		for p := range parts {
+			wg.Go(func() { look(p) })
+		}
+		wg.Wait()
+	}
+	var ids []uint32
+	for _, out := range missed {
+	misses:
+		for _, m := range out {
+			i := m.i &^ unread
+			ids = ids[:0]
+			for _, f := range hg.stacks.get(i) {
+				if f&frameMemoRef == 0 {
+					ids = append(ids, j.frames[f])
+					continue
+				}
+				// A frame the helper read by its memo index. Were it
+				// none, one machine would have made a generic list: so
+				// does the join (see copyContainers).
+				v := j.resolve(val{k: kRef, ref: f &^ frameMemoRef})
+				if v.k != kFrame {
+					j.stacks[i] = noRef
+					continue misses
+				}
+				ids = append(ids, v.ref)
+			}
+			if m.i&unread != 0 {
+				m.h = t.hash32(ids)
+			}
+			j.stacks[i] = t.internHashed(m.h, ids)
+		}
+	}
 }
 
 // remap renumbers a helper's value. Every placeholder resolves (join checked

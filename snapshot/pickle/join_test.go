@@ -3,6 +3,7 @@ package pickle
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -178,6 +179,109 @@ func TestJoinContainersOnAllCores(t *testing.T) {
 			j.containers(cores)
 			if got := canon(j); got != want {
 				t.Fatalf("%d containers on %d cores: differ from one core's", n, cores)
+			}
+		}
+	}
+}
+
+// TestJoinStacksOnAllCores: a helper's stacks, looked up on several cores
+// and the missing ones interned after, each become the main machine's
+// stack of the same frames: the main machine's own stacks keep their
+// numbers, new ones are numbered in the order the helper made them (two
+// that become the same stack once renumbered, one), a frame the helper
+// named by memo index resolves through the main machine's memo, and a
+// memo entry that is no frame makes no stack. Helpers with one stack short
+// of two goroutines' share and one past it, on 1 to 8 cores.
+func TestJoinStacksOnAllCores(t *testing.T) {
+	if got := joinParts(8, 2*joinStacksMin-1); got != 1 {
+		t.Fatalf("%d stacks went to %d goroutines, want 1", 2*joinStacksMin-1, got)
+	}
+	if got := joinParts(8, 2*joinStacksMin); got != 2 {
+		t.Fatalf("%d stacks went to %d goroutines, want 2", 2*joinStacksMin, got)
+	}
+	for _, n := range []int{0, 1, 2*joinStacksMin - 1, 2*joinStacksMin + 1, 5 * joinStacksMin} {
+		for _, procs := range []int{1, 2, 3, 8} {
+			rng := rand.New(rand.NewPCG(uint64(n), 9))
+			// Helper frame f is main frame 2f+1; main memo entry 0 is
+			// frame 7, entry 1 a list.
+			d, h := newDecoder(nil), newDecoder(nil)
+			for _, v := range []val{{k: kFrame, ref: 7}, {k: kList, ref: 3}} {
+				r, _ := d.memoRef(v)
+				d.memo.push(r)
+			}
+			var mainStacks [][]uint32
+			for range 300 {
+				ids := make([]uint32, 1+rng.IntN(6))
+				for k := range ids {
+					ids[k] = 2*uint32(rng.IntN(40)) + 1
+				}
+				d.g.stacks.intern(ids)
+			}
+			for id := range d.g.stacks.len() {
+				mainStacks = append(mainStacks, append([]uint32(nil), d.g.stacks.get(uint32(id))...))
+			}
+			want := make([][]uint32, n) // the main machine's frames of each helper stack; nil: none
+			for i := range n {
+				// Helper stack i: the first of these not made before.
+				for int(h.g.stacks.len()) == i {
+					var hs, w []uint32
+					list := false
+					for range 1 + rng.IntN(6) {
+						switch x := rng.IntN(100); {
+						case x == 0: // by memo index: a frame
+							hs, w = append(hs, frameMemoRef|0), append(w, 7)
+						case x == 1 && i%4 == 0: // by memo index: a list
+							hs, list = append(hs, frameMemoRef|1), true
+						default:
+							f := uint32(rng.IntN(60))
+							hs, w = append(hs, f), append(w, 2*f+1)
+						}
+					}
+					if h.g.stacks.intern(hs) == uint32(i) && !list {
+						want[i] = w
+					}
+				}
+			}
+			j := &joiner{d: d, h: h, memoAt: 2, frames: make([]uint32, 60)}
+			for f := range j.frames {
+				j.frames[f] = 2*uint32(f) + 1
+			}
+			j.stacks = make([]uint32, n)
+			j.internStacks(procs)
+			name := fmt.Sprintf("%d helper stacks, %d cores", n, procs)
+			for id, ids := range mainStacks {
+				if !slices.Equal(d.g.stacks.get(uint32(id)), ids) {
+					t.Fatalf("%s: the main machine's stack %d changed", name, id)
+				}
+			}
+			next := uint32(len(mainStacks))
+			seen := map[string]uint32{}
+			for id := range d.g.stacks.len() {
+				seen[fmt.Sprint(d.g.stacks.get(uint32(id)))] = uint32(id)
+			}
+			if len(seen) != d.g.stacks.len() {
+				t.Fatalf("%s: the table holds a stack twice", name)
+			}
+			for i, w := range want {
+				got := j.stacks[i]
+				if w == nil {
+					if got != noRef {
+						t.Fatalf("%s: stack %d has a list for a frame, got stack %d", name, i, got)
+					}
+					continue
+				}
+				if !slices.Equal(d.g.stacks.get(got), w) {
+					t.Fatalf("%s: stack %d became %v, want %v", name, i, d.g.stacks.get(got), w)
+				}
+				if got > next {
+					t.Fatalf("%s: stack %d numbered %d, the next new number is %d", name, i, got, next)
+				}
+				if got == next {
+					next++
+				}
+			}
+			if int(next) != d.g.stacks.len() {
+				t.Fatalf("%s: %d stacks in the table, %d numbered", name, d.g.stacks.len(), next)
 			}
 		}
 	}

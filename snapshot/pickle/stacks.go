@@ -54,12 +54,35 @@ func (t *stackTable) hash32(ids []uint32) uint32 {
 	return uint32(h>>32) ^ uint32(h)
 }
 
-func (t *stackTable) intern(ids []uint32) uint32 {
+// ready makes an empty table's slots and seed: lookups (find) and hashes
+// from several goroutines at once need them made before.
+func (t *stackTable) ready() {
 	if t.slots == nil {
 		t.slots = make([]uint64, stackSlotsMin)
 		t.seed = maphash.MakeSeed()
 	}
-	h := t.hash32(ids)
+}
+
+func (t *stackTable) intern(ids []uint32) uint32 {
+	t.ready()
+	return t.internHashed(t.hash32(ids), ids)
+}
+
+// find is the id of the stack equal to ids, whose hash32 is h, if the
+// table has one. It only reads the table (made ready): goroutines may call
+// it at once while none interns.
+func (t *stackTable) find(h uint32, ids []uint32) (uint32, bool) {
+	mask := len(t.slots) - 1
+	for i := int(h) & mask; t.slots[i] != 0; i = (i + 1) & mask {
+		if s := t.slots[i]; uint32(s>>32) == h && equalIDs(t.get(uint32(s)-1), ids) {
+			return uint32(s) - 1, true
+		}
+	}
+	return 0, false
+}
+
+// internHashed is intern for ids whose hash32 is h, in a ready table.
+func (t *stackTable) internHashed(h uint32, ids []uint32) uint32 {
 	mask := len(t.slots) - 1
 	i := int(h) & mask
 	for ; t.slots[i] != 0; i = (i + 1) & mask {
