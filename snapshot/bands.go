@@ -37,6 +37,23 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 	// Sites by stack and frame: a million intervals share a few thousand
 	// stacks (siteNames).
 	names := newSiteNames()
+	// A category per distinct stack, in arrays of this call's own: the
+	// categorizer is shared (and locked), the timeline's decisions are the
+	// UI goroutine's, and Bands may run beside both (an export).
+	cats, blockCats := make([]string, len(t.stacks)), make([]string, len(t.blockStacks))
+	category := func(iv *Interval) string {
+		memo, k, st := cats, int(iv.Stack), t.stacks
+		if k == 0 || k > len(st) {
+			memo, k, st = blockCats, int(iv.block), t.blockStacks
+			if k == 0 || k > len(st) {
+				return t.cat.Category(Stack{})
+			}
+		}
+		if memo[k-1] == "" {
+			memo[k-1] = t.cat.Category(st[k-1])
+		}
+		return memo[k-1]
+	}
 	key := func(i int, iv *Interval) string {
 		switch by {
 		case BandSite:
@@ -47,7 +64,7 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 		case BandRole:
 			return t.Role(i).String()
 		}
-		return t.cat.Category(t.FramesOf(iv))
+		return category(iv)
 	}
 	keys := make([]string, len(t.Intervals))
 	atPeak, total := map[string]int64{}, map[string]int64{}

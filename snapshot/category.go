@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -56,6 +57,10 @@ func DefaultRules() []Rule {
 // stacks in a snapshot share storage, so this is one lookup per distinct
 // stack).
 type Categorizer struct {
+	// mu guards the caches below the rules: a background export draws
+	// the timeline's bands while the UI goroutine reads the live set at
+	// the cursor, and both decide stacks.
+	mu    sync.Mutex
 	rules []Rule
 	// keys are the rules' keywords as part runs with separators removed,
 	// in rule order: keys[i][j] belongs to rules[i].Keywords[j].
@@ -179,6 +184,8 @@ func (c *Categorizer) Decide(st Stack) Decision {
 	if st.Len() == 0 {
 		return Decision{Category: Unknown, Frame: -1}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if d, ok := c.cache[st.Key()]; ok {
 		return d
 	}
@@ -196,6 +203,8 @@ func (c *Categorizer) decideOnce(st Stack) Decision {
 	if st.Len() == 0 {
 		return Decision{Category: Unknown, Frame: -1}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.match(st)
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -472,6 +473,36 @@ func TestLiveCategoriesAreTheCategorizers(t *testing.T) {
 				}
 			}
 			t.Logf("%s cuda:%d: %d intervals, %d of blocks", p, d.Device, len(tl.Intervals), blocks)
+		}
+	}
+}
+
+// TestBandsBesideTheCursor: an export draws the bands on its own goroutine
+// while the UI goroutine reads the live set at the cursor; both decide
+// stacks with the one categorizer. Run under -race, they must not touch
+// the same memory unguarded, and the bands drawn so are those drawn alone.
+func TestBandsBesideTheCursor(t *testing.T) {
+	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h200/ring.pickle"} {
+		alone := analyzeFile(t, p)
+		beside := analyzeFile(t, p)
+		for _, d := range alone.Devices {
+			ta, tb := alone.Timeline(d.Device), beside.Timeline(d.Device)
+			if ta == nil {
+				continue
+			}
+			want := ta.Bands(BandCategory, 8)
+			done := make(chan *Bands)
+			go func() { done <- tb.Bands(BandCategory, 8) }()
+			n := len(tb.Events)
+			for at := -1; at < n; at += max(1, n/200) {
+				tb.LiveAt(at, 50)
+				tb.LiveStats(at)
+			}
+			got := <-done
+			events := []int{-1, n / 4, n / 2, tb.Peak.EventIndex, n - 1}
+			if !slices.Equal(got.Names, want.Names) || !reflect.DeepEqual(tb.Totals(got, events), ta.Totals(want, events)) {
+				t.Fatalf("%s cuda:%d: bands beside the cursor %v, alone %v", p, d.Device, got.Names, want.Names)
+			}
 		}
 	}
 }
