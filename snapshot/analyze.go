@@ -216,10 +216,15 @@ func (a *Analysis) Device(d int) *DeviceStats {
 }
 
 // Rating names an efficiency: >98% excellent, 95-98% good, below poor.
+// Over 100% the input contradicts itself (a trace that allocates more than
+// its segments reserve, or blocks past their segments' size), which no
+// rating describes.
 func Rating(effPct float64, reserved int64) string {
 	switch {
 	case reserved == 0:
 		return "n/a"
+	case effPct > 100:
+		return "inconsistent"
 	case effPct > 98:
 		return "excellent"
 	case effPct >= 95:

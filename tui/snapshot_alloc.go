@@ -279,13 +279,6 @@ func (t *snapTab) headerView(c *tabContext, d *snapshot.DeviceStats) string {
 	if room := t.w - lipgloss.Width(figs) - 1; room >= 12 {
 		l1 = th.Bold.Render(strings.TrimRight(widget.FitMiddle(safe(t.src.Name()), room), " ")) + " " + figs
 	}
-	ratingSt := th.OK
-	switch d.Rating {
-	case "poor":
-		ratingSt = th.Err
-	case "good":
-		ratingSt = th.Warn
-	}
 	gw := min(30, max(10, t.w/4))
 	// Efficiency is judged at the peak when there is a trace: a snapshot
 	// taken at a quiet moment or after empty_cache() says little.
@@ -293,13 +286,12 @@ func (t *snapTab) headerView(c *tabContext, d *snapshot.DeviceStats) string {
 	if pk := &d.Peak; pk.FromTrace {
 		eff, rating, when = pk.EfficiencyPct, pk.Rating, fmt.Sprintf("at the peak (%.1f%% at the snapshot)", d.EfficiencyPct)
 	}
+	ratingSt := th.OK
 	switch rating {
 	case "poor":
 		ratingSt = th.Err
-	case "good":
+	case "good", "inconsistent":
 		ratingSt = th.Warn
-	default:
-		ratingSt = th.OK
 	}
 	l2 := fmt.Sprintf("efficiency %s %s %s %s · %s, %s (%d active) · trace %s",
 		widget.HBar(eff/100, gw, ratingSt), fmt.Sprintf("%.1f%%", eff), ratingSt.Render(rating), when,
