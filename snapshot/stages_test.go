@@ -3,9 +3,11 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -484,4 +486,69 @@ func TestByStart(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLiveBySiteAtAnyBoundaries: on real traces, with step boundaries
+// chosen here (in order, repeated, at -1 and at the last event, which read
+// a table; and out of order, which take binary searches), each site's live
+// bytes at each boundary are those of the intervals live there, counted
+// one by one.
+func TestLiveBySiteAtAnyBoundaries(t *testing.T) {
+	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h200/ring.pickle"} {
+		a := analyzeFile(t, p)
+		for _, d := range a.Devices {
+			tl := a.Timeline(d.Device)
+			if tl == nil {
+				continue
+			}
+			n := len(tl.Events)
+			var sorted []int
+			for i := -1; i < n; i += max(1, n/9) {
+				sorted = append(sorted, i, i, i+1)
+			}
+			sorted = append(sorted, n-1)
+			unsorted := []int{n / 2, -1, n - 1, n / 3, n / 5}
+			for _, ev := range [][]int{sorted, unsorted} {
+				got, want := tl.liveBySite(ev), liveReference(tl, ev)
+				if len(want) < 3 {
+					t.Fatalf("%s: %d sites live at the boundaries: the test needs more", p, len(want))
+				}
+				if !maps.EqualFunc(got, want, slices.Equal) {
+					for site, w := range want {
+						if !slices.Equal(got[site], w) {
+							t.Fatalf("%s cuda:%d, boundaries %v: %s live %v, want %v", p, d.Device, ev, site, got[site], w)
+						}
+					}
+					t.Fatalf("%s cuda:%d, boundaries %v: %d sites, want %d", p, d.Device, ev, len(got), len(want))
+				}
+			}
+		}
+	}
+}
+
+// liveReference is liveBySite counted interval by interval: live at
+// boundary e when Start <= e < End (for boundaries out of order, where the
+// binary searches define it, at the boundaries from the first not before
+// Start to the first not before End).
+func liveReference(tl *Timeline, ev []int) map[string][]int64 {
+	inOrder := slices.IsSorted(ev)
+	live := map[string][]int64{}
+	names := newSiteNames()
+	for j := range tl.Intervals {
+		iv := &tl.Intervals[j]
+		site := tl.siteOf(iv, names)
+		for i, e := range ev {
+			in := int(iv.Start) <= e && e < int(iv.End)
+			if !inOrder {
+				in = sort.SearchInts(ev, int(iv.Start)) <= i && i < sort.SearchInts(ev, int(iv.End))
+			}
+			if in {
+				if live[site] == nil {
+					live[site] = make([]int64, len(ev))
+				}
+				live[site][i] += iv.Size
+			}
+		}
+	}
+	return live
 }
