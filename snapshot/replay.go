@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 
+	"memscope/internal/par"
+
 	"memscope/internal/units"
 )
 
@@ -295,7 +297,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	// intervals and events, and write fields the other does not read, so
 	// they run at once (bigtrain: 16 ms of roles beside 30 ms of series).
 	// The peak's live set carries roles: it comes after.
-	var wg sync.WaitGroup
+	var wg par.Group
 	wg.Go(func() { t.classifyRoles(s.Annotations) })
 	t.fillSeries(netReserved, reserved, matched == open.Len())
 	t.findPeakLevel()

@@ -6,7 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
+
+	"memscope/internal/par"
 )
 
 // Role is what an allocation is to the training program, in PyTorch's own
@@ -225,7 +226,7 @@ func readStacks(stacks []Stack, cat *Categorizer, perWorker int) []stackTraits {
 	out := make([]stackTraits, len(stacks))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(stacks)/perWorker))
 	table := tableOf(stacks)
-	var wg sync.WaitGroup
+	var wg par.Group
 	for w := range workers {
 		lo, hi := w*len(stacks)/workers, (w+1)*len(stacks)/workers
 		wg.Go(func() {
@@ -546,17 +547,15 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 	// before the trace, whose frames come from the segments). The user's
 	// role rules are read only.
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(t.Intervals)/perWorker))
-	var wg sync.WaitGroup
+	var wg par.Group
 	for w := range workers {
 		lo, hi := w*len(t.Intervals)/workers, (w+1)*len(t.Intervals)/workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			c := newRoleClassifier(t.cat)
 			for j := lo; j < hi; j++ {
 				t.roles[j] = t.classifyRole(c, byStack, j, n, withFrames, steps, zeroGrads)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

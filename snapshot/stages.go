@@ -7,8 +7,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
+
+	"memscope/internal/par"
 )
 
 // Stage is one annotated range of the trace: a record_function range
@@ -258,7 +259,7 @@ func (t *Timeline) stageRanges(anns []Annotation) []Stage {
 func (t *Timeline) measureStages(stages []Stage) {
 	order := t.byStart()
 	var next atomic.Int64
-	var wg sync.WaitGroup
+	var wg par.Group
 	for range min(runtime.GOMAXPROCS(0), len(stages)) {
 		wg.Go(func() {
 			tally := newSiteTally(t, newSiteNames()) // not safe for concurrent use: one each

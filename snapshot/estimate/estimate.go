@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 
+	"memscope/internal/par"
+
 	"memscope/internal/jsonscan"
 	"memscope/snapshot"
 )
@@ -100,13 +102,11 @@ func Decode(ctx context.Context, data []byte) (*Estimate, error) {
 	warns := make([][]string, len(spans))
 	errs := make([]error, len(spans))
 	interner := &stackStrings{m: map[uint64][]stackEntry{}, seed: maphash.MakeSeed()}
-	var wg sync.WaitGroup
+	var wg par.Group
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, sp := range spans {
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			if err := ctx.Err(); err != nil {
 				errs[i] = err
@@ -114,7 +114,7 @@ func Decode(ctx context.Context, data []byte) (*Estimate, error) {
 			}
 			d, w, err := parseEstimateDevice(sp.key, data[sp.start:sp.end], interner)
 			est.Devices[i], warns[i], errs[i] = d, w, err
-		}()
+		})
 	}
 	wg.Wait()
 	for i, err := range errs {

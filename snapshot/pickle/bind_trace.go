@@ -5,7 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
+
+	"memscope/internal/par"
 
 	"memscope/snapshot/schema"
 )
@@ -83,7 +84,7 @@ func (b *binder) traceList(c *container, dpath string, last bool, t []schema.Tra
 		b.rawExtra(uint32(x) + 1) // bindQuick reads them
 	}
 	parts := b.traceParts(c.start, c.n)
-	var wg sync.WaitGroup
+	var wg par.Group
 	for w := range parts {
 		wg.Go(func() { parts[w].bindQuick(b, c.start, t, last) })
 	}

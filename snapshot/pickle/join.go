@@ -4,7 +4,8 @@ import (
 	"maps"
 	"runtime"
 	"slices"
-	"sync"
+
+	"memscope/internal/par"
 )
 
 // Joining a helper's work into the main machine (see helper.go).
@@ -181,7 +182,7 @@ func (j *joiner) internStacks(procs int) {
 	if parts == 1 {
 		look(0)
 	} else {
-		var wg sync.WaitGroup
+		var wg par.Group
 		for p := range parts {
 			wg.Go(func() { look(p) })
 		}
@@ -309,7 +310,7 @@ func (j *joiner) containers(cores int) {
 	d.g.conts.pad(int(n))
 	workers := max(1, min(cores, int(n>>chunkBits)))
 	later := make([][]uint32, workers)
-	var wg sync.WaitGroup
+	var wg par.Group
 	lo := uint32(0)
 	for w := range workers {
 		hi := n
@@ -423,7 +424,7 @@ func (j *joiner) records(workers int) map[uint32]val {
 	// Each worker copies whole chunks of the helper's: at least one.
 	workers = max(1, min(workers, int(n>>chunkBits)))
 	odds := make([]map[uint32]val, workers)
-	var wg sync.WaitGroup
+	var wg par.Group
 	lo := uint32(0)
 	for w := range workers {
 		hi := n
