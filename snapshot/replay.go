@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -180,15 +181,7 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	// Every alloc starts an interval, and a free of an unseen alloc one
 	// more: counting them first spares growing a slice of a million
 	// intervals (its copies were a tenth of the replay).
-	allocs, frees := 0, 0
-	for i := range events {
-		switch events[i].Action {
-		case ActionAlloc:
-			allocs++
-		case ActionFreeCompleted:
-			frees++
-		}
-	}
+	allocs, frees := countActions(events, runtime.GOMAXPROCS(0))
 	// And one per active block the trace did not open, at most: appended
 	// one by one, 200k of them were copied again and again (room made
 	// later would copy the whole array instead).
@@ -304,6 +297,41 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	wg.Wait()
 	t.Peak.Live = t.LiveAt(t.Peak.EventIndex, 0)
 	return t
+}
+
+// countPerWorker is the fewest events worth a goroutine of their own when
+// counting.
+const countPerWorker = 1 << 17
+
+// countActions counts the allocs and the free_completeds of events, on up
+// to procs goroutines: the pass reads every entry (53 MB for a million),
+// 7 ms on one core.
+func countActions(events []TraceEntry, procs int) (allocs, frees int) {
+	workers := min(procs, max(1, len(events)/countPerWorker))
+	a, f := make([]int, workers), make([]int, workers)
+	count := func(w int) {
+		for i := w * len(events) / workers; i < (w+1)*len(events)/workers; i++ {
+			switch events[i].Action {
+			case ActionAlloc:
+				a[w]++
+			case ActionFreeCompleted:
+				f[w]++
+			}
+		}
+	}
+	if workers == 1 {
+		count(0)
+	} else {
+		var wg par.Group
+		for w := range workers {
+			wg.Go(func() { count(w) })
+		}
+		wg.Wait()
+	}
+	for w := range workers {
+		allocs, frees = allocs+a[w], frees+f[w]
+	}
+	return allocs, frees
 }
 
 func (t *Timeline) fillSeries(netReserved, snapshotReserved int64, openAreBlocks bool) {

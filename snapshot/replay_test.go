@@ -506,3 +506,27 @@ func TestBandsBesideTheCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestCountActions: the allocs and free_completeds of traces one event
+// short of two workers' share and past it, on 1 to 8 goroutines, are those
+// counted one by one.
+func TestCountActions(t *testing.T) {
+	for _, n := range []int{0, 1, 2*countPerWorker - 1, 2 * countPerWorker, 3*countPerWorker + 7} {
+		events := make([]TraceEntry, n)
+		wantA, wantF := 0, 0
+		for i := range events {
+			events[i].Action = Action(i * 7 % 9)
+			switch events[i].Action {
+			case ActionAlloc:
+				wantA++
+			case ActionFreeCompleted:
+				wantF++
+			}
+		}
+		for _, procs := range []int{1, 2, 3, 8} {
+			if a, f := countActions(events, procs); a != wantA || f != wantF {
+				t.Errorf("%d events, %d goroutines: %d allocs and %d frees, want %d and %d", n, procs, a, f, wantA, wantF)
+			}
+		}
+	}
+}
