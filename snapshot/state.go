@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 )
 
@@ -249,16 +250,65 @@ func (m *stateBlocks) delete(addr uint64) {
 // places in store and then copies the blocks in that order: sorting the
 // blocks themselves moved 56 bytes a swap (400k blocks: 150 ms).
 func (m *stateBlocks) byAddress() []StateBlock {
-	type key struct {
-		addr uint64
-		j    int32
-	}
-	keys := make([]key, 0, m.index.Len())
-	m.index.Range(func(addr uint64, j int32) { keys = append(keys, key{addr, j}) })
-	slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.addr, b.addr) })
+	keys := make([]addrKey, 0, m.index.Len())
+	m.index.Range(func(addr uint64, j int32) { keys = append(keys, addrKey{addr, j}) })
+	sortByAddr(keys)
 	out := make([]StateBlock, len(keys))
 	for k, x := range keys {
 		out[k] = m.store[x.j]
 	}
 	return out
+}
+
+// addrKey is a block's address and its place in a store.
+type addrKey struct {
+	addr uint64
+	j    int32
+}
+
+// radixMin is the fewest keys sortByAddr sorts by radix.
+const radixMin = 1 << 12
+
+// sortByAddr orders keys by address (each distinct). From radixMin keys on
+// it sorts by the bits in which the addresses differ, a byte at a time
+// (least significant first): a comparison sort of 600k keys took 85 ms,
+// most of the allocator state at a cursor.
+func sortByAddr(keys []addrKey) {
+	if len(keys) < radixMin {
+		slices.SortFunc(keys, func(a, b addrKey) int { return cmp.Compare(a.addr, b.addr) })
+		return
+	}
+	lo, hi := keys[0].addr, keys[0].addr
+	for _, k := range keys {
+		lo, hi = min(lo, k.addr), max(hi, k.addr)
+	}
+	var diff uint64 // the bits set in some address' offset from lo
+	for _, k := range keys {
+		diff |= k.addr - lo
+	}
+	if diff == 0 {
+		return
+	}
+	tmp := make([]addrKey, len(keys))
+	src, dst := keys, tmp
+	// Blocks are aligned: the low bits that no offset sets are skipped.
+	for shift := bits.TrailingZeros64(diff); shift < 64-bits.LeadingZeros64(hi-lo); shift += 8 {
+		var at [256]int
+		for _, k := range src {
+			at[byte((k.addr-lo)>>shift)]++
+		}
+		sum := 0
+		for b, c := range at {
+			at[b], sum = sum, sum+c
+		}
+		for _, k := range src {
+			b := byte((k.addr - lo) >> shift)
+			dst[at[b]] = k
+			at[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
 }

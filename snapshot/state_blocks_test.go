@@ -55,3 +55,38 @@ func TestStateBlocksAgreesWithMap(t *testing.T) {
 func sameBlock(a, b StateBlock) bool {
 	return a.Addr == b.Addr && a.Size == b.Size && a.PendingFree == b.PendingFree && a.Frames.Len() == b.Frames.Len()
 }
+
+// TestSortByAddr: keys one short of the radix sort and past it, with
+// addresses aligned or not, close together or across all 64 bits (and
+// one equal to the rest's lowest), end in the order a comparison sort
+// gives, each with its own place.
+func TestSortByAddr(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	for _, n := range []int{0, 1, 2, radixMin - 1, radixMin, 5*radixMin + 3} {
+		for _, shape := range []struct {
+			name string
+			addr func(i int) uint64
+		}{
+			{"aligned", func(int) uint64 { return 0x7f0000000000 + uint64(rng.IntN(1<<30))<<9 }},
+			{"unaligned", func(int) uint64 { return rng.Uint64() >> 20 }},
+			{"all bits", func(int) uint64 { return rng.Uint64() }},
+			{"sequential", func(i int) uint64 { return 1<<63 + uint64(n-i)*512 }},
+			{"narrow", func(int) uint64 { return 0x1000 + uint64(rng.IntN(1<<20)) }}, // an odd number of passes
+		} {
+			seen := map[uint64]bool{}
+			keys := make([]addrKey, 0, n)
+			for i := 0; len(keys) < n; i++ {
+				if a := shape.addr(i); !seen[a] {
+					seen[a] = true
+					keys = append(keys, addrKey{a, int32(len(keys))})
+				}
+			}
+			want := slices.Clone(keys)
+			slices.SortFunc(want, func(a, b addrKey) int { return cmp.Compare(a.addr, b.addr) })
+			sortByAddr(keys)
+			if !slices.Equal(keys, want) {
+				t.Fatalf("%d keys, %s: not in address order", n, shape.name)
+			}
+		}
+	}
+}
