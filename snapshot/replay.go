@@ -106,6 +106,8 @@ type Timeline struct {
 	decIndex             map[Decision]int32
 	decCat               []int32
 	catNames             []string
+	// treeNames keeps LiveTree's sites between calls (a cursor's moves).
+	treeNames *siteNames
 	// BaseActive and BaseReserved are the levels before the first event.
 	BaseActive   int64
 	BaseReserved int64

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -529,4 +530,47 @@ func TestCountActions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLiveTreeIsTheCategoryTree: the timeline's live tree, whose sites it
+// keeps between calls, is the category tree of the same live set at
+// events across real traces, asked in any order and again.
+func TestLiveTreeIsTheCategoryTree(t *testing.T) {
+	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h200/ring.pickle"} {
+		a := analyzeFile(t, p)
+		for _, d := range a.Devices {
+			tl := a.Timeline(d.Device)
+			if tl == nil {
+				continue
+			}
+			n := len(tl.Events)
+			for _, at := range []int{n / 2, -1, n - 1, n / 3, n / 2} {
+				for _, limit := range []int{0, 7} {
+					got, want := treeText(tl.LiveTree(at, limit)), treeText(CategoryTree(tl.LiveAt(at, limit)))
+					if got != want {
+						t.Fatalf("%s cuda:%d event %d, limit %d: the live tree\n%s\nthe category tree\n%s", p, d.Device, at, limit, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// treeText is a tree's labels, bytes and blocks, one node a line, with the
+// leaves' addresses.
+func treeText(n *TreeNode) string {
+	var b strings.Builder
+	var walk func(n *TreeNode, depth int)
+	walk = func(n *TreeNode, depth int) {
+		fmt.Fprintf(&b, "%*s%s %d %d", 2*depth, "", n.Label, n.Bytes, n.Blocks)
+		if n.Alloc != nil {
+			fmt.Fprintf(&b, " %#x", n.Alloc.Address)
+		}
+		b.WriteByte('\n')
+		for _, c := range n.Children {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return b.String()
 }

@@ -57,20 +57,31 @@ const NoFrames = "(no frames recorded)"
 // CategoryTree groups allocations by category, then call site (Location),
 // then the allocations themselves, largest first at every level.
 func CategoryTree(allocs []Allocation) *TreeNode {
-	return groupTree(allocs, func(a *Allocation) string { return a.Category })
+	return groupTree(allocs, newSiteNames(), func(a *Allocation) string { return a.Category })
+}
+
+// LiveTree is the CategoryTree of LiveAt(i, limit). The sites of the
+// timeline's stacks are kept from one call to the next: a cursor moved
+// through 20,000 live allocations of distinct stacks found each site again
+// (12 ms a move). Like LiveAt, it is for one goroutine at a time.
+func (t *Timeline) LiveTree(i, limit int) *TreeNode {
+	if t.treeNames == nil {
+		t.treeNames = newSiteNames()
+	}
+	return groupTree(t.LiveAt(i, limit), t.treeNames, func(a *Allocation) string { return a.Category })
 }
 
 // RoleTree groups allocations by role (what the memory is), then call
 // site, then the allocations themselves.
 func RoleTree(allocs []Allocation) *TreeNode {
-	return groupTree(allocs, func(a *Allocation) string { return a.Role.String() })
+	return groupTree(allocs, newSiteNames(), func(a *Allocation) string { return a.Role.String() })
 }
 
-func groupTree(allocs []Allocation, group func(*Allocation) string) *TreeNode {
+// groupTree groups allocs by group, then by site, found through names:
+// sites by stack and frame, for a live set of 20,000 allocations has a few
+// hundred stacks, and each site is a dozen substring tests.
+func groupTree(allocs []Allocation, names *siteNames, group func(*Allocation) string) *TreeNode {
 	root := &TreeNode{Label: "all"}
-	// Sites by stack and frame: a live set of 20,000 allocations has a
-	// few hundred stacks, and each site is a dozen substring tests.
-	names := newSiteNames()
 	for i := range allocs {
 		a := &allocs[i]
 		var loc string

@@ -373,7 +373,7 @@ func (t *timelineTab) ensureLive() {
 		if t.ltree != nil {
 			keep = t.ltree.Keep()
 		}
-		tv := widget.NewTree(snapshot.CategoryTree(t.tl.LiveAt(t.cursor, liveTreeCap)), t.liveB)
+		tv := widget.NewTree(t.tl.LiveTree(t.cursor, liveTreeCap), t.liveB)
 		tv.Colored = true
 		if t.ltree != nil {
 			tv.Expanded = map[string]bool{}
