@@ -1,6 +1,7 @@
 package pickle
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -52,11 +53,62 @@ const (
 
 // maxMachines bounds the machines one decode runs on. Each helper costs
 // memory of its own (its prefix, its table of the stacks it met, a chunk
-// of each array partly filled) and a serial join on the main machine. On a
-// 16-core host, 4 machines decoded bigtrain in 0.39 s at 166 MiB and 8 in
-// 0.38 s at 201 MiB (2: 0.47 s, 172 MiB); the frame-pool shape was fastest
-// with 4 and its peak grew by 50 MiB with 8 (see docs/development.md).
-const maxMachines = 4
+// of each array partly filled) and a serial join on the main machine. Most
+// of it is the stacks: a helper keeps every distinct stack of its region,
+// so where stacks are distinct (the frame-pool shape) k machines keep
+// most of them k times over. On the 16-core host, 8 machines decoded
+// bigtrain, whose stacks repeat, in 0.26 s at 179 MiB against 0.33 s at
+// 161 MiB with 4; the frame pool took as long with 8 as with 4 and its
+// peak grew from 159 to 190 MiB. So a decode runs on up to
+// repeatedMachines when a sample of the input shows its call stacks
+// repeating (machinesFor), else on up to maxMachines (see
+// docs/development.md).
+const (
+	maxMachines      = 4
+	repeatedMachines = 8
+)
+
+// The sample machinesFor reads: sampleLen bytes at the middle of the
+// input, which must hold sampleMinLists frame lists, at most one in
+// sampleMaxDistinct of them distinct, for the stacks to count as
+// repeating.
+const (
+	sampleLen         = 1 << 20
+	sampleMinLists    = 64
+	sampleMaxDistinct = 4
+)
+
+// machinesFor is the most machines that decode data: repeatedMachines when
+// the frame lists (EMPTY_LIST MEMOIZE MARK, memo gets, APPENDS: the lists
+// frameList reads at once) in a sample from its middle mostly repeat, byte
+// for byte, else maxMachines. A false match of those bytes inside other
+// data only blurs the estimate.
+func machinesFor(data []byte) int {
+	lo := max(0, len(data)/2-sampleLen/2)
+	window := data[lo:min(len(data), lo+sampleLen)]
+	seen := map[uint64]struct{}{}
+	lists := 0
+	for i := 0; i+3 < len(window); {
+		k := bytes.Index(window[i:], listStart)
+		if k < 0 {
+			break
+		}
+		i += k + len(listStart)
+		if end, h := scanSpan(window, i, len(window)); end > 0 {
+			lists++
+			seen[h] = struct{}{}
+			i = end
+		}
+	}
+	if lists >= sampleMinLists && sampleMaxDistinct*len(seen) <= lists {
+		return repeatedMachines
+	}
+	return maxMachines
+}
+
+// listStart is how pickle.dump (protocol 4 and 5) begins a list: an empty
+// one, memoized, then a MARK for its APPENDS.
+var listStart = []byte{opEmptyList, opMemoize, opMark}
 
 // splitFunc says where a decode's helpers go in input of n bytes: the end of
 // their common prefix and, in increasing order, where each one's region
@@ -143,19 +195,22 @@ func batchStart(data []byte, pos int) (int, bool) {
 	return 0, false
 }
 
-// splitEven places helpers in input of n bytes, one machine per core (see
-// splitCores).
-func splitEven(n int) (prefix int, targets []int) {
-	return splitCores(n, runtime.GOMAXPROCS(0))
+// splitEven places helpers in data, one machine per core, up to
+// machinesFor(data) (see splitCores).
+func splitEven(data []byte) splitFunc {
+	machines := machinesFor(data)
+	return func(n int) (prefix int, targets []int) {
+		return splitCores(n, min(runtime.GOMAXPROCS(0), machines))
+	}
 }
 
 // splitCores places helpers in input of n bytes so that each of k machines
 // has as many bytes to run: the main machine the start of the input, each
-// helper the prefix (1/32 of the input) and its region. k is one per core,
-// at most maxMachines, and each needs regionMin bytes of input; input under
-// parallelMin runs on one machine.
+// helper the prefix (1/32 of the input) and its region. k is one per core
+// (the caller bounds cores by machinesFor), and each needs regionMin bytes
+// of input; input under parallelMin runs on one machine.
 func splitCores(n, cores int) (prefix int, targets []int) {
-	k := min(cores, maxMachines, n/regionMin)
+	k := min(cores, n/regionMin)
 	if n < parallelMin || k < 2 {
 		return 0, nil
 	}

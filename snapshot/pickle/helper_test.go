@@ -541,8 +541,8 @@ func runTo(t *testing.T, data []byte, pos int) *decoder {
 }
 
 // TestHelperThresholds: splitCores leaves input under parallelMin to one
-// machine, adds a machine per regionMin bytes up to one per core and
-// maxMachines, and gives each machine as many bytes; planSplit needs frames
+// machine, adds a machine per regionMin bytes up to one per core (which
+// its caller bounds by machinesFor), and gives each machine as many bytes; planSplit needs frames
 // (protocol 4 or 5) and a batch past the target; a prefix with fewer than
 // 256 memo entries is not enough.
 func TestHelperThresholds(t *testing.T) {
@@ -555,9 +555,9 @@ func TestHelperThresholds(t *testing.T) {
 		{3*regionMin - 1, 16, 2},
 		{3 * regionMin, 16, 3},
 		{3 * regionMin, 2, 2},
-		{maxMachines * regionMin, 64, maxMachines},
-		{(maxMachines + 1) * regionMin, 64, maxMachines},
-		{(maxMachines + 1) * regionMin, maxMachines + 1, maxMachines},
+		{repeatedMachines * regionMin, 64, repeatedMachines},
+		{(repeatedMachines+1)*regionMin - 1, 64, repeatedMachines},
+		{(maxMachines + 1) * regionMin, maxMachines, maxMachines},
 		{1 << 30, 4, 4},
 	} {
 		prefix, targets := splitCores(c.n, c.cores)
@@ -726,4 +726,58 @@ func samplePickles(t testing.TB) map[string][]byte {
 		out[filepath.Base(filepath.Dir(p))+"/"+filepath.Base(p)] = data
 	}
 	return out
+}
+
+// TestMachinesFor: a decode runs on up to repeatedMachines when the frame
+// lists in the sample at the input's middle mostly repeat: at most one in
+// sampleMaxDistinct distinct, and sampleMinLists of them at least (each
+// side of both); lists outside the sample do not count. On files that
+// pickle.dump wrote: stacks that repeat, and distinct ones.
+func TestMachinesFor(t *testing.T) {
+	list := func(k int) []byte { // a list of three memo gets, the third k
+		return []byte{opEmptyList, opMemoize, opMark, opBinGet, 1, opLongBinGet, 7, 0, 0, 0, opBinGet, byte(k), opAppends, opBinPut, 9}
+	}
+	build := func(lists, distinct, at int) []byte {
+		data := bytes.Repeat([]byte{opNone}, 3*sampleLen)
+		for i := range lists {
+			copy(data[at+i*16:], list(i%distinct))
+		}
+		return data
+	}
+	mid := 3*sampleLen/2 - 1000
+	for _, c := range []struct {
+		name                string
+		lists, distinct, at int
+		want                int
+	}{
+		{"a quarter distinct", sampleMinLists, sampleMinLists / sampleMaxDistinct, mid, repeatedMachines},
+		{"one more distinct", sampleMinLists, sampleMinLists/sampleMaxDistinct + 1, mid, maxMachines},
+		{"one list too few", sampleMinLists - 1, 1, mid, maxMachines},
+		{"all the same", 10 * sampleMinLists, 1, mid, repeatedMachines},
+		{"before the sample", 10 * sampleMinLists, 1, sampleLen - 10*sampleMinLists*16 - 1, maxMachines},
+		{"at the sample's start", 10 * sampleMinLists, 1, sampleLen, repeatedMachines},
+		{"past the sample", 10 * sampleMinLists, 1, 2 * sampleLen, maxMachines},
+	} {
+		if got := machinesFor(build(c.lists, c.distinct, c.at)); got != c.want {
+			t.Errorf("%s: %d machines, want %d", c.name, got, c.want)
+		}
+	}
+	needPython(t)
+	for _, c := range []struct {
+		stacks string
+		want   int
+	}{{"40", repeatedMachines}, {"200000", maxMachines}} {
+		p := filepath.Join(t.TempDir(), "s.pickle")
+		args := []string{"../../scripts/gen_snapshot.py", "--entries", "30000", "--frames", "shared", "--stacks", c.stacks, "--depth", "12", p}
+		if out, err := exec.Command("python3", args...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := machinesFor(data); got != c.want {
+			t.Errorf("%s distinct stacks in 30000 entries (%d bytes): %d machines, want %d", c.stacks, len(data), got, c.want)
+		}
+	}
 }

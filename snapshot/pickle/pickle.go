@@ -124,7 +124,7 @@ const dropStep = 4 << 20
 // decoder.drop). With a pool, the trace records live outside the Go heap
 // (see chunked) and the caller must call graph.free when done with them.
 func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), drop func(from, to int), pool *offHeapPool) (*graph, val, error) {
-	d, root, err := decodeWith(ctx, data, progress, splitEven, drop, pool)
+	d, root, err := decodeWith(ctx, data, progress, splitEven(data), drop, pool)
 	if err != nil {
 		return nil, val{}, err
 	}
