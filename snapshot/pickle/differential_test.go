@@ -317,3 +317,63 @@ func FuzzDifferential(f *testing.F) {
 		compareWithPython(t, map[string][]byte{"input": data})
 	})
 }
+
+// TestMemoReadsAroundSmallMemo: LONG_BINGET reads the first smallMemo
+// memo entries from decoder.small, the rest from the memo. Pickles whose
+// shared values (strings, lists, dicts, a trace entry's frames, a dict
+// that holds itself while still being filled) fall on both sides of
+// smallMemo load as CPython loads them: written with MEMOIZE (protocol
+// 4), with LONG_BINPUT (protocol 2), and with MEMOIZE then an entry near
+// the boundary put again by LONG_BINPUT and read back.
+func TestMemoReadsAroundSmallMemo(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found")
+	}
+	dir := t.TempDir()
+	script := `
+import pickle, pickletools, sys
+d, small = sys.argv[1], int(sys.argv[2])
+
+def unframed(data):
+    # FRAME opcodes are optional: without them bytes can be appended.
+    out, ops = bytearray(), list(pickletools.genops(data))
+    for k, (op, arg, pos) in enumerate(ops):
+        if op.name != 'FRAME':
+            out += data[pos:ops[k + 1][2] if k + 1 < len(ops) else len(data)]
+    return bytes(out)
+
+for fill in range(small - 24, small + 3, 3):
+    strs = ['s%d' % i for i in range(fill)]
+    frame = {'filename': 'f.py', 'line': 7, 'name': 'g'}
+    shared = [frame, frame]
+    selfish = {}
+    selfish['me'] = selfish
+    entry = {'action': 'alloc', 'addr': 4096, 'size': 512, 'stream': 0, 'frames': shared}
+    obj = [strs, 'x', shared, selfish, entry, 'x', shared, selfish, dict(entry), strs[-3:], selfish, shared]
+    p4 = unframed(pickle.dumps(obj, protocol=4))
+    open('%s/memoize_%d.pickle' % (d, fill), 'wb').write(p4)
+    open('%s/puts_%d.pickle' % (d, fill), 'wb').write(pickle.dumps(obj, protocol=2))
+    k = (small - 1).to_bytes(4, 'little')
+    mixed = p4[:-1] + b'\x8c\x03new' + b'r' + k + b'0' + b'j' + k + b'\x86' + b'.'
+    assert pickle.loads(mixed)[1] == 'new'
+    open('%s/mixed_%d.pickle' % (d, fill), 'wb').write(mixed)
+`
+	if out, err := exec.Command("python3", "-c", script, dir, strconv.Itoa(smallMemo)).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pickle"))
+	if len(files) != 27 {
+		t.Fatalf("%d pickles written, want 27", len(files))
+	}
+	inputs := map[string][]byte{}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[filepath.Base(p)] = b
+	}
+	if agreed := compareWithPython(t, inputs); agreed != len(inputs) {
+		t.Errorf("%d of %d pickles agree with CPython", agreed, len(inputs))
+	}
+}

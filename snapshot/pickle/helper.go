@@ -414,9 +414,10 @@ func frameAfter(data []byte, min int) (int, bool) {
 // region from at to at most stop.
 func (d *decoder) enterRegion(at, stop int) bool {
 	m0 := d.memo.len()
-	if m0 < len(d.small) {
+	if m0 < binGetReach {
 		// BINGET's one-byte indices would reach the region's entries,
-		// whose indices the helper does not know.
+		// whose indices the helper does not know. (LONG_BINGET reads
+		// those as placeholders before it looks at small.)
 		return false
 	}
 	// The prefix's containers, trace records and interned lists are the

@@ -55,10 +55,13 @@ type decoder struct {
 	// next to what is decoded from it. Nothing decoded refers to the input.
 	drop    func(from, to int)
 	dropped int
-	// small mirrors memo entries 0-255, which BINGET (one-byte index) reads:
-	// in a snapshot those are the dict keys and common strings, read tens of
-	// millions of times.
-	small    [256]val
+	// small mirrors memo entries 0 to smallMemo-1 (kUnset for a hole or a
+	// pending dict). BINGET (one-byte index) reads only it, LONG_BINGET
+	// first: in a snapshot the first entries are the dict keys and common
+	// strings, read tens of millions of times, and the memo's own lookup
+	// (its chunk, then the value table for a string) was 80 ms of
+	// bigtrain's decode.
+	small    [smallMemo]val
 	strIndex map[string]uint32
 	// puts counts PUT, BINPUT, LONG_BINPUT and MEMOIZE opcodes: the memo
 	// budget; explicitPuts counts PUT, BINPUT and LONG_BINPUT alone.
@@ -181,6 +184,13 @@ func newDecoder(data []byte) *decoder {
 	}
 	return d
 }
+
+// smallMemo is how many memo entries decoder.small mirrors; binGetReach
+// is how far BINGET's one-byte index reaches.
+const (
+	smallMemo   = 1 << 14
+	binGetReach = 256
+)
 
 // cancelEvery is how many opcodes run between cancellation checks: a few
 // microseconds of work, so a cancelled load stops at once
@@ -594,6 +604,12 @@ func (d *decoder) run() (val, error) {
 				stack = append(stack, val{k: kRef, ref: idx})
 				d.refGap = max(d.refGap, int64(idx)-int64(d.memo.len()))
 				break
+			}
+			if idx < smallMemo {
+				if v := d.small[idx]; v.k != kUnset {
+					stack = append(stack, v)
+					break
+				}
 			}
 			if int64(idx) == int64(d.pendMemo) {
 				d.materialize(stack)
