@@ -243,23 +243,34 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 	}
 	a := &Analysis{Snapshot: s, cat: cat, timelines: map[int]*Timeline{}}
 	for _, d := range s.Devices() {
-		tl := Replay(s, d, cat)
+		// The allocator state at the peak undoes every event after it (18
+		// ms on bigtrain): rebuilt on another core from the moment the
+		// peak is known, while the replay reads the peak's live set and
+		// the device's figures are measured.
+		var bg par.Group
+		var state *AllocatorState
+		tl := replay(s, d, cat, func(tl *Timeline) {
+			at := tl.Peak.EventIndex
+			bg.Go(func() { state = tl.StateAt(s, at) })
+		})
 		a.timelines[d] = tl
-		a.Devices = append(a.Devices, analyzeDevice(s, d, cat, tl))
+		a.Devices = append(a.Devices, analyzeDevice(s, d, cat, tl, func() *AllocatorState {
+			bg.Wait()
+			return state
+		}))
 	}
 	return a
 }
 
-func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceStats {
+// analyzeDevice measures device dev; peakState waits for the allocator
+// state at tl's peak (nil without a timeline).
+func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakState func() *AllocatorState) DeviceStats {
 	st := DeviceStats{Device: dev}
-	// The allocator state at the peak undoes every event after it (50 ms
-	// for a million), and the stages, the leak check and the frees that
-	// waited only read the timeline (25 ms on bigtrain): both on other
-	// cores while the blocks are measured.
+	// The stages, the leak check and the frees that waited only read the
+	// timeline (25 ms on bigtrain): on another core while the blocks are
+	// measured.
 	var bg par.Group
-	var state *AllocatorState
 	if tl != nil {
-		bg.Go(func() { state = tl.StateAt(s, tl.Peak.EventIndex) })
 		bg.Go(func() {
 			st.Stages = tl.Stages(s.Annotations)
 			st.Steps, st.HasSteps = StepsOf(st.Stages)
@@ -395,7 +406,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline) DeviceS
 	st.TraceEntries = len(trace)
 	analyzeTrace(s, trace, tl, &st)
 	bg.Wait()
-	st.Peak = peakStats(&st, tl, state)
+	st.Peak = peakStats(&st, tl, peakState())
 	if tl != nil {
 		st.Peak.Roles = RoleTotals(tl.Peak.Live)
 	} else {

@@ -170,7 +170,13 @@ type Timeline struct {
 // Reserved memory is anchored on the final segments: every later
 // segment_alloc/free/map/unmap is undone. It returns nil when the device has
 // no trace.
-func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
+func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline { return replay(s, dev, cat, nil) }
+
+// replay is Replay; atPeak, when set, is called as soon as the peak is
+// known, while the roles may still be classified on another goroutine and
+// before the peak's live set is read: what it starts may read the events
+// and the peak, nothing else of the timeline.
+func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Timeline {
 	events := s.Trace(dev)
 	if len(events) == 0 {
 		return nil
@@ -296,6 +302,9 @@ func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline {
 	wg.Go(func() { t.classifyRoles(s.Annotations) })
 	t.fillSeries(netReserved, reserved, matched == open.Len())
 	t.findPeakLevel()
+	if atPeak != nil {
+		atPeak(t)
+	}
 	wg.Wait()
 	t.Peak.Live = t.LiveAt(t.Peak.EventIndex, 0)
 	return t
