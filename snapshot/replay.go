@@ -106,6 +106,10 @@ type Timeline struct {
 	decIndex             map[Decision]int32
 	decCat               []int32
 	catNames             []string
+	// peakLevel and peakAt are the highest active level and its first
+	// event, as fillSeries' sums found them (see findPeakLevel).
+	peakLevel int64
+	peakAt    int
 	// treeNames keeps LiveTree's sites between calls (a cursor's moves).
 	treeNames *siteNames
 	// BaseActive and BaseReserved are the levels before the first event.
@@ -310,6 +314,71 @@ func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Tim
 	return t
 }
 
+// prefixPerWorker is the fewest events worth a goroutine of their own when
+// summing the series.
+const prefixPerWorker = 1 << 17
+
+// prefixPeak turns delta, each event's change, into the levels after each
+// event from base, in place, and returns the last level and the peak: the
+// highest level above base and its first event (base and -1 when none is
+// above it). Long series are summed in parts on up to procs goroutines:
+// each part's total, then each part's levels from the totals before it.
+func prefixPeak(delta []int64, base int64, procs int) (end, best int64, at int) {
+	parts := max(1, min(procs, len(delta)/prefixPerWorker))
+	bound := func(p int) int { return p * len(delta) / parts }
+	sums := make([]int64, parts)
+	if parts > 1 {
+		var wg par.Group
+		for p := range parts {
+			wg.Go(func() {
+				for _, d := range delta[bound(p):bound(p+1)] {
+					sums[p] += d
+				}
+			})
+		}
+		wg.Wait()
+	}
+	starts := make([]int64, parts) // the level before each part
+	level := base
+	for p := range parts {
+		starts[p] = level
+		level += sums[p]
+	}
+	bests, ats := make([]int64, parts), make([]int, parts)
+	run := func(p int) {
+		level, best, at := starts[p], base, -1
+		for i := bound(p); i < bound(p+1); i++ {
+			level += delta[i]
+			delta[i] = level
+			if level > best {
+				best, at = level, i
+			}
+		}
+		bests[p], ats[p] = best, at
+	}
+	if parts == 1 {
+		run(0)
+	} else {
+		var wg par.Group
+		for p := range parts {
+			wg.Go(func() { run(p) })
+		}
+		wg.Wait()
+	}
+	best, at = base, -1
+	for p := range parts { // the first part reaching the highest level
+		if bests[p] > best {
+			best, at = bests[p], ats[p]
+		}
+	}
+	if len(delta) > 0 {
+		end = delta[len(delta)-1]
+	} else {
+		end = base
+	}
+	return end, best, at
+}
+
 // countPerWorker is the fewest events worth a goroutine of their own when
 // counting.
 const countPerWorker = 1 << 17
@@ -364,12 +433,7 @@ func (t *Timeline) fillSeries(netReserved, snapshotReserved int64, openAreBlocks
 			openAtEnd += iv.Size
 		}
 	}
-	level := t.BaseActive
-	for i := range delta {
-		level += delta[i]
-		delta[i] = level
-	}
-	t.EndActive = level
+	t.EndActive, t.peakLevel, t.peakAt = prefixPeak(delta, t.BaseActive, runtime.GOMAXPROCS(0)/2)
 	t.BaseReserved = snapshotReserved - netReserved
 	// The replay noted each segment event's change (a pass over the
 	// events fewer: bigtrain's are 53 MB); the levels follow from the base.
@@ -418,12 +482,7 @@ func (t *Timeline) addAnnotations(s *Snapshot) {
 // findPeakLevel finds the peak's event and its active and reserved memory;
 // the allocations live there (Peak.Live) are read once the roles are.
 func (t *Timeline) findPeakLevel() {
-	best, at := t.BaseActive, -1
-	for i, v := range t.Active {
-		if v > best {
-			best, at = v, i
-		}
-	}
+	best, at := t.peakLevel, t.peakAt // found by fillSeries' sums
 	t.Peak = Peak{Active: best, EventIndex: at, Reserved: t.BaseReserved}
 	if at >= 0 {
 		t.Peak.TimeUS = t.Events[at].TimeUS

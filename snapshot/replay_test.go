@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -573,4 +574,46 @@ func treeText(n *TreeNode) string {
 	}
 	walk(n, 0)
 	return b.String()
+}
+
+// TestPrefixPeak: the levels, the last level and the peak (the highest
+// level above the base, at its first event) of series one event short of
+// two parts and past it, summed on 1 to 8 goroutines, are those of one
+// pass: with ties at the peak (in one part and across parts), with every
+// level at or below the base, and empty.
+func TestPrefixPeak(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2*prefixPerWorker - 1, 2 * prefixPerWorker, 5*prefixPerWorker + 3} {
+		for _, shape := range []string{"random", "ties", "below"} {
+			delta := make([]int64, n)
+			for i := range delta {
+				switch shape {
+				case "random":
+					delta[i] = rng.Int64N(2001) - 1000
+				case "ties": // up and down by one: the highest level recurs
+					delta[i] = int64(1 - 2*(i%2))
+				case "below":
+					delta[i] = -rng.Int64N(3)
+				}
+			}
+			const base = 77
+			wantLevels := make([]int64, n)
+			wantEnd, wantBest, wantAt := int64(base), int64(base), -1
+			for i, d := range delta {
+				wantEnd += d
+				wantLevels[i] = wantEnd
+				if wantEnd > wantBest {
+					wantBest, wantAt = wantEnd, i
+				}
+			}
+			for _, procs := range []int{1, 2, 3, 8} {
+				got := slices.Clone(delta)
+				end, best, at := prefixPeak(got, base, procs)
+				if !slices.Equal(got, wantLevels) || end != wantEnd || best != wantBest || at != wantAt {
+					t.Fatalf("%d events (%s), %d goroutines: end %d, peak %d at %d; want %d, %d at %d (levels equal: %v)",
+						n, shape, procs, end, best, at, wantEnd, wantBest, wantAt, slices.Equal(got, wantLevels))
+				}
+			}
+		}
+	}
 }
