@@ -286,3 +286,36 @@ func TestJoinStacksOnAllCores(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinCollects: a join collects garbage first for input over
+// GCThreshold only: at the first join, and at a later one once the joined
+// helpers' stack tables add up to joinGCMin (each side of both bounds).
+func TestJoinCollects(t *testing.T) {
+	big := make([]byte, GCThreshold+1) // never written: no pages
+	for _, c := range []struct {
+		name    string
+		n       int
+		joined  int
+		garbage int64
+		want    bool
+	}{
+		{"small input", GCThreshold, 0, 0, false},
+		{"first join", GCThreshold + 1, 0, 0, true},
+		{"later, little garbage", GCThreshold + 1, 3, joinGCMin - 1, false},
+		{"later, enough garbage", GCThreshold + 1, 3, joinGCMin, true},
+		{"small input, much garbage", GCThreshold, 3, 10 * joinGCMin, false},
+	} {
+		d := &decoder{data: big[:c.n], joined: make([]*joiner, c.joined), joinGarbage: c.garbage}
+		if got := d.collectBeforeJoin(); got != c.want {
+			t.Errorf("%s: collects %v, want %v", c.name, got, c.want)
+		}
+	}
+	// A table's memory: at least its ids, slots and references.
+	var st stackTable
+	for i := range 5000 {
+		st.intern([]uint32{uint32(i), uint32(i + 1), 7})
+	}
+	if got, least := st.heapBytes(), int64(5000*3*4+5000*8+5000*12); got < least {
+		t.Errorf("a table of 5000 stacks of 3 holds %d bytes, at least %d", got, least)
+	}
+}

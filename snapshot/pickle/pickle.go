@@ -94,6 +94,9 @@ type decoder struct {
 	// joined, in a main machine that joined helpers, gives the memo
 	// entries each made (left holes in memo), in the order of the input.
 	joined []*joiner
+	// joinGarbage is what the helpers joined since the last collection
+	// let go of (see collectBeforeJoin).
+	joinGarbage int64
 	// noFast turns frameList off (tests compare both paths); fastLists
 	// counts the lists it took.
 	noFast    bool

@@ -45,6 +45,15 @@ func (t *stackTable) get(id uint32) []uint32 {
 	return t.slabs[r.slab][r.off : r.off+r.n : r.off+r.n]
 }
 
+// heapBytes is the memory the table holds.
+func (t *stackTable) heapBytes() int64 {
+	n := int64(cap(t.refs))*int64(unsafe.Sizeof(stackRef{})) + int64(cap(t.slots))*8
+	for _, s := range t.slabs {
+		n += int64(cap(s)) * 4
+	}
+	return n
+}
+
 // hash32 is ids' hash: what a slot keeps and where its probe starts.
 func (t *stackTable) hash32(ids []uint32) uint32 {
 	if len(ids) == 0 {
