@@ -65,6 +65,9 @@ type Categorizer struct {
 	// keys are the rules' keywords as part runs with separators removed,
 	// in rule order: keys[i][j] belongs to rules[i].Keywords[j].
 	keys [][]string
+	// byFirst lists the keys by their first byte, in rule and keyword
+	// order (firstRule).
+	byFirst [256][]ruleKey
 	// roleRules are the user's role rules, roleKeys their keywords as part
 	// runs.
 	roleRules []Rule
@@ -130,8 +133,22 @@ func NewCategorizer(rules []Rule) *Categorizer {
 			lower = append(lower, Rule{Name: r.Name, Keywords: kw})
 		}
 	}
-	return &Categorizer{rules: lower, keys: ruleKeys(lower), roleRules: roles, roleKeys: ruleKeys(roles),
+	c := &Categorizer{rules: lower, keys: ruleKeys(lower), roleRules: roles, roleKeys: ruleKeys(roles),
 		cache: map[StackKey]Decision{}, frames: map[[2]string]frameClass{}}
+	for ri, keys := range c.keys {
+		for ki, k := range keys {
+			if k != "" { // matches nothing: parts are never empty
+				c.byFirst[k[0]] = append(c.byFirst[k[0]], ruleKey{int32(ri), int32(ki), k})
+			}
+		}
+	}
+	return c
+}
+
+// ruleKey is keyword ki of rule ri, as a part run (see ruleKeys).
+type ruleKey struct {
+	ri, ki int32
+	key    string
 }
 
 // ruleKeys are the rules' keywords as part runs with separators removed.
@@ -290,15 +307,28 @@ func (c *Categorizer) classify(f Frame) frameClass {
 	return fc
 }
 
+// firstRule is the first rule, and its first keyword, that matches parts
+// (matchParts). A key matches from part i only if it begins with that
+// part's first byte: only those keys are tried at each part (every key at
+// every part made classifying a frame 15 us, 4.5 ms of bigtrain's
+// analysis).
 func (c *Categorizer) firstRule(parts []string) ruleHit {
-	for ri := range c.rules {
-		for ki, key := range c.keys[ri] {
-			if matchParts(parts, key) {
-				return ruleHit{ri, ki}
+	best := ruleHit{-1, -1}
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		for _, k := range c.byFirst[p[0]] {
+			if best.rule >= 0 && (int(k.ri) > best.rule || int(k.ri) == best.rule && int(k.ki) >= best.key) {
+				break // the keys are in order: none later is first
+			}
+			if matchFrom(parts, i, k.key) {
+				best = ruleHit{int(k.ri), int(k.ki)}
+				break
 			}
 		}
 	}
-	return ruleHit{-1, -1}
+	return best
 }
 
 // baseName is the file name without its folders (either separator: Windows
@@ -344,12 +374,21 @@ func identParts(s string, out []string) []string {
 // the concatenation of a run of consecutive parts.
 func matchParts(parts []string, key string) bool {
 	for i := range parts {
-		rest := key
-		for j := i; j < len(parts) && strings.HasPrefix(rest, parts[j]); j++ {
-			rest = rest[len(parts[j]):]
-			if rest == "" {
-				return true
-			}
+		if matchFrom(parts, i, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchFrom says whether parts i, i+1, ... joined begin with key, ending
+// at a part's end.
+func matchFrom(parts []string, i int, key string) bool {
+	rest := key
+	for j := i; j < len(parts) && strings.HasPrefix(rest, parts[j]); j++ {
+		rest = rest[len(parts[j]):]
+		if rest == "" {
+			return true
 		}
 	}
 	return false

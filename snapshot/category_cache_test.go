@@ -130,3 +130,56 @@ func TestCategorizerTables(t *testing.T) {
 		t.Errorf("classes by index for %d tables, want the 2 of %d frames or more", len(c.byID), denseMinFrames)
 	}
 }
+
+// TestFirstRuleByFirstByte: the rule and keyword firstRule finds through
+// its index by first byte are the first, in rule then keyword order, that
+// match the parts anywhere (matchParts), for the default rules and for
+// user rules whose keywords share first bytes, span several parts or are
+// nothing but separators; on part lists made of the keywords' own pieces,
+// their prefixes and other words.
+func TestFirstRuleByFirstByte(t *testing.T) {
+	user, err := ParseRules(strings.NewReader("Caches: kv_cache, kvc, cache\nKernels: k, kernel_launch, ---\nAttention: attn\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, rules := range [][]Rule{nil, user} {
+		c := NewCategorizer(rules)
+		var vocab []string
+		for _, keys := range c.keys {
+			for _, k := range keys {
+				vocab = append(vocab, identParts(k, nil)...)
+				if len(k) > 2 {
+					vocab = append(vocab, k[:2], k[len(k)-2:])
+				}
+			}
+		}
+		vocab = append(vocab, "x", "forward", "module", "py", "self", "k", "kv", "c")
+		hits := 0
+		for range 5000 {
+			parts := make([]string, rng.IntN(6))
+			for i := range parts {
+				parts[i] = vocab[rng.IntN(len(vocab))]
+			}
+			want := ruleHit{-1, -1}
+		search:
+			for ri := range c.keys {
+				for ki, key := range c.keys[ri] {
+					if matchParts(parts, key) {
+						want = ruleHit{ri, ki}
+						break search
+					}
+				}
+			}
+			if got := c.firstRule(parts); got != want {
+				t.Fatalf("parts %q: rule %v, want %v", parts, got, want)
+			}
+			if want.rule >= 0 {
+				hits++
+			}
+		}
+		if hits < 1000 {
+			t.Fatalf("only %d of 5000 part lists matched a rule: the test proves little", hits)
+		}
+	}
+}
