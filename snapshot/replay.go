@@ -328,15 +328,11 @@ func prefixPeak(delta []int64, base int64, procs int) (end, best int64, at int) 
 	bound := func(p int) int { return p * len(delta) / parts }
 	sums := make([]int64, parts)
 	if parts > 1 {
-		var wg par.Group
-		for p := range parts {
-			wg.Go(func() {
-				for _, d := range delta[bound(p):bound(p+1)] {
-					sums[p] += d
-				}
-			})
-		}
-		wg.Wait()
+		par.Each(parts, func(p int) {
+			for _, d := range delta[bound(p):bound(p+1)] {
+				sums[p] += d
+			}
+		})
 	}
 	starts := make([]int64, parts) // the level before each part
 	level := base
@@ -356,15 +352,7 @@ func prefixPeak(delta []int64, base int64, procs int) (end, best int64, at int) 
 		}
 		bests[p], ats[p] = best, at
 	}
-	if parts == 1 {
-		run(0)
-	} else {
-		var wg par.Group
-		for p := range parts {
-			wg.Go(func() { run(p) })
-		}
-		wg.Wait()
-	}
+	par.Each(parts, run)
 	best, at = base, -1
 	for p := range parts { // the first part reaching the highest level
 		if bests[p] > best {
@@ -399,15 +387,7 @@ func countActions(events []TraceEntry, procs int) (allocs, frees int) {
 			}
 		}
 	}
-	if workers == 1 {
-		count(0)
-	} else {
-		var wg par.Group
-		for w := range workers {
-			wg.Go(func() { count(w) })
-		}
-		wg.Wait()
-	}
+	par.Each(workers, count)
 	for w := range workers {
 		allocs, frees = allocs+a[w], frees+f[w]
 	}

@@ -537,21 +537,29 @@ func TestCountActions(t *testing.T) {
 // keeps between calls, is the category tree of the same live set at
 // events across real traces, asked in any order and again.
 func TestLiveTreeIsTheCategoryTree(t *testing.T) {
+	eachRealTimeline(t, func(p string, tl *Timeline) {
+		n := len(tl.Events)
+		for _, at := range []int{n / 2, -1, n - 1, n / 3, n / 2} {
+			for _, limit := range []int{0, 7} {
+				got, want := treeText(tl.LiveTree(at, limit)), treeText(CategoryTree(tl.LiveAt(at, limit)))
+				if got != want {
+					t.Fatalf("%s cuda:%d event %d, limit %d: the live tree\n%s\nthe category tree\n%s", p, tl.Device, at, limit, got, want)
+				}
+			}
+		}
+	})
+}
+
+// eachRealTimeline calls f with each device's timeline of two real traces:
+// an H100 run that the trace covers whole, and one whose ring buffer
+// overflowed (blocks alive before the trace).
+func eachRealTimeline(t *testing.T, f func(path string, tl *Timeline)) {
+	t.Helper()
 	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h200/ring.pickle"} {
 		a := analyzeFile(t, p)
 		for _, d := range a.Devices {
-			tl := a.Timeline(d.Device)
-			if tl == nil {
-				continue
-			}
-			n := len(tl.Events)
-			for _, at := range []int{n / 2, -1, n - 1, n / 3, n / 2} {
-				for _, limit := range []int{0, 7} {
-					got, want := treeText(tl.LiveTree(at, limit)), treeText(CategoryTree(tl.LiveAt(at, limit)))
-					if got != want {
-						t.Fatalf("%s cuda:%d event %d, limit %d: the live tree\n%s\nthe category tree\n%s", p, d.Device, at, limit, got, want)
-					}
-				}
+			if tl := a.Timeline(d.Device); tl != nil {
+				f(p, tl)
 			}
 		}
 	}

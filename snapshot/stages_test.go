@@ -494,36 +494,29 @@ func TestByStart(t *testing.T) {
 // bytes at each boundary are those of the intervals live there, counted
 // one by one.
 func TestLiveBySiteAtAnyBoundaries(t *testing.T) {
-	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h200/ring.pickle"} {
-		a := analyzeFile(t, p)
-		for _, d := range a.Devices {
-			tl := a.Timeline(d.Device)
-			if tl == nil {
-				continue
+	eachRealTimeline(t, func(p string, tl *Timeline) {
+		n := len(tl.Events)
+		var sorted []int
+		for i := -1; i < n; i += max(1, n/9) {
+			sorted = append(sorted, i, i, i+1)
+		}
+		sorted = append(sorted, n-1)
+		unsorted := []int{n / 2, -1, n - 1, n / 3, n / 5}
+		for _, ev := range [][]int{sorted, unsorted} {
+			got, want := tl.liveBySite(ev), liveReference(tl, ev)
+			if len(want) < 3 {
+				t.Fatalf("%s: %d sites live at the boundaries: the test needs more", p, len(want))
 			}
-			n := len(tl.Events)
-			var sorted []int
-			for i := -1; i < n; i += max(1, n/9) {
-				sorted = append(sorted, i, i, i+1)
-			}
-			sorted = append(sorted, n-1)
-			unsorted := []int{n / 2, -1, n - 1, n / 3, n / 5}
-			for _, ev := range [][]int{sorted, unsorted} {
-				got, want := tl.liveBySite(ev), liveReference(tl, ev)
-				if len(want) < 3 {
-					t.Fatalf("%s: %d sites live at the boundaries: the test needs more", p, len(want))
-				}
-				if !maps.EqualFunc(got, want, slices.Equal) {
-					for site, w := range want {
-						if !slices.Equal(got[site], w) {
-							t.Fatalf("%s cuda:%d, boundaries %v: %s live %v, want %v", p, d.Device, ev, site, got[site], w)
-						}
+			if !maps.EqualFunc(got, want, slices.Equal) {
+				for site, w := range want {
+					if !slices.Equal(got[site], w) {
+						t.Fatalf("%s cuda:%d, boundaries %v: %s live %v, want %v", p, tl.Device, ev, site, got[site], w)
 					}
-					t.Fatalf("%s cuda:%d, boundaries %v: %d sites, want %d", p, d.Device, ev, len(got), len(want))
 				}
+				t.Fatalf("%s cuda:%d, boundaries %v: %d sites, want %d", p, tl.Device, ev, len(got), len(want))
 			}
 		}
-	}
+	})
 }
 
 // liveReference is liveBySite counted interval by interval: live at

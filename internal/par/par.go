@@ -40,3 +40,18 @@ func (g *Group) Wait() {
 		panic(g.value)
 	}
 }
+
+// Each runs f(0), ..., f(n-1): on the caller's goroutine when n is 1, else
+// each on a goroutine of its own, and returns when all have, raising the
+// first panic again as Wait does.
+func Each(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var g Group
+	for i := range n {
+		g.Go(func() { f(i) })
+	}
+	g.Wait()
+}

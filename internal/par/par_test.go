@@ -33,3 +33,31 @@ func TestWaitRaisesThePanic(t *testing.T) {
 		}
 	}
 }
+
+// TestEach: every index runs once, on the caller's goroutine for one, and
+// a panic reaches the caller.
+func TestEach(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 7} {
+		seen := make([]atomic.Int32, n)
+		Each(n, func(i int) { seen[i].Add(1) })
+		for i := range seen {
+			if seen[i].Load() != 1 {
+				t.Fatalf("%d parts: part %d ran %d times", n, i, seen[i].Load())
+			}
+		}
+	}
+	for _, n := range []int{1, 3} {
+		got := func() (v any) {
+			defer func() { v = recover() }()
+			Each(n, func(i int) {
+				if i == n-1 {
+					panic("last")
+				}
+			})
+			return nil
+		}()
+		if got != "last" {
+			t.Fatalf("%d parts: the panic reached the caller as %v", n, got)
+		}
+	}
+}

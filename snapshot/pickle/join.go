@@ -180,15 +180,7 @@ func (j *joiner) internStacks(procs int) {
 		}
 		missed[p] = out
 	}
-	if parts == 1 {
-		look(0)
-	} else {
-		var wg par.Group
-		for p := range parts {
-			wg.Go(func() { look(p) })
-		}
-		wg.Wait()
-	}
+	par.Each(parts, look)
 	var ids []uint32
 	for _, out := range missed {
 	misses:
