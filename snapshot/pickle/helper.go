@@ -196,9 +196,13 @@ func batchStart(data []byte, pos int) (int, bool) {
 }
 
 // splitEven places helpers in data, one machine per core, up to
-// machinesFor(data) (see splitCores).
+// machinesFor(data) (see splitCores). Input that one machine decodes is not
+// sampled.
 func splitEven(data []byte) splitFunc {
-	machines := machinesFor(data)
+	machines := 1
+	if len(data) >= parallelMin {
+		machines = machinesFor(data)
+	}
 	return func(n int) (prefix int, targets []int) {
 		return splitCores(n, min(runtime.GOMAXPROCS(0), machines))
 	}
