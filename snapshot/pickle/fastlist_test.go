@@ -199,3 +199,63 @@ func TestFrameListsAsValues(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameDictFastPath: frame dicts taken at once (frameDict) leave
+// exactly what the opcodes one by one leave, on one machine and on two,
+// whole and cut short, and CPython loads the same: those whose keys and
+// values are memo gets (LONG_BINGET or BINGET, in any order) and small
+// ints are taken; a new string, a LONG1, the dict's own memo slot, a
+// frame where a string belongs and a fourth key are not.
+func TestFrameDictFastPath(t *testing.T) {
+	w := &pt.Writer{}
+	w.Op(pt.OpProto, 4, pt.OpEmptyList, pt.OpMemoize, pt.OpMark) // memo 0
+	for _, s := range []string{"filename", "line", "name", "/w/a.py", "f"} {
+		w.Put(pt.Memoize(s)) // memo 1-5
+	}
+	memo := uint32(6)
+	dict := func(items ...any) {
+		w.Op(pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
+		for _, it := range items {
+			w.Put(it)
+		}
+		w.Op(pt.OpSetItems)
+		memo++
+	}
+	binGet := func(i byte) []byte { return []byte{pt.OpBinGet, i} }
+	dict(pt.Ref(1), pt.Ref(4), pt.Ref(2), 7, pt.Ref(3), pt.Ref(5))                          // taken (memo 6, a frame)
+	dict(binGet(1), binGet(4), binGet(2), 7, binGet(3), binGet(5))                          // taken: the same frame
+	dict(pt.Ref(3), pt.Ref(5), pt.Ref(1), pt.Ref(4), pt.Ref(2), 300)                        // taken: keys in another order, BININT
+	dict(pt.Ref(1), pt.Ref(4), pt.Ref(2), -5, pt.Ref(3), pt.Ref(5))                         // taken: a negative line
+	dict(pt.Ref(1), pt.Ref(4), pt.Ref(2), []byte{pt.OpBinInt2, 1, 2}, pt.Ref(3), pt.Ref(5)) // taken: BININT2
+	dict(pt.Ref(1), pt.Ref(4), pt.Ref(2), int64(1)<<40, pt.Ref(3), pt.Ref(5))               // LONG1: not taken
+	dict(pt.Ref(1), "/w/b.py", pt.Ref(2), 7, pt.Ref(3), pt.Ref(5))                          // a new string: not taken
+	dict(pt.Ref(1), pt.Ref(memo), pt.Ref(2), 7, pt.Ref(3), pt.Ref(5))                       // its own slot: not taken
+	dict(pt.Ref(1), pt.Ref(6), pt.Ref(2), 7, pt.Ref(3), pt.Ref(5))                          // a frame for a file: not taken
+	dict(pt.Ref(1), pt.Ref(4), pt.Ref(2), 7, pt.Ref(3), pt.Ref(5), pt.Ref(5), 1)            // four keys: not taken
+	w.Op(pt.OpAppends, pt.OpStop)
+	data := w.Bytes()
+	for _, split := range []splitFunc{nil, splitAt(1.0/32, 0.5)} {
+		for _, cut := range []int{len(data), len(data) * 2 / 3, len(data) / 3} {
+			in := data[:cut]
+			fast, r1, e1 := decodeWith(context.Background(), in, nil, split, nil, nil)
+			slow, r2, e2 := decodeWith(context.Background(), in, nil, split, nil, nil, noFast)
+			switch {
+			case (e1 == nil) != (e2 == nil) || e1 != nil && e1.Error() != e2.Error():
+				t.Fatalf("%d bytes: fast %v, slow %v", cut, e1, e2)
+			case e1 == nil && canonical(fast.g, r1) != canonical(slow.g, r2):
+				t.Fatalf("%d bytes: values differ", cut)
+			case e1 == nil && (fast.memo.len() != slow.memo.len() || fast.g.frames.len() != slow.g.frames.len() || fast.puts != slow.puts):
+				t.Fatalf("%d bytes: memo %d/%d, frames %d/%d, puts %d/%d", cut, fast.memo.len(), slow.memo.len(),
+					fast.g.frames.len(), slow.g.frames.len(), fast.puts, slow.puts)
+			}
+			if cut == len(data) && (fast.fastDicts != 5 || slow.fastDicts != 0) {
+				t.Fatalf("frame dicts taken at once: %d (the slow path %d), want 5", fast.fastDicts, slow.fastDicts)
+			}
+		}
+	}
+	if _, err := exec.LookPath("python3"); err == nil {
+		if agreed := compareWithPython(t, map[string][]byte{"frame dicts": data}); agreed != 1 {
+			t.Error("CPython loads the frame dicts otherwise")
+		}
+	}
+}

@@ -97,8 +97,9 @@ type decoder struct {
 	// joinGarbage is what the helpers joined since the last collection
 	// let go of (see collectBeforeJoin).
 	joinGarbage int64
-	// noFast turns frameList off (tests compare both paths); fastLists
-	// counts the lists it took.
+	// noFast turns frameList and frameDict off (tests compare both
+	// paths); fastLists and fastDicts count what they took.
+	fastDicts int
 	noFast    bool
 	fastLists int
 	// bareLists counts the lists that are kStack values (no container)
@@ -661,6 +662,11 @@ func (d *decoder) run() (val, error) {
 			d.marks = append(d.marks, len(stack))
 		case opEmptyDict:
 			d.materialize(stack)
+			if v, next, ok := d.frameDict(data, pos, end); ok {
+				stack = append(stack, v)
+				pos = next
+				break
+			}
 			d.pendPos = len(stack)
 			stack = append(stack, val{k: kDict, ref: noRef})
 		case opEmptyList:

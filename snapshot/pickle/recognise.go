@@ -546,6 +546,98 @@ func (d *decoder) frameBySwitch(kv []val) (rawFrame, bool) {
 	return f, got == 7
 }
 
+// frameDict runs, at once, what follows an EMPTY_DICT when it is a frame
+// dict as pickle.dump writes one whose strings were all seen before:
+// MEMOIZE MARK, three keys and values that are memo gets or small ints,
+// SETITEMS. The dict becomes an interned frame, memoized, exactly as the
+// opcodes one by one leave it (see pendingFrame), without pushing its six
+// items and reading them back: a trace whose frames are written out in
+// full has 30 of them an entry (4.5M in a 79 MiB file, 10 opcodes each).
+// pos is just past the EMPTY_DICT, whose materialize has run; ok is false,
+// with nothing done, for any other sequence, one that crosses end, or a
+// memo get this machine cannot read without side effects (a hole, a
+// placeholder, the dict itself), so that the opcodes run one by one.
+func (d *decoder) frameDict(data []byte, pos, end int) (v val, next int, ok bool) {
+	if d.noFast || pos+2 > end || data[pos] != opMemoize || data[pos+1] != opMark {
+		return val{}, 0, false
+	}
+	var kv [6]val
+	memoLen := d.memo.len()
+	j := pos + 2
+	for k := range kv {
+		if j >= end {
+			return val{}, 0, false
+		}
+		switch data[j] {
+		case opBinGet:
+			if j+2 > end || int(data[j+1]) >= memoLen {
+				return val{}, 0, false
+			}
+			kv[k] = d.small[data[j+1]]
+			j += 2
+		case opLongBinGet:
+			if j+5 > end {
+				return val{}, 0, false
+			}
+			idx := binary.LittleEndian.Uint32(data[j+1 : j+5])
+			if int64(idx) >= d.refFrom || int(idx) >= memoLen {
+				return val{}, 0, false
+			}
+			if idx < smallMemo {
+				kv[k] = d.small[idx]
+			} else if kv[k], ok = d.memoVal(*d.memo.at(idx)); !ok {
+				return val{}, 0, false
+			}
+			j += 5
+		case opBinInt1:
+			if j+2 > end {
+				return val{}, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(data[j+1])}
+			j += 2
+		case opBinInt2:
+			if j+3 > end {
+				return val{}, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(binary.LittleEndian.Uint16(data[j+1:]))}
+			j += 3
+		case opBinInt:
+			if j+5 > end {
+				return val{}, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(int32(binary.LittleEndian.Uint32(data[j+1:])))}
+			j += 5
+		default:
+			return val{}, 0, false
+		}
+		if kv[k].k == kUnset {
+			return val{}, 0, false
+		}
+	}
+	if j >= end || data[j] != opSetItems {
+		return val{}, 0, false
+	}
+	f, ok := d.frameOf(kv[:])
+	if !ok {
+		return val{}, 0, false
+	}
+	id, ok := d.g.frames.intern(f)
+	if !ok {
+		return val{}, 0, false
+	}
+	// What MEMOIZE then pendingFrame's settle leave: the memo entry the
+	// dict took, the frame.
+	v = val{k: kFrame, ref: id}
+	r, _ := d.memoRef(v) // a frame's always fits
+	if memoLen < len(d.small) {
+		d.small[memoLen] = v
+	}
+	d.puts++
+	d.memo.push(r)
+	d.fastDicts++
+	return v, j + 1, true
+}
+
 // stackItem is the value a stack's id stands for: a frame, or in a helper
 // a placeholder for one (frameMemoRef).
 func stackItem(id uint32) val {
