@@ -205,7 +205,8 @@ func TestFrameListsAsValues(t *testing.T) {
 // whole and cut short, and CPython loads the same: those whose keys and
 // values are memo gets (LONG_BINGET or BINGET, in any order) and small
 // ints are taken; a new string, a LONG1, the dict's own memo slot, a
-// frame where a string belongs and a fourth key are not.
+// frame where a string belongs, a fourth key and a first key no frame has
+// are not.
 func TestFrameDictFastPath(t *testing.T) {
 	w := &pt.Writer{}
 	w.Op(pt.OpProto, 4, pt.OpEmptyList, pt.OpMemoize, pt.OpMark) // memo 0
@@ -232,6 +233,7 @@ func TestFrameDictFastPath(t *testing.T) {
 	dict(pt.Ref(1), pt.Ref(memo), pt.Ref(2), 7, pt.Ref(3), pt.Ref(5))                       // its own slot: not taken
 	dict(pt.Ref(1), pt.Ref(6), pt.Ref(2), 7, pt.Ref(3), pt.Ref(5))                          // a frame for a file: not taken
 	dict(pt.Ref(1), pt.Ref(4), pt.Ref(2), 7, pt.Ref(3), pt.Ref(5), pt.Ref(5), 1)            // four keys: not taken
+	dict(pt.Ref(5), pt.Ref(4), pt.Ref(2), 7, pt.Ref(3), pt.Ref(5))                          // a first key no frame has: not taken
 	w.Op(pt.OpAppends, pt.OpStop)
 	data := w.Bytes()
 	for _, split := range []splitFunc{nil, splitAt(1.0/32, 0.5)} {

@@ -613,6 +613,11 @@ func (d *decoder) frameDict(data []byte, pos, end int) (v val, next int, ok bool
 		if kv[k].k == kUnset {
 			return val{}, 0, false
 		}
+		if k == 0 && !frameKey(d.g.roles, kv[0]) {
+			// Not a frame (a trace entry, a block): left at its first key
+			// rather than after reading six items.
+			return val{}, 0, false
+		}
 	}
 	if j >= end || data[j] != opSetItems {
 		return val{}, 0, false
@@ -636,6 +641,15 @@ func (d *decoder) frameDict(data []byte, pos, end int) (v val, next int, ok bool
 	d.memo.push(r)
 	d.fastDicts++
 	return v, j + 1, true
+}
+
+// frameKey says whether v is one of a frame dict's keys.
+func frameKey(roles []keyRole, v val) bool {
+	if v.k != kStr || int(v.ref) >= len(roles) {
+		return false
+	}
+	r := roles[v.ref]
+	return r == keyFilename || r == keyLine || r == keyName
 }
 
 // stackItem is the value a stack's id stands for: a frame, or in a helper
