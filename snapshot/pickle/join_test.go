@@ -283,6 +283,27 @@ func TestJoinStacksOnAllCores(t *testing.T) {
 			if int(next) != d.g.stacks.len() {
 				t.Fatalf("%s: %d stacks in the table, %d numbered", name, d.g.stacks.len(), next)
 			}
+			// The new stacks keep their ids in the helper's slabs, the
+			// last of which the main machine's next stacks fill: they
+			// must not overwrite one another.
+			var later [][]uint32
+			for k := range 3000 {
+				ids := []uint32{1000 + uint32(k), 3, uint32(k)}
+				if got := d.g.stacks.intern(ids); got != uint32(d.g.stacks.len()-1) {
+					t.Fatalf("%s: a later stack found as %d", name, got)
+				}
+				later = append(later, ids)
+			}
+			for i, w := range want {
+				if w != nil && !slices.Equal(d.g.stacks.get(j.stacks[i]), w) {
+					t.Fatalf("%s: stack %d became %v after later stacks, want %v", name, i, d.g.stacks.get(j.stacks[i]), w)
+				}
+			}
+			for k, ids := range later {
+				if got := d.g.stacks.get(uint32(int(next) + k)); !slices.Equal(got, ids) {
+					t.Fatalf("%s: later stack %d is %v, want %v", name, k, got, ids)
+				}
+			}
 		}
 	}
 }

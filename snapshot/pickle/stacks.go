@@ -47,11 +47,16 @@ func (t *stackTable) get(id uint32) []uint32 {
 
 // heapBytes is the memory the table holds.
 func (t *stackTable) heapBytes() int64 {
-	n := int64(cap(t.refs))*int64(unsafe.Sizeof(stackRef{})) + int64(cap(t.slots))*8
+	n := t.indexBytes()
 	for _, s := range t.slabs {
 		n += int64(cap(s)) * 4
 	}
 	return n
+}
+
+// indexBytes is the memory of the table less its slabs.
+func (t *stackTable) indexBytes() int64 {
+	return int64(cap(t.refs))*int64(unsafe.Sizeof(stackRef{})) + int64(cap(t.slots))*8
 }
 
 // hash32 is ids' hash: what a slot keeps and where its probe starts.
@@ -92,6 +97,28 @@ func (t *stackTable) find(h uint32, ids []uint32) (uint32, bool) {
 
 // internHashed is intern for ids whose hash32 is h, in a ready table.
 func (t *stackTable) internHashed(h uint32, ids []uint32) uint32 {
+	return t.internAt(h, ids, stackRef{}, false)
+}
+
+// adoptSlabs makes o's slabs t's too, after t's own, and returns the index
+// o's first slab has in t: o's stacks can then be adopted.
+func (t *stackTable) adoptSlabs(o *stackTable) uint32 {
+	base := uint32(len(t.slabs))
+	t.slabs = append(t.slabs, o.slabs...)
+	return base
+}
+
+// adopt is internHashed for ids that lie in a slab adoptSlabs gave t, at
+// o's ref (its slab numbered from base): a new stack keeps them there
+// instead of a copy. Nothing may change them after.
+func (t *stackTable) adopt(h uint32, ids []uint32, ref stackRef, base uint32) uint32 {
+	ref.slab += base
+	return t.internAt(h, ids, ref, true)
+}
+
+// internAt is internHashed, storing a new stack's ids (or, adopted, taking
+// ref for them).
+func (t *stackTable) internAt(h uint32, ids []uint32, ref stackRef, adopted bool) uint32 {
 	mask := len(t.slots) - 1
 	i := int(h) & mask
 	for ; t.slots[i] != 0; i = (i + 1) & mask {
@@ -100,7 +127,10 @@ func (t *stackTable) internHashed(h uint32, ids []uint32) uint32 {
 		}
 	}
 	id := uint32(len(t.refs))
-	t.refs = append(t.refs, t.store(ids))
+	if !adopted {
+		ref = t.store(ids)
+	}
+	t.refs = append(t.refs, ref)
 	if 4*len(t.refs) > 3*len(t.slots) { // load over 3/4: double, then place it
 		t.grow()
 		t.place(uint64(h)<<32 | uint64(id+1))
