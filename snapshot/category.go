@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"unicode"
+
+	"memscope/internal/par"
 )
 
 // Unknown is the category of allocations no rule matches (or that have no
@@ -230,13 +233,38 @@ func (c *Categorizer) decideOnce(st Stack) Decision {
 // at::native) appear under nearly every allocation and would otherwise
 // swamp the rules.
 func (c *Categorizer) match(st Stack) Decision {
+	return c.decision(c.hitIn(st, nil))
+}
+
+// stackHit is what decided a stack's category: the rule (-1 for Unknown),
+// its keyword and the frame's index in the stack.
+type stackHit struct{ rule, key, frame int32 }
+
+// decision is the Decision h stands for.
+func (c *Categorizer) decision(h stackHit) Decision {
+	if h.rule < 0 {
+		return Decision{Category: Unknown, Frame: -1}
+	}
+	r := c.rules[h.rule]
+	return Decision{Category: r.Name, Frame: int(h.frame), Keyword: r.Keywords[h.key]}
+}
+
+// hitIn is match's rule, keyword and frame; classes, when not nil, holds
+// the class of every frame of st's table by id (classesOf), and hitIn
+// then reads nothing else of c but its rules.
+func (c *Categorizer) hitIn(st Stack, classes []frameClass) stackHit {
 	// Rule order decides the category; within a rule the innermost frame
 	// that matches is the one named (its file name before its function).
 	best, frame := ruleHit{rule: -1}, -1
 	for pass := 0; pass < 2; pass++ {
 		looked := false
 		for i := range st.Len() {
-			fc := c.classAt(st, i)
+			var fc frameClass
+			if classes != nil {
+				fc = classes[st.ID(i)]
+			} else {
+				fc = c.classAt(st, i)
+			}
 			if fc.skip || (pass == 0 && !fc.py) {
 				continue
 			}
@@ -252,13 +280,65 @@ func (c *Categorizer) match(st Stack) Decision {
 		}
 	}
 	if best.rule < 0 {
-		return Decision{Category: Unknown, Frame: -1}
+		return stackHit{rule: -1, frame: -1}
 	}
-	r := c.rules[best.rule]
-	return Decision{Category: r.Name, Frame: frame, Keyword: r.Keywords[best.key]}
+	return stackHit{rule: int32(best.rule), key: int32(best.key), frame: int32(frame)}
 }
 
-// classAt is the class of st's frame i, by its index in st's table.
+// decideAllMin is the fewest stacks decideAll decides on several cores;
+// below it, one by one under the lock.
+const decideAllMin = 4096
+
+// decideAll is decideOnce for stacks 0 to n-1 (stack(i)), on every core for
+// decideAllMin stacks or more of one frame table: each frame of the table
+// is classified once, under the lock, and the stacks then read those
+// classes alone. A peak of 400k live allocations on distinct stacks was
+// 0.13 s of matching one by one.
+func (c *Categorizer) decideAll(n int, stack func(i int) Stack) []stackHit {
+	out := make([]stackHit, n)
+	var table *FrameTable
+	for i := range n {
+		st := stack(i)
+		if st.Len() == 0 {
+			continue
+		}
+		if table == nil {
+			table = st.Table()
+		}
+		if st.Table() != table {
+			table = nil // several tables: one by one
+			break
+		}
+	}
+	if table == nil || n < decideAllMin {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i := range n {
+			out[i] = c.hitIn(stack(i), nil)
+		}
+		return out
+	}
+	classes := c.classesOf(table)
+	workers := min(runtime.GOMAXPROCS(0), n/(decideAllMin/2))
+	par.Each(workers, func(w int) {
+		for i := w * n / workers; i < (w+1)*n/workers; i++ {
+			out[i] = c.hitIn(stack(i), classes)
+		}
+	})
+	return out
+}
+
+// classesOf is the class of each frame of t, by id.
+func (c *Categorizer) classesOf(t *FrameTable) []frameClass {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]frameClass, len(t.Frames))
+	for id := range t.Frames {
+		out[id] = c.classify(t.Frames[id])
+	}
+	return out
+}
+
 func (c *Categorizer) classAt(st Stack, i int) frameClass {
 	t, id := st.Table(), st.ID(i)
 	if len(t.Frames) < denseMinFrames {

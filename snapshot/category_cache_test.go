@@ -1,10 +1,12 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -180,6 +182,117 @@ func TestFirstRuleByFirstByte(t *testing.T) {
 		}
 		if hits < 1000 {
 			t.Fatalf("only %d of 5000 part lists matched a rule: the test proves little", hits)
+		}
+	}
+}
+
+// TestDecideLiveAtOnce: the categories of a live set of distinct stacks,
+// decided one by one below decideAllMin and on every core from it, are
+// matchReference's, for LiveAt and LiveStats alike, with the default rules
+// and user rules. Some stacks recur (decided once), some intervals have no
+// frames.
+func TestDecideLiveAtOnce(t *testing.T) {
+	files := []string{"/ws/model/attention.py", "/ws/moe/experts.py", "/usr/lib/python3/site-packages/torch/optim/adam.py",
+		"/ws/train.py", "??", "/ws/memory_profiler/hook.py", "/usr/lib/libc10_cuda.so", "/ws/Linear.py"}
+	names := []string{"forward", "all_gather_into_tensor", "_multi_tensor_adam", "c10::cuda::CUDACachingAllocator::malloc",
+		"__torch_dispatch__", "expert_mlp", "softmax", "<module>", "step"}
+	table := &FrameTable{}
+	for i := range 200 {
+		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
+	}
+	user := []Rule{{Name: "A", Keywords: []string{"forward", "attention"}}, {Name: "B", Keywords: []string{"adam", "train"}}}
+	for _, distinct := range []int{decideAllMin - 1, decideAllMin} {
+		for _, rules := range [][]Rule{nil, user} {
+			rng := rand.New(rand.NewPCG(uint64(distinct), 5))
+			s := &Snapshot{}
+			seen := map[string]bool{}
+			var events []TraceEntry
+			for len(s.Stacks) < distinct {
+				ids := make([]uint32, 1+rng.IntN(8))
+				for k := range ids {
+					ids[k] = uint32(rng.IntN(len(table.Frames)))
+				}
+				if key := fmt.Sprint(ids); !seen[key] {
+					seen[key] = true
+					k := s.AddStack(NewStack(table, ids))
+					events = append(events, TraceEntry{Action: ActionAlloc, Addr: uint64(len(events)+1) << 12, Size: int64(1 + rng.IntN(1<<20)), Stack: k})
+				}
+				if rng.IntN(10) == 0 { // a stack again, or no frames
+					k := uint32(rng.IntN(len(s.Stacks) + 1))
+					events = append(events, TraceEntry{Action: ActionAlloc, Addr: uint64(len(events)+1) << 12, Size: 512, Stack: k})
+				}
+			}
+			s.Traces = [][]TraceEntry{events}
+			tl := Replay(s, 0, NewCategorizer(rules))
+			ref := NewCategorizer(rules)
+			name := fmt.Sprintf("%d distinct stacks, user rules %v", distinct, rules != nil)
+			last := len(events) - 1
+			n, bytes, cats := tl.LiveStats(last)
+			live := tl.LiveAt(last, 0)
+			if n != len(events) || len(live) != n {
+				t.Fatalf("%s: %d and %d live, want %d", name, n, len(live), len(events))
+			}
+			if atOnce := tl.hitIndices != nil; atOnce != (distinct >= decideAllMin) {
+				t.Errorf("%s: decided at once %v", name, atOnce)
+			}
+			var sum int64
+			for _, a := range live {
+				sum += a.Size
+				want := matchReference(ref, a.Frames)
+				if got := (Decision{a.Category, a.CategoryFrame, a.CategoryKeyword}); got != want {
+					t.Fatalf("%s: stack %v: got %+v, want %+v", name, a.Frames, got, want)
+				}
+			}
+			if sum != bytes {
+				t.Errorf("%s: LiveStats counts %d bytes, the allocations %d", name, bytes, sum)
+			}
+			want := CategoryTotals(live, ref)
+			slices.SortStableFunc(want, func(a, b CategoryTotal) int { return cmp.Compare(b.Bytes, a.Bytes) })
+			got := slices.Clone(cats)
+			slices.SortStableFunc(got, func(a, b CategoryTotal) int { return cmp.Compare(b.Bytes, a.Bytes) })
+			if len(got) != len(want) {
+				t.Fatalf("%s: categories %v, want %v", name, got, want)
+			}
+			for _, w := range want {
+				if !slices.Contains(got, w) {
+					t.Fatalf("%s: categories %v, want %v", name, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestCategorizeBlocks: the active blocks' categories, decided one by one
+// below decideAllMin blocks and on every core from it, are
+// matchReference's; blocks without frames are Unknown.
+func TestCategorizeBlocks(t *testing.T) {
+	files := []string{"/ws/model/attention.py", "/ws/train.py", "??", "/usr/lib/python3/site-packages/torch/optim/adam.py"}
+	names := []string{"forward", "c10::cuda::CUDACachingAllocator::malloc", "step", "softmax", "expert_mlp"}
+	table := &FrameTable{}
+	for i := range 100 {
+		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
+	}
+	for _, n := range []int{decideAllMin - 1, decideAllMin} {
+		rng := rand.New(rand.NewPCG(uint64(n), 8))
+		seg := Segment{Address: 1 << 30, TotalSize: int64(n) << 10, Type: "large"}
+		for i := range n {
+			ids := make([]uint32, rng.IntN(6)) // some without frames
+			for k := range ids {
+				ids[k] = uint32(rng.IntN(len(table.Frames)))
+			}
+			seg.Blocks = append(seg.Blocks, Block{Address: seg.Address + uint64(i)<<10, Size: 1 << 10, RequestedSize: 1 << 10,
+				State: StateActiveAllocated, Frames: NewStack(table, ids)})
+		}
+		a := Analyze(&Snapshot{Segments: []Segment{seg}}, nil)
+		ref := NewCategorizer(nil)
+		allocs := a.Devices[0].Allocations
+		if len(allocs) != n {
+			t.Fatalf("%d blocks: %d allocations", n, len(allocs))
+		}
+		for _, al := range allocs {
+			if got, want := (Decision{al.Category, al.CategoryFrame, al.CategoryKeyword}), matchReference(ref, al.Frames); got != want {
+				t.Fatalf("%d blocks: block %#x %v: got %+v, want %+v", n, al.Address, al.Frames, got, want)
+			}
 		}
 	}
 }

@@ -104,6 +104,7 @@ type Timeline struct {
 	stackDecs, blockDecs []int32
 	decs                 []Decision
 	decIndex             map[Decision]int32
+	hitIndices           map[stackHit]int32
 	decCat               []int32
 	catNames             []string
 	// peakLevel and peakAt are the highest active level and its first
@@ -553,6 +554,9 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 			n++
 		}
 	}
+	if n >= decideAllMin {
+		t.decideLive(i32)
+	}
 	over := n > sortMax
 	order := live
 	if over {
@@ -722,6 +726,7 @@ func (t *Timeline) FramesAt(i int) Stack {
 func (t *Timeline) LiveStats(i int) (n int, bytes int64, cats []CategoryTotal) {
 	t.buildBounds()
 	i32 := int32(i)
+	t.decideLive(i32)
 	var at []int32 // 1 + each category's place in cats, by its index in catNames
 	for j := range t.starts {
 		if t.starts[j] > i32 || t.ends[j] <= i32 {
@@ -751,12 +756,9 @@ func (t *Timeline) LiveStats(i int) (n int, bytes int64, cats []CategoryTotal) {
 // sums the live set by category and lists its largest, and looking each of
 // 400k live stacks up in the categorizer's map took 110 ms.
 func (t *Timeline) decisionOf(iv *Interval) int32 {
-	cache, k, st := &t.stackDecs, int(iv.Stack), t.stacks
-	if k == 0 || k > len(st) {
-		cache, k, st = &t.blockDecs, int(iv.block), t.blockStacks
-		if k == 0 || k > len(st) { // no frames
-			return t.decisionIndex(t.cat.decideOnce(Stack{}))
-		}
+	cache, k, st := t.decCache(iv)
+	if k == 0 { // no frames
+		return t.decisionIndex(t.cat.decideOnce(Stack{}))
 	}
 	if *cache == nil {
 		*cache = make([]int32, len(st))
@@ -767,6 +769,86 @@ func (t *Timeline) decisionOf(iv *Interval) int32 {
 	d := t.decisionIndex(t.cat.decideOnce(st[k-1]))
 	(*cache)[k-1] = d + 1
 	return d
+}
+
+// decCache is where decisionOf keeps iv's decision: the cache, iv's stack
+// number in it (0: iv has no frames) and the stacks it is indexed by.
+func (t *Timeline) decCache(iv *Interval) (cache *[]int32, k int, st []Stack) {
+	cache, k, st = &t.stackDecs, int(iv.Stack), t.stacks
+	if k == 0 || k > len(st) {
+		cache, k, st = &t.blockDecs, int(iv.block), t.blockStacks
+		if k > len(st) {
+			k = 0
+		}
+	}
+	return cache, k, st
+}
+
+// decideLive decides the categories of the stacks of the allocations live
+// after event i that have none yet, at once on every core when there are
+// decideAllMin or more (else decisionOf decides them one by one): the
+// peak of a trace of distinct stacks can hold 400k.
+func (t *Timeline) decideLive(i int32) {
+	// need holds each stack to decide: its index in stackDecs, or with
+	// fromBlock set in blockDecs.
+	const fromBlock = 1 << 31
+	var need []uint32
+	for j := range t.starts {
+		if t.starts[j] > i || t.ends[j] <= i {
+			continue
+		}
+		cache, k, st := t.decCache(&t.Intervals[j])
+		if k == 0 {
+			continue
+		}
+		if *cache == nil {
+			*cache = make([]int32, len(st))
+		}
+		if d := &(*cache)[k-1]; *d == 0 {
+			*d = -1 // queued: a stack met again is not queued twice
+			x := uint32(k - 1)
+			if cache == &t.blockDecs {
+				x |= fromBlock
+			}
+			need = append(need, x)
+		}
+	}
+	at := func(x uint32) *int32 {
+		if x&fromBlock != 0 {
+			return &t.blockDecs[x&^fromBlock]
+		}
+		return &t.stackDecs[x]
+	}
+	if len(need) < decideAllMin {
+		for _, x := range need {
+			*at(x) = 0
+		}
+		return
+	}
+	hits := t.cat.decideAll(len(need), func(n int) Stack {
+		x := need[n]
+		if x&fromBlock != 0 {
+			return t.blockStacks[x&^fromBlock]
+		}
+		return t.stacks[x]
+	})
+	for n, h := range hits {
+		*at(need[n]) = t.hitIndex(h) + 1
+	}
+}
+
+// hitIndex is decisionIndex for the decision h stands for, found by h
+// (three integers) rather than by the decision's strings.
+func (t *Timeline) hitIndex(h stackHit) int32 {
+	if k, ok := t.hitIndices[h]; ok {
+		return k
+	}
+	if t.hitIndices == nil {
+		t.hitIndices = map[stackHit]int32{}
+	}
+	k := t.decisionIndex(t.cat.decision(h))
+	t.hitIndices[h] = k
+	return k
 }
 
 // decisionIndex is d's index in decs, added (with its category's index in
