@@ -187,7 +187,8 @@ func TestFirstRuleByFirstByte(t *testing.T) {
 }
 
 // TestDecideLiveAtOnce: the categories of a live set of distinct stacks,
-// decided one by one below decideAllMin and on every core from it, are
+// decided one by one below decideAllMin and on every core well over it
+// (manyUndecided estimates from a sample), are
 // matchReference's, for LiveAt and LiveStats alike, with the default rules
 // and user rules. Some stacks recur (decided once), some intervals have no
 // frames.
@@ -201,7 +202,7 @@ func TestDecideLiveAtOnce(t *testing.T) {
 		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
 	}
 	user := []Rule{{Name: "A", Keywords: []string{"forward", "attention"}}, {Name: "B", Keywords: []string{"adam", "train"}}}
-	for _, distinct := range []int{decideAllMin - 1, decideAllMin} {
+	for _, distinct := range []int{decideAllMin - 1, 2 * decideAllMin} {
 		for _, rules := range [][]Rule{nil, user} {
 			rng := rand.New(rand.NewPCG(uint64(distinct), 5))
 			s := &Snapshot{}
@@ -234,6 +235,9 @@ func TestDecideLiveAtOnce(t *testing.T) {
 			}
 			if atOnce := tl.hitIndices != nil; atOnce != (distinct >= decideAllMin) {
 				t.Errorf("%s: decided at once %v", name, atOnce)
+			}
+			if tl.manyUndecided(int32(last)) {
+				t.Errorf("%s: the live set, decided, still looks undecided", name)
 			}
 			var sum int64
 			for _, a := range live {
@@ -293,6 +297,38 @@ func TestCategorizeBlocks(t *testing.T) {
 			if got, want := (Decision{al.Category, al.CategoryFrame, al.CategoryKeyword}), matchReference(ref, al.Frames); got != want {
 				t.Fatalf("%d blocks: block %#x %v: got %+v, want %+v", n, al.Address, al.Frames, got, want)
 			}
+		}
+	}
+}
+
+// TestManyUndecided: the sample of a live set says many undecided stacks
+// when a live set holds decideAllMin of them or more, not when it holds
+// fewer or they are decided.
+func TestManyUndecided(t *testing.T) {
+	table := &FrameTable{Frames: []Frame{{Filename: "/ws/train.py", Name: "step"}}}
+	for _, c := range []struct {
+		live, decided int
+		want          bool
+	}{
+		{decideAllMin / 2, 0, false},
+		{2 * decideAllMin, 0, true},
+		{2 * decideAllMin, 2 * decideAllMin, false},
+		{4 * decideAllMin, 2 * decideAllMin, true},
+	} {
+		s := &Snapshot{}
+		var events []TraceEntry
+		for i := range c.live {
+			k := s.AddStack(NewStack(table, []uint32{0}))
+			events = append(events, TraceEntry{Action: ActionAlloc, Addr: uint64(i+1) << 12, Size: 512, Stack: k})
+		}
+		s.Traces = [][]TraceEntry{events}
+		tl := Replay(s, 0, nil)
+		tl.stackDecs = nil // the replay decided its peak's live set: this one
+		for j := range c.decided {
+			tl.decisionOf(&tl.Intervals[j])
+		}
+		if got := tl.manyUndecided(int32(len(events) - 1)); got != c.want {
+			t.Errorf("%d live, %d decided: many undecided %v, want %v", c.live, c.decided, got, c.want)
 		}
 	}
 }
