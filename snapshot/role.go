@@ -540,7 +540,12 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 		}
 	}
 	t.roles = make([]Role, len(t.Intervals))
-	byStack := readStacks(t.stacks, t.cat, perWorker)
+	var byStack []stackTraits
+	if t.stackTraits != nil {
+		byStack, t.stackTraits = t.stackTraits(), nil
+	} else {
+		byStack = readStacks(t.stacks, t.cat, perWorker)
+	}
 	t.numberSites(byStack)
 	// Intervals are independent: classify them on every core, each worker
 	// with its own cache for the stacks that have no number (blocks alive
