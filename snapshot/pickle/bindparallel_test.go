@@ -244,3 +244,26 @@ func changedEntries(n int) []byte {
 	w.Op(pt.OpSetItems, pt.OpStop)
 	return w.Bytes()
 }
+
+// TestActionCache: actions by string id on each side of actionSmall (the
+// array, then the map) parse as schema.ParseAction does, the first time
+// and again, an unknown one included.
+func TestActionCache(t *testing.T) {
+	strs := make([]string, 2*actionSmall)
+	names := []string{"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom", "snapshot", "no_such_action"}
+	for i := range strs {
+		strs[i] = names[i%len(names)]
+	}
+	c := actionCache{more: map[uint32]schema.Action{}}
+	for round := range 2 {
+		for _, id := range []uint32{0, 1, 7, actionSmall - 1, actionSmall, actionSmall + 1, 2*actionSmall - 1} {
+			want, _ := schema.ParseAction(strs[id])
+			if got := c.of(id, strs); got != want {
+				t.Errorf("round %d: id %d (%q): %v, want %v", round, id, strs[id], got, want)
+			}
+		}
+	}
+	if len(c.more) != 3 {
+		t.Errorf("%d ids in the map, want the 3 from actionSmall on", len(c.more))
+	}
+}
