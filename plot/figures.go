@@ -212,7 +212,7 @@ func SnapshotFigures(d *snapshot.DeviceStats, tl *snapshot.Timeline) map[string]
 	// OOM) when there is a trace, else the snapshot's active blocks.
 	live := d.Allocations
 	if tl != nil {
-		live = tl.Peak.Live
+		live = tl.PeakLive()
 	}
 	var topMax int64
 	for _, a := range live {

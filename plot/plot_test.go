@@ -119,7 +119,7 @@ func TestSnapshotFigures(t *testing.T) {
 	}
 	// Top consumers are the live set at the peak, labelled role · site.
 	top := figs["top_consumers"]
-	peakTop := a.Timeline(0).Peak.Live[0]
+	peakTop := a.Timeline(0).PeakLive()[0]
 	if n := len(top.Labels); n == 0 || !strings.HasPrefix(top.Labels[n-1], peakTop.Role.String()+" · ") ||
 		int64(math.Round(top.Series[0].Y[n-1]*unitDiv(top.YUnit))) != peakTop.Size {
 		t.Errorf("top consumers' largest bar %q, want the peak's largest (%d bytes, %s)", top.Labels[len(top.Labels)-1], peakTop.Size, peakTop.Role)

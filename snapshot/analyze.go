@@ -409,7 +409,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakSta
 	bg.Wait()
 	st.Peak = peakStats(&st, tl, peakState())
 	if tl != nil {
-		st.Peak.Roles = RoleTotals(tl.Peak.Live)
+		st.Peak.Roles = tl.PeakRoles()
 	} else {
 		st.Peak.Roles = st.Roles
 	}
@@ -432,6 +432,13 @@ func CategoryTotals(allocs []Allocation, cat *Categorizer) []CategoryTotal {
 		out[i].Bytes += a.Size
 		out[i].Blocks++
 	}
+	sortCategoryTotals(out, cat)
+	return out
+}
+
+// sortCategoryTotals orders totals as CategoryTotals does: largest first,
+// in the categorizer's order on ties.
+func sortCategoryTotals(out []CategoryTotal, cat *Categorizer) {
 	order := map[string]int{}
 	for i, n := range cat.Names() {
 		order[n] = i
@@ -442,7 +449,6 @@ func CategoryTotals(allocs []Allocation, cat *Categorizer) []CategoryTotal {
 		}
 		return cmp.Compare(order[x.Name], order[y.Name])
 	})
-	return out
 }
 
 // lastAllocFrames maps each address to the frames of its last alloc event.
@@ -516,13 +522,35 @@ func peakStats(st *DeviceStats, tl *Timeline, state *AllocatorState) PeakStats {
 	return p
 }
 
+// PeakTop returns PeakLive's n largest (all for n 0) without making the
+// rest.
+func (a *Analysis) PeakTop(d *DeviceStats, n int) []Allocation {
+	if tl := a.Timeline(d.Device); tl != nil {
+		return tl.PeakTop(n)
+	}
+	live := a.PeakLive(d)
+	if n > 0 && len(live) > n {
+		live = live[:n]
+	}
+	return live
+}
+
+// PeakCategories sums PeakLive by category (CategoryTotals) without making
+// it.
+func (a *Analysis) PeakCategories(d *DeviceStats) []CategoryTotal {
+	if tl := a.Timeline(d.Device); tl != nil {
+		return tl.PeakCategories()
+	}
+	return CategoryTotals(a.PeakLive(d), a.cat)
+}
+
 // PeakLive returns what was live on device d at its peak: the trace's live
 // set where there is a trace, else the active blocks at their requested
 // size (memory_viz draws a snapshot without a trace as a flat line at
 // those). The slice is shared; callers must not modify it.
 func (a *Analysis) PeakLive(d *DeviceStats) []Allocation {
 	if tl := a.Timeline(d.Device); tl != nil {
-		return tl.Peak.Live
+		return tl.PeakLive()
 	}
 	var out []Allocation
 	for _, al := range d.Allocations {

@@ -323,7 +323,7 @@ func TestManyUndecided(t *testing.T) {
 		}
 		s.Traces = [][]TraceEntry{events}
 		tl := Replay(s, 0, nil)
-		tl.stackDecs = nil // the replay decided its peak's live set: this one
+		tl.buildBounds()
 		for j := range c.decided {
 			tl.decisionOf(&tl.Intervals[j])
 		}

@@ -49,7 +49,7 @@ func Summarize(path string, a *Analysis) RankSummary {
 		return r
 	}
 	r.Device, r.Peak, r.Reserved, r.EfficiencyPct = best.Device, best.Peak.Active, best.Peak.Reserved, best.Peak.EfficiencyPct
-	if cats := CategoryTotals(a.PeakLive(best), a.cat); len(cats) > 0 {
+	if cats := a.PeakCategories(best); len(cats) > 0 {
 		r.TopCategory, r.TopCategoryBytes = cats[0].Name, cats[0].Bytes
 	}
 	return r

@@ -138,7 +138,7 @@ func TestReplaySemantics(t *testing.T) {
 				t.Errorf("peak %d at %d, want %d at %d", tl.Peak.Active, tl.Peak.EventIndex, c.peak, c.peakAt)
 			}
 			var live int64
-			for _, l := range tl.Peak.Live {
+			for _, l := range tl.PeakLive() {
 				live += l.Size
 			}
 			if live != tl.Peak.Active {
@@ -362,17 +362,27 @@ func TestLiveAtBothOrders(t *testing.T) {
 	small := Replay(s, 0, nil)
 	large := Replay(s, 0, nil)
 	large.liveSortMax = 1 // every live set is over it: the index
+	// Over it too, and asked for as many as liveSelectMax at most: the
+	// largest selected in one pass, never the index.
+	sel := Replay(s, 0, nil)
+	sel.liveSortMax, sel.liveSelectMax = 1, 5
 	n := len(small.Events)
 	checked, big := 0, 0
 	for i := -1; i < n; i += max(1, n/97) {
 		for _, limit := range []int{0, 5} {
 			a, b := small.LiveAt(i, limit), large.LiveAt(i, limit)
-			if len(a) != len(b) {
-				t.Fatalf("event %d, limit %d: %d and %d allocations", i, limit, len(a), len(b))
+			others := [][]Allocation{b}
+			if limit == 5 {
+				others = append(others, sel.LiveAt(i, limit))
 			}
-			for k := range a {
-				if a[k].Address != b[k].Address || a[k].Size != b[k].Size || a[k].Role != b[k].Role {
-					t.Fatalf("event %d, limit %d: allocation %d differs: %+v and %+v", i, limit, k, a[k], b[k])
+			for _, b := range others {
+				if len(a) != len(b) {
+					t.Fatalf("event %d, limit %d: %d and %d allocations", i, limit, len(a), len(b))
+				}
+				for k := range a {
+					if a[k].Address != b[k].Address || a[k].Size != b[k].Size || a[k].Role != b[k].Role {
+						t.Fatalf("event %d, limit %d: allocation %d differs: %+v and %+v", i, limit, k, a[k], b[k])
+					}
 				}
 			}
 			if k := len(a); k > 1 && limit == 0 {
@@ -387,8 +397,46 @@ func TestLiveAtBothOrders(t *testing.T) {
 	if big < checked/2 {
 		t.Errorf("only %d of %d events had more than one live allocation: the test checks little", big, checked)
 	}
-	if small.bySize != nil || large.bySize == nil {
-		t.Errorf("the small live sets built the index (%v), or the large ones did not (%v)", small.bySize != nil, large.bySize == nil)
+	if small.bySize != nil || large.bySize == nil || sel.bySize != nil {
+		t.Errorf("the small live sets built the index (%v), or the large ones did not (%v), or the selected ones did (%v)",
+			small.bySize != nil, large.bySize == nil, sel.bySize != nil)
+	}
+}
+
+// TestPeakWithoutLiveSet: the peak's totals by role and by category and
+// its largest allocations, found without making its live set, equal those
+// of the live set (PeakLive), on real traces.
+func TestPeakWithoutLiveSet(t *testing.T) {
+	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle",
+		"../testdata/snapshots/h200/ring.pickle"} {
+		s, err := Open(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := Analyze(s, nil)
+		for i := range a.Devices {
+			d := &a.Devices[i]
+			tl := a.Timeline(d.Device)
+			if tl == nil {
+				continue
+			}
+			roles, cats, top := tl.PeakRoles(), a.PeakCategories(d), a.PeakTop(d, 3)
+			live := a.PeakLive(d)
+			if len(live) < 4 {
+				t.Errorf("%s: %d live at the peak: the test checks little", p, len(live))
+			}
+			if want := RoleTotals(live); !slices.Equal(roles, want) || !slices.Equal(d.Peak.Roles, want) {
+				t.Errorf("%s: roles %v (in the stats %v), want %v", p, roles, d.Peak.Roles, want)
+			}
+			if want := CategoryTotals(live, a.Categorizer()); !slices.Equal(cats, want) {
+				t.Errorf("%s: categories %v, want %v", p, cats, want)
+			}
+			for k := range min(3, len(live)) {
+				if top[k].Address != live[k].Address || top[k].Category != live[k].Category || top[k].Role != live[k].Role {
+					t.Errorf("%s: top %d is %+v, want %+v", p, k, top[k], live[k])
+				}
+			}
+		}
 	}
 }
 

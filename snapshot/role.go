@@ -636,6 +636,11 @@ func RoleTotals(allocs []Allocation) []CategoryTotal {
 		s.Bytes += a.Size
 		s.Blocks++
 	}
+	return roleTotals(sums)
+}
+
+// roleTotals orders the sums of each role as RoleTotals does.
+func roleTotals(sums [len(roleNames)]CategoryTotal) []CategoryTotal {
 	var out []CategoryTotal
 	for _, r := range []Role{RoleParameter, RoleGradient, RoleOptimizerState, RoleActivation, RoleInput,
 		RoleTemporary, RoleWorkspace, RoleUnknown} {

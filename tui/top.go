@@ -120,7 +120,7 @@ func (t *topTab) setSource(c *tabContext, s *model.Source) {
 		d := &s.Analysis.Devices[dev]
 		t.allocs = d.Allocations
 		if tl := s.Analysis.Timeline(d.Device); tl != nil && !t.atSnapshot {
-			t.allocs, t.peak, t.peakEvent = tl.Peak.Live, true, tl.Peak.EventIndex
+			t.allocs, t.peak, t.peakEvent = tl.PeakLive(), true, tl.Peak.EventIndex
 		}
 	case s.Estimate != nil && dev < len(s.Estimate.Devices):
 		t.allocs = s.Estimate.Devices[dev].Allocations

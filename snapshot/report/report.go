@@ -300,10 +300,14 @@ func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) json
 		Roles: totalsJSON(pk.Roles), Live: []jsonLiveItem{}}
 	// Without a trace the live set is the active blocks at their requested
 	// sizes (what diff's peak rows use too).
-	for _, l := range a.PeakLive(d) {
-		if len(j.Peak.Live) == opt.TopN {
-			break
-		}
+	var top []snapshot.Allocation // the TopN largest; none for 0, all below
+	switch {
+	case opt.TopN < 0:
+		top = a.PeakLive(d)
+	case opt.TopN > 0:
+		top = a.PeakTop(d, opt.TopN)
+	}
+	for _, l := range top {
 		site := snapshot.Site(l.Frames)
 		j.Peak.Live = append(j.Peak.Live, jsonLiveItem{Size: l.Size, Category: l.Category, Role: l.Role.String(),
 			Site: site, Op: snapshot.Op(l.Frames), Location: site})
@@ -529,20 +533,28 @@ func writePeakText(tw *textWriter, tl *snapshot.Timeline, roles []snapshot.Categ
 		tw.line("      %-16s %10s %5d allocations", c.Name, units.Bytes(c.Bytes), c.Blocks)
 	}
 	tw.line("    by category:")
-	for _, c := range tl.LiveByCategory(p.Live) {
+	total := 0 // allocations live at the peak
+	for _, c := range tl.PeakCategories() {
 		tw.line("      %-16s %10s %5d allocations", c.Name, units.Bytes(c.Bytes), c.Blocks)
+		total += c.Blocks
 	}
 	tw.line("    %10s  %-15s %-16s %s", "SIZE", "ROLE", "CATEGORY", "SITE")
-	for i, l := range p.Live {
-		if i == n {
-			tw.line("    … %d more", len(p.Live)-n)
-			break
-		}
+	var live []snapshot.Allocation // the n largest; all for n < 0
+	switch {
+	case n < 0:
+		live = tl.PeakLive()
+	case n > 0:
+		live = tl.PeakTop(n)
+	}
+	for _, l := range live {
 		loc := snapshot.Location(l.Frames)
 		if loc == "" {
 			loc = snapshot.NoFrames
 		}
 		tw.line("    %10s  %-15s %-16s %s", units.Bytes(l.Size), l.Role, l.Category, loc)
+	}
+	if n >= 0 && total > n {
+		tw.line("    … %d more", total-n)
 	}
 }
 

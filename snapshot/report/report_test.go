@@ -3,10 +3,13 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"memscope/format"
+	"memscope/snapshot"
 	"memscope/snapshot/estimate"
 )
 
@@ -56,6 +59,58 @@ func TestCountWords(t *testing.T) {
 	}{{1, "entry", "1 entry"}, {2, "entry", "2 entries"}, {0, "OOM event", "0 OOM events"}, {3, "day", "3 days"}, {1, "tensor", "1 tensor"}} {
 		if got := count(c.n, c.word); got != c.want {
 			t.Errorf("count(%d, %q) = %q, want %q", c.n, c.word, got, c.want)
+		}
+	}
+}
+
+// TestPeakTopN: the peak's live list in JSON and text holds the TopN
+// largest allocations live at the peak, none for 0, all for a negative
+// TopN, as the live set (PeakLive) orders them; the text counts the rest.
+func TestPeakTopN(t *testing.T) {
+	s, err := snapshot.Open(context.Background(), "../../testdata/snapshots/h100/gpt_adamw.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := snapshot.Analyze(s, nil)
+	live := a.PeakLive(&a.Devices[0])
+	rep := []FileReport{{Path: "gpt.pickle", Kind: format.Snapshot, Analysis: a}}
+	for _, n := range []int{0, 1, 7, len(live), len(live) + 3, -1} {
+		var b bytes.Buffer
+		if err := WriteJSON(&b, rep, Options{TopN: n}); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Files []struct {
+				Devices []struct {
+					Peak struct {
+						Live []struct{ Size int64 }
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		want := len(live)
+		if n >= 0 {
+			want = min(n, len(live))
+		}
+		rows := got.Files[0].Devices[0].Peak.Live
+		if len(rows) != want {
+			t.Fatalf("top %d: %d live rows, want %d", n, len(rows), want)
+		}
+		for k, r := range rows {
+			if r.Size != live[k].Size {
+				t.Fatalf("top %d: row %d is %d bytes, want %d", n, k, r.Size, live[k].Size)
+			}
+		}
+		b.Reset()
+		if err := WriteText(&b, rep, Options{TopN: n}); err != nil {
+			t.Fatal(err)
+		}
+		more := fmt.Sprintf("… %d more", len(live)-n)
+		if has := strings.Contains(b.String(), more); has != (n >= 0 && n < len(live)) {
+			t.Errorf("top %d: the text says %q: %v", n, more, has)
 		}
 	}
 }
