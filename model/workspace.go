@@ -301,6 +301,15 @@ func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error
 		if err != nil {
 			return out, err
 		}
+		if a := res.Analysis; a != nil {
+			// The explorer shows the peak's live set (the Top tab, the
+			// flame graph), which the analysis leaves to be made when
+			// asked: made here, off the UI goroutine (400k allocations
+			// take 0.1 s).
+			for i := range a.Devices {
+				a.PeakLive(&a.Devices[i])
+			}
+		}
 		out.Analysis, out.Estimate = res.Analysis, res.Estimate
 		out.Real, out.Sim, out.Comparison = res.Real, res.Sim, res.Comparison
 		out.Warnings = res.Warnings
