@@ -121,8 +121,11 @@ type Timeline struct {
 	// peakLive is PeakLive's, made at its first call.
 	peakOnce sync.Once
 	peakLive []Allocation
-	// liveSelectMax overrides liveSelectMax when positive (tests).
-	liveSelectMax int
+	// liveSelectMax overrides liveSelectMax when positive (tests), and
+	// liveStepMax liveStepMax when not 0 (-1: always sweep).
+	liveSelectMax, liveStepMax int
+	// stats are the totals of the last LiveStats query.
+	stats liveTotals
 	// BaseActive and BaseReserved are the levels before the first event.
 	BaseActive   int64
 	BaseReserved int64
@@ -870,29 +873,100 @@ func (t *Timeline) LiveStats(i int) (n int, bytes int64, cats []CategoryTotal) {
 	defer t.decMu.Unlock()
 	t.buildBounds()
 	i32 := int32(i)
-	t.decideLive(i32)
-	var at []int32 // 1 + each category's place in cats, by its index in catNames
-	for j := range t.starts {
-		if t.starts[j] > i32 || t.ends[j] <= i32 {
-			continue
-		}
-		iv := &t.Intervals[j]
-		n++
-		bytes += iv.Size
-		c := t.decCat[t.decisionOf(iv)]
-		if int(c) >= len(at) {
-			at = append(at, make([]int32, len(t.catNames)-len(at))...)
-		}
-		if at[c] == 0 {
-			cats = append(cats, CategoryTotal{Name: t.catNames[c]})
-			at[c] = int32(len(cats))
-		}
-		k := at[c] - 1
-		cats[k].Bytes += iv.Size
-		cats[k].Blocks++
+	m := &t.stats
+	stepMax := liveStepMax
+	if t.liveStepMax != 0 {
+		stepMax = t.liveStepMax
 	}
-	slices.SortFunc(cats, func(a, b CategoryTotal) int { return cmp.Compare(b.Bytes, a.Bytes) })
-	return n, bytes, cats
+	if !m.ok || stepMax < 0 || t.changesBetween(m.at, i32) > stepMax {
+		t.decideLive(i32)
+		*m = liveTotals{ok: true}
+		for j := range t.starts {
+			if t.starts[j] <= i32 && i32 < t.ends[j] {
+				m.add(t, j, 1)
+			}
+		}
+	} else {
+		// From the last query's totals: only the intervals that start or
+		// end between the two events change (see TotalsFrom).
+		lo, hi, sign := m.at, i32, 1
+		if lo > hi {
+			lo, hi, sign = hi, lo, -1
+		}
+		byStart, byEnd := t.orders()
+		for k := t.firstAfter(byStart, lo, true); k < len(byStart) && t.Intervals[byStart[k]].Start <= hi; k++ {
+			m.add(t, int(byStart[k]), sign)
+		}
+		for k := t.firstAfter(byEnd, lo, false); k < len(byEnd) && t.Intervals[byEnd[k]].End <= hi; k++ {
+			m.add(t, int(byEnd[k]), -sign)
+		}
+	}
+	m.at = i32
+	for c, b := range m.blocks {
+		if b != 0 {
+			cats = append(cats, CategoryTotal{Name: t.catNames[c], Bytes: m.bytes[c], Blocks: b})
+		}
+	}
+	slices.SortFunc(cats, func(a, b CategoryTotal) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return m.n, m.total, cats
+}
+
+// liveStepMax is the most intervals starting or ending between two
+// LiveStats queries for the second to start from the first's totals
+// rather than sweep every interval: a cursor move on a peak of 400k live
+// allocations was 6 ms of sweep, and a step of a few events reads a few.
+const liveStepMax = 1 << 15
+
+// liveTotals are LiveStats' totals after event at: the live allocations'
+// count and bytes, and by category (by index in catNames).
+type liveTotals struct {
+	ok     bool
+	at     int32
+	n      int
+	total  int64
+	bytes  []int64
+	blocks []int
+}
+
+// add counts interval j in (sign 1) or out (-1).
+func (m *liveTotals) add(t *Timeline, j int, sign int) {
+	iv := &t.Intervals[j]
+	c := int(t.decCat[t.decisionOf(iv)])
+	if c >= len(m.blocks) {
+		m.bytes = append(m.bytes, make([]int64, len(t.catNames)-len(m.bytes))...)
+		m.blocks = append(m.blocks, make([]int, len(t.catNames)-len(m.blocks))...)
+	}
+	m.n += sign
+	m.total += int64(sign) * iv.Size
+	m.bytes[c] += int64(sign) * iv.Size
+	m.blocks[c] += sign
+}
+
+// firstAfter is the first place in order (intervals by start, or by end)
+// whose interval starts (ends) after event e.
+func (t *Timeline) firstAfter(order []int32, e int32, starts bool) int {
+	return sort.Search(len(order), func(k int) bool {
+		if starts {
+			return t.Intervals[order[k]].Start > e
+		}
+		return t.Intervals[order[k]].End > e
+	})
+}
+
+// changesBetween counts the intervals that start or end between events a
+// and b (in either order).
+func (t *Timeline) changesBetween(a, b int32) int {
+	if a > b {
+		a, b = b, a
+	}
+	byStart, byEnd := t.orders()
+	return t.firstAfter(byStart, b, true) - t.firstAfter(byStart, a, true) +
+		t.firstAfter(byEnd, b, false) - t.firstAfter(byEnd, a, false)
 }
 
 // decisionOf is the index in decs of the categorizer's decision on iv's
@@ -1049,4 +1123,3 @@ func (t *Timeline) categoryIndex(name string) int32 {
 	t.catNames = append(t.catNames, name)
 	return int32(len(t.catNames) - 1)
 }
-

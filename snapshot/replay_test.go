@@ -673,3 +673,51 @@ func TestPrefixPeak(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveStatsSteps: LiveStats from the last query's totals (steps of at
+// most liveStepMax intervals) equals a sweep of every interval, moving
+// forwards and backwards, by one event and by jumps, to the ends, on
+// real traces; with a bound of 10 intervals both ways are taken.
+func TestLiveStatsSteps(t *testing.T) {
+	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h200/ring.pickle"} {
+		s, err := Open(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sweep, steps, small := Replay(s, 0, nil), Replay(s, 0, nil), Replay(s, 0, nil)
+		sweep.liveStepMax, small.liveStepMax = -1, 10
+		n := len(sweep.Events)
+		rng := rand.New(rand.NewPCG(uint64(n), 3))
+		at, within, over := n/2, 0, 0
+		for range 400 {
+			switch r := rng.IntN(10); {
+			case r < 5:
+				at += rng.IntN(7) - 3
+			case r < 8:
+				at += rng.IntN(n/5+1) - n/10
+			case r == 8:
+				at = -1
+			default:
+				at = n - 1
+			}
+			at = min(max(at, -1), n-1)
+			if small.stats.ok {
+				if small.changesBetween(small.stats.at, int32(at)) <= 10 {
+					within++
+				} else {
+					over++
+				}
+			}
+			wn, wb, wc := sweep.LiveStats(at)
+			for _, tl := range []*Timeline{steps, small} {
+				gn, gb, gc := tl.LiveStats(at)
+				if gn != wn || gb != wb || !slices.Equal(gc, wc) {
+					t.Fatalf("%s event %d: %d, %d, %v; a sweep gives %d, %d, %v", p, at, gn, gb, gc, wn, wb, wc)
+				}
+			}
+		}
+		if within < 20 || over < 20 {
+			t.Errorf("%s: %d steps within the bound, %d over it: the test checks little", p, within, over)
+		}
+	}
+}
