@@ -199,8 +199,19 @@ func TestJoinStacksOnAllCores(t *testing.T) {
 	if got := joinParts(8, 2*joinStacksMin); got != 2 {
 		t.Fatalf("%d stacks went to %d goroutines, want 2", 2*joinStacksMin, got)
 	}
-	for _, n := range []int{0, 1, 2*joinStacksMin - 1, 2*joinStacksMin + 1, 5 * joinStacksMin} {
-		for _, procs := range []int{1, 2, 3, 8} {
+	for _, c := range []struct {
+		n     int
+		procs []int
+		refs  bool // some frames named by memo index
+	}{
+		{0, []int{1, 2}, true}, {1, []int{1, 2}, true}, {2*joinStacksMin - 1, []int{1, 2, 3, 8}, true},
+		{2*joinStacksMin + 1, []int{1, 2, 3, 8}, true}, {5 * joinStacksMin, []int{1, 2, 3, 8}, true},
+		// None: the new stacks are packed in the helper's slabs (several
+		// slabs, and stacks alone in theirs).
+		{2*joinStacksMin + 1, []int{2}, false}, {12 * joinStacksMin, []int{1, 2, 8}, false},
+	} {
+		for _, procs := range c.procs {
+			n := c.n
 			rng := rand.New(rand.NewPCG(uint64(n), 9))
 			// Helper frame f is main frame 2f+1; main memo entry 0 is
 			// frame 7, entry 1 a list.
@@ -226,11 +237,15 @@ func TestJoinStacksOnAllCores(t *testing.T) {
 				for int(h.g.stacks.len()) == i {
 					var hs, w []uint32
 					list := false
-					for range 1 + rng.IntN(6) {
+					depth := 1 + rng.IntN(6)
+					if !c.refs && i%5000 == 7 {
+						depth = stackSlab/4 + 1 + rng.IntN(3) // alone in its slab
+					}
+					for range depth {
 						switch x := rng.IntN(100); {
-						case x == 0: // by memo index: a frame
+						case x == 0 && c.refs: // by memo index: a frame
 							hs, w = append(hs, frameMemoRef|0), append(w, 7)
-						case x == 1 && i%4 == 0: // by memo index: a list
+						case x == 1 && i%4 == 0 && c.refs: // by memo index: a list
 							hs, list = append(hs, frameMemoRef|1), true
 						default:
 							f := uint32(rng.IntN(60))
@@ -248,7 +263,7 @@ func TestJoinStacksOnAllCores(t *testing.T) {
 			}
 			j.stacks = make([]uint32, n)
 			j.internStacks(procs)
-			name := fmt.Sprintf("%d helper stacks, %d cores", n, procs)
+			name := fmt.Sprintf("%d helper stacks, %d cores, memo refs %v", n, procs, c.refs)
 			for id, ids := range mainStacks {
 				if !slices.Equal(d.g.stacks.get(uint32(id)), ids) {
 					t.Fatalf("%s: the main machine's stack %d changed", name, id)

@@ -116,6 +116,66 @@ func (t *stackTable) adopt(h uint32, ids []uint32, ref stackRef, base uint32) ui
 	return t.internAt(h, ids, ref, true)
 }
 
+// slabPacker moves some of a table's stacks, in the order they were
+// stored, to the front of its slabs, as store would have placed them alone
+// (a stack alone in its slab stays there), and gives up the slabs left
+// unused. A stack never moves past where it was, nor onto one not moved
+// yet: packing a subsequence in order never ends later than packing all.
+type slabPacker struct {
+	t       *stackTable
+	w, used int    // the slab being filled, and its ids so far
+	big     []bool // slabs of one stack alone
+	keep    []bool // big slabs whose stack moved (stays)
+}
+
+func newSlabPacker(t *stackTable) *slabPacker {
+	p := &slabPacker{t: t, big: make([]bool, len(t.slabs)), keep: make([]bool, len(t.slabs))}
+	for _, r := range t.refs {
+		if r.n > stackSlab/4 {
+			p.big[r.slab] = true
+		}
+	}
+	return p
+}
+
+// move packs the stack at r, which comes after every stack moved before,
+// and returns where it is now.
+func (p *slabPacker) move(r stackRef) stackRef {
+	if r.n > stackSlab/4 {
+		p.keep[r.slab] = true
+		return r
+	}
+	for p.w < len(p.big) && (p.big[p.w] || p.used+int(r.n) > stackSlab) {
+		if !p.big[p.w] {
+			p.t.slabs[p.w] = p.t.slabs[p.w][:p.used]
+		}
+		p.w, p.used = p.w+1, 0
+	}
+	dst := p.t.slabs[p.w][:max(len(p.t.slabs[p.w]), p.used+int(r.n))]
+	copy(dst[p.used:], p.t.slabs[r.slab][r.off:r.off+r.n])
+	p.t.slabs[p.w] = dst
+	out := stackRef{slab: uint32(p.w), off: uint32(p.used), n: r.n}
+	p.used += int(r.n)
+	return out
+}
+
+// finish gives up the slabs no moved stack is in: after it only the moved
+// stacks may be read.
+func (p *slabPacker) finish() {
+	for k := range p.t.slabs {
+		switch {
+		case p.big[k]:
+			if !p.keep[k] {
+				p.t.slabs[k] = nil
+			}
+		case k == p.w:
+			p.t.slabs[k] = p.t.slabs[k][:p.used]
+		case k > p.w:
+			p.t.slabs[k] = nil
+		}
+	}
+}
+
 // internAt is internHashed, storing a new stack's ids (or, adopted, taking
 // ref for them).
 func (t *stackTable) internAt(h uint32, ids []uint32, ref stackRef, adopted bool) uint32 {
