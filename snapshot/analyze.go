@@ -522,7 +522,7 @@ func peakStats(st *DeviceStats, tl *Timeline, state *AllocatorState) PeakStats {
 	return p
 }
 
-// PeakTop returns PeakLive's n largest (all for n 0) without making the
+// PeakTop returns PeakLive's n largest (all for n <= 0) without making the
 // rest.
 func (a *Analysis) PeakTop(d *DeviceStats, n int) []Allocation {
 	if tl := a.Timeline(d.Device); tl != nil {

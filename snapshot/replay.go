@@ -340,15 +340,15 @@ func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Tim
 
 // PeakLive returns the allocations live at the peak, largest first. They
 // are made at the first call, not by the replay: a report reads only the
-// largest and the totals (PeakRoles, PeakCategories), and a peak of 400k live allocations
-// is 86 MB of them.
+// largest and the totals (PeakRoles, PeakCategories), and a peak of 400k
+// live allocations is 86 MB of them.
 func (t *Timeline) PeakLive() []Allocation {
 	t.peakOnce.Do(func() { t.peakLive = t.LiveAt(t.Peak.EventIndex, 0) })
 	return t.peakLive
 }
 
-// PeakTop returns the n largest allocations live at the peak (all for n
-// 0): PeakLive's first n.
+// PeakTop returns the n largest allocations live at the peak (all of them
+// for n <= 0): PeakLive's first n.
 func (t *Timeline) PeakTop(n int) []Allocation {
 	if n <= 0 {
 		return t.PeakLive()
