@@ -86,7 +86,7 @@ func groupTree(allocs []Allocation, names *siteNames, group func(*Allocation) st
 		a := &allocs[i]
 		var loc string
 		switch {
-		case a.Module != "":
+		case a.Module() != "":
 			loc = a.Location()
 		case a.Frames.Len() > 0:
 			loc = names.of(a.Frames)

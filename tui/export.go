@@ -168,7 +168,7 @@ func exportTop(c *tabContext, t *topTab) tea.Cmd {
 	for _, i := range t.view_ {
 		al := t.allocs[i]
 		rows = append(rows, []string{strconv.FormatInt(al.Size, 10), strconv.FormatInt(al.RequestedSize, 10), al.State.String(),
-			al.Category, fmt.Sprintf("%#x", al.Address), al.Shape, al.Module, al.Phase, t.locs[i]})
+			al.Category, fmt.Sprintf("%#x", al.Address), al.Shape(), al.Module(), al.Phase(), t.locs[i]})
 	}
 	err := writeCSV(path, []string{"size", "requested_size", "state", "category", "address", "shape", "module", "phase", "location"}, rows)
 	return done([]string{path}, err)

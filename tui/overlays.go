@@ -47,7 +47,7 @@ var (
 // decided its category and its location highlighted.
 func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 	o := &stackOverlay{title: safe(title), focus: -1}
-	create, release := al.Frames, al.ReleaseFrames
+	create, release := al.Frames, al.ReleaseFrames()
 	loc := al.LocationIndex()
 	if al.Category != "" {
 		if al.CategoryFrame >= 0 {

@@ -292,8 +292,8 @@ func wheel(m tea.MouseWheelMsg) int {
 
 func allocTitle(al *snapshot.Allocation) string {
 	s := fmt.Sprintf("%s %s · %s", bytesStr(al.Size), al.State, al.Category)
-	if al.Shape != "" {
-		s = fmt.Sprintf("%s %s · %s · %s", bytesStr(al.Size), al.Shape, al.Module, al.Phase)
+	if al.Shape() != "" {
+		s = fmt.Sprintf("%s %s · %s · %s", bytesStr(al.Size), al.Shape(), al.Module(), al.Phase())
 	} else if al.Address != 0 {
 		s += fmt.Sprintf(" · 0x%x", al.Address)
 	}

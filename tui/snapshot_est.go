@@ -124,7 +124,7 @@ func (v *estView) update(c *tabContext, t *snapTab, msg tea.Msg) tea.Cmd {
 			// An estimated tensor's stack: the location rules of
 			// estimates apply (Module set).
 			c.send(openOverlayMsg{newAllocStackOverlay(fmt.Sprintf("%s in %s created here", bytesStr(g.Bytes), plural(g.Tensors, "tensor")),
-				&snapshot.Allocation{Frames: g.Frames, Module: "(stack group)", CategoryFrame: -1})})
+				&snapshot.Allocation{Frames: g.Frames, Tensor: &snapshot.Tensor{Module: "(stack group)"}, CategoryFrame: -1})})
 		}
 	}
 	if m, ok := msg.(tea.MouseWheelMsg); ok {

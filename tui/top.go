@@ -145,8 +145,8 @@ func (t *topTab) setSource(c *tabContext, s *model.Source) {
 			}
 			t.locs[i] = l
 		}
-		t.search[i] = strings.ToLower(strings.Join([]string{t.locs[i], al.Category, al.State.String(), al.Module, al.Phase,
-			al.Shape, al.Role.String()}, "\x00"))
+		t.search[i] = strings.ToLower(strings.Join([]string{t.locs[i], al.Category, al.State.String(), al.Module(), al.Phase(),
+			al.Shape(), al.Role.String()}, "\x00"))
 	}
 	t.refilter()
 }
@@ -165,13 +165,13 @@ func (t *topTab) columns() []topCol {
 	if t.est {
 		return topCols{size,
 			{"SHAPE", 16, false, false, func(t *topTab, i int) string {
-				return strings.TrimSuffix(strings.TrimPrefix(t.allocs[i].Shape, "torch.Size("), ")")
+				return strings.TrimSuffix(strings.TrimPrefix(t.allocs[i].Shape(), "torch.Size("), ")")
 			},
-				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Shape, t.allocs[b].Shape) }},
-			{"PHASE", 16, false, false, func(t *topTab, i int) string { return t.allocs[i].Phase },
-				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Phase, t.allocs[b].Phase) }},
-			{"MODULE", 26, false, true, func(t *topTab, i int) string { return t.allocs[i].Module },
-				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Module, t.allocs[b].Module) }},
+				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Shape(), t.allocs[b].Shape()) }},
+			{"PHASE", 16, false, false, func(t *topTab, i int) string { return t.allocs[i].Phase() },
+				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Phase(), t.allocs[b].Phase()) }},
+			{"MODULE", 26, false, true, func(t *topTab, i int) string { return t.allocs[i].Module() },
+				func(t *topTab, a, b int) int { return cmp.Compare(t.allocs[a].Module(), t.allocs[b].Module()) }},
 			cat, loc}.fit(t.w)
 	}
 	role := topCol{"ROLE", 15, false, false, func(t *topTab, i int) string { return t.allocs[i].Role.String() },

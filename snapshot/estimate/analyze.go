@@ -158,8 +158,8 @@ func analyzeDevice(d *Device, cat *snapshot.Categorizer) DeviceStats {
 			st.StackGroups[gi].Tensors++
 		}
 		st.Allocations = append(st.Allocations, cat.Categorized(snapshot.Allocation{Size: t.Size, RequestedSize: t.Size,
-			State: snapshot.StateActiveAllocated, Frames: t.Create, Shape: t.Shape, Module: t.Module, Phase: t.Phase,
-			ReleaseFrames: t.Release}))
+			State: snapshot.StateActiveAllocated, Frames: t.Create,
+			Tensor: &snapshot.Tensor{Shape: t.Shape, Module: t.Module, Phase: t.Phase, ReleaseFrames: t.Release}}))
 	}
 	st.ModuleTree.Finish()
 	if math.IsNaN(d.PeakMiB) {

@@ -25,8 +25,8 @@ func TestEstimateSample(t *testing.T) {
 	if top.Frames.At(0).Name != "__init__" || top.Frames.At(0).Line != 800 || !strings.Contains(top.Frames.At(0).Source, "Parameter(torch.empty(") {
 		t.Errorf("create stack: %+v", top.Frames)
 	}
-	if d.Allocations[1].ReleaseFrames.Len() != 1 {
-		t.Errorf("release stack: %+v", d.Allocations[1].ReleaseFrames)
+	if d.Allocations[1].ReleaseFrames().Len() != 1 {
+		t.Errorf("release stack: %+v", d.Allocations[1].ReleaseFrames())
 	}
 	if d.Modules[0].Pattern != "GPTModel.decoder.layers.*.mlp.linear_fc1" || d.Modules[0].Instances != 2 || d.Modules[0].Bytes != 768<<20 {
 		t.Errorf("merged modules: %+v", d.Modules)
@@ -173,7 +173,7 @@ func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
 	}
 	var want int64
 	for _, al := range d.Allocations {
-		if al.Module == "Unknown" {
+		if al.Module() == "Unknown" {
 			want += al.Size
 		}
 	}

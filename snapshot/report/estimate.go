@@ -62,7 +62,7 @@ func estimateJSON(e *estimate.Analysis, topN int) []jsonEstDevice {
 			}
 			a := &d.Allocations[k]
 			loc := a.Location()
-			j.Top = append(j.Top, jsonEstTensor{a.Size, a.Shape, a.Module, a.Phase, loc, snapshot.Op(a.Frames), loc})
+			j.Top = append(j.Top, jsonEstTensor{a.Size, a.Shape(), a.Module(), a.Phase(), loc, snapshot.Op(a.Frames), loc})
 		}
 		out = append(out, j)
 	}
@@ -131,7 +131,7 @@ func writeEstimateText(tw *textWriter, e *estimate.Analysis, opt Options) {
 				if loc == "" {
 					loc = snapshot.NoFrames
 				}
-				fmt.Fprintf(tab, "    %s\t%s\t%s\t%s\t%s\n", units.Bytes(a.Size), cell(a.Shape), cell(a.Phase), cell(a.Module), strings.Join(strings.Fields(loc), " "))
+				fmt.Fprintf(tab, "    %s\t%s\t%s\t%s\t%s\n", units.Bytes(a.Size), cell(a.Shape()), cell(a.Phase()), cell(a.Module()), strings.Join(strings.Fields(loc), " "))
 			}
 			tab.Flush()
 			for _, l := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {

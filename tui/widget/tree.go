@@ -290,8 +290,8 @@ func (t *Tree) View(th Theme, w, h int) string {
 		}
 		if n.Alloc != nil {
 			label = fmt.Sprintf("%s @ 0x%x", n.Alloc.State, n.Alloc.Address)
-			if n.Alloc.Shape != "" {
-				label = textsafe.Safe(n.Alloc.Shape + " · " + n.Alloc.Phase)
+			if n.Alloc.Shape() != "" {
+				label = textsafe.Safe(n.Alloc.Shape() + " · " + n.Alloc.Phase())
 			}
 			label = th.Dim.Render(label)
 		}
