@@ -322,7 +322,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakSta
 	}
 	trace := s.Trace(dev)
 	var allocFrames map[uint64]Stack // lazily built: frames of the last alloc per address
-	// One Allocation, over 200 bytes, per active block: sized at once (a
+	// One Allocation, 144 bytes, per active block: sized at once (a
 	// snapshot of 200k blocks grew it through 265 MB of copies).
 	st.Allocations = make([]Allocation, 0, activeBlocks(s, dev))
 	pools := map[string]*PoolStats{}

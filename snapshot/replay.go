@@ -648,7 +648,7 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 	if limit > 0 {
 		n = min(n, limit)
 	}
-	// Sized at once: an Allocation is over 200 bytes, and a peak of 400k
+	// Sized at once: an Allocation is 144 bytes, and a peak of 400k
 	// live ones grown by appending was copied again and again (0.4 s of a
 	// 3.9 s report), with the old arrays held meanwhile.
 	out := make([]Allocation, 0, n)
