@@ -318,13 +318,42 @@ func (c *Categorizer) decideAll(n int, stack func(i int) Stack) []stackHit {
 		}
 		return out
 	}
-	classes := c.classesOf(table)
+	ids := 0
+	for i := range n {
+		ids += stack(i).Len()
+	}
+	var classes []frameClass
+	if len(table.Frames) <= ids {
+		classes = c.classesOf(table)
+	} else {
+		// A table much larger than the stacks read (a trace of millions
+		// of distinct frames): only the frames they hold.
+		classes = c.classesIn(table, n, stack)
+	}
 	workers := min(runtime.GOMAXPROCS(0), n/(decideAllMin/2))
 	par.Each(workers, func(w int) {
 		for i := w * n / workers; i < (w+1)*n/workers; i++ {
 			out[i] = c.hitIn(stack(i), classes)
 		}
 	})
+	return out
+}
+
+// classesIn is classesOf for the frames of stacks 0 to n-1 alone (the
+// others' classes are left zero).
+func (c *Categorizer) classesIn(t *FrameTable, n int, stack func(i int) Stack) []frameClass {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]frameClass, len(t.Frames))
+	done := make([]bool, len(t.Frames))
+	for i := range n {
+		st := stack(i)
+		for k := range st.Len() {
+			if id := st.ID(k); !done[id] {
+				out[id], done[id] = c.classify(t.Frames[id]), true
+			}
+		}
+	}
 	return out
 }
 

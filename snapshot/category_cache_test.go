@@ -332,3 +332,39 @@ func TestManyUndecided(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideAllTables: decideAll's stacks over a table at most as large as
+// the frames they hold (every frame classified) and over one far larger
+// (only theirs), below and from decideAllMin, decide as matchReference.
+func TestDecideAllTables(t *testing.T) {
+	files := []string{"/ws/model/attention.py", "/ws/train.py", "??", "/usr/lib/python3/site-packages/torch/optim/adam.py", "/ws/moe/experts.py"}
+	names := []string{"forward", "c10::cuda::CUDACachingAllocator::malloc", "step", "softmax", "expert_mlp", "backward"}
+	for _, frames := range []int{300, 200000} {
+		table := &FrameTable{}
+		for i := range frames {
+			table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
+		}
+		for _, n := range []int{decideAllMin - 1, decideAllMin, 3 * decideAllMin} {
+			rng := rand.New(rand.NewPCG(uint64(frames), uint64(n)))
+			stacks := make([]Stack, n)
+			ids := 0
+			for i := range stacks {
+				st := make([]uint32, rng.IntN(5)) // some without frames
+				for k := range st {
+					st[k] = uint32(rng.IntN(frames))
+				}
+				ids += len(st)
+				stacks[i] = NewStack(table, st)
+			}
+			if (frames > ids) != (frames == 200000) {
+				t.Fatalf("%d frames, %d ids: the cases are not the ones meant", frames, ids)
+			}
+			c, ref := NewCategorizer(nil), NewCategorizer(nil)
+			for i, h := range c.decideAll(n, func(i int) Stack { return stacks[i] }) {
+				if got, want := c.decision(h), matchReference(ref, stacks[i]); got != want {
+					t.Fatalf("%d frames, %d stacks: stack %d %v: got %+v, want %+v", frames, n, i, stacks[i], got, want)
+				}
+			}
+		}
+	}
+}
