@@ -58,3 +58,8 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+// Bubble Tea v2.1.1 with one patch: the renderer ticks only while a frame is
+// pending, so an idle explorer does not wake 60 times a second. See
+// third_party/bubbletea/PATCHES.md; drop this line once upstream releases it.
+replace charm.land/bubbletea/v2 => ./third_party/bubbletea
