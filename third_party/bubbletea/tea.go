@@ -553,8 +553,13 @@ type Program struct {
 	// modes keeps track of terminal modes that have been enabled or disabled.
 	ignoreSignals uint32
 
-	// ticker is the ticker that will be used to write to the renderer.
+	// ticker paces frames while the view keeps changing; it is stopped
+	// while the program is idle (see renderLoop).
 	ticker *time.Ticker
+
+	// frameReq wakes the render loop: a view or terminal output is queued.
+	// It holds one request, which stands for any number of them.
+	frameReq chan struct{}
 
 	// once is used to stop the renderer.
 	once sync.Once
@@ -620,6 +625,7 @@ func NewProgram(model Model, opts ...ProgramOption) *Program {
 		msgs:         make(chan Msg),
 		errs:         make(chan error, 1),
 		rendererDone: make(chan struct{}),
+		frameReq:     make(chan struct{}, 1),
 	}
 
 	// Apply all options to the program.
@@ -917,6 +923,15 @@ func (p *Program) eventLoop(model Model, cmds chan Cmd) (Model, error) {
 func (p *Program) render(model Model) {
 	if p.renderer != nil {
 		p.renderer.render(model.View()) // send view to renderer
+		p.requestFrame()
+	}
+}
+
+// requestFrame wakes the render loop without blocking.
+func (p *Program) requestFrame() {
+	select {
+	case p.frameReq <- struct{}{}:
+	default:
 	}
 }
 
@@ -1247,6 +1262,7 @@ func (p *Program) execute(seq string) {
 	p.mu.Lock()
 	_, _ = p.outputBuf.WriteString(seq)
 	p.mu.Unlock()
+	p.requestFrame()
 }
 
 // executeQuery writes a terminal query to the program output. Queries expect a
@@ -1442,11 +1458,9 @@ func (p *Program) startRenderer() {
 	framerate := time.Second / time.Duration(p.fps)
 	if p.ticker == nil {
 		p.ticker = time.NewTicker(framerate)
-	} else {
-		// If the ticker already exists, it has been stopped and we need to
-		// reset it.
-		p.ticker.Reset(framerate)
 	}
+	// The first frame request starts the ticker.
+	p.ticker.Stop()
 
 	// Since the renderer can be restarted after a stop, we need to reset
 	// the done channel and its corresponding sync.Once.
@@ -1454,19 +1468,44 @@ func (p *Program) startRenderer() {
 
 	// Start the renderer.
 	p.renderer.start()
-	go func() {
-		for {
-			select {
-			case <-p.rendererDone:
-				p.ticker.Stop()
-				return
+	go p.renderLoop(framerate)
 
-			case <-p.ticker.C:
-				_ = p.flush()
-				_ = p.renderer.flush(false)
+	// Repaint: after RestoreTerminal nothing else may ask for a frame.
+	p.requestFrame()
+}
+
+// renderLoop draws frames until the renderer is stopped. Upstream ticks at
+// the frame rate for the program's whole life, which wakes an idle program
+// fps times a second. Here the ticker runs only while frames are asked for:
+// a request starts it if it is stopped, the next tick draws every request
+// since the last one (as upstream's ticks do, at most one frame of delay),
+// and a tick with no request since the last one stops it.
+func (p *Program) renderLoop(framerate time.Duration) {
+	ticking, pending := false, false
+	for {
+		select {
+		case <-p.rendererDone:
+			p.ticker.Stop()
+			return
+
+		case <-p.frameReq:
+			pending = true
+			if !ticking {
+				p.ticker.Reset(framerate)
+				ticking = true
 			}
+
+		case <-p.ticker.C:
+			if !pending {
+				p.ticker.Stop()
+				ticking = false
+				continue
+			}
+			pending = false
+			_ = p.flush()
+			_ = p.renderer.flush(false)
 		}
-	}()
+	}
 }
 
 // stopRenderer stops the renderer.
