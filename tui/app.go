@@ -423,6 +423,11 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(msg, a.keys.forceQuit) {
 		return tea.Quit
 	}
+	if key.Matches(msg, a.keys.suspend) {
+		// Back to the shell as any terminal program (SIGTSTP); `fg`
+		// resumes and Bubble Tea repaints.
+		return tea.Suspend
+	}
 	if a.cmd != nil {
 		var done bool
 		cmd := a.call(func(c *tabContext) (cmd tea.Cmd) {

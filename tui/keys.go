@@ -3,7 +3,7 @@ package tui
 import "charm.land/bubbles/v2/key"
 
 type globalKeys struct {
-	quit, forceQuit, help, next, prev, sources, tabs key.Binding
+	quit, forceQuit, suspend, help, next, prev, sources, tabs key.Binding
 }
 
 func newGlobalKeys(tabs int) globalKeys {
@@ -14,6 +14,7 @@ func newGlobalKeys(tabs int) globalKeys {
 	return globalKeys{
 		quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 		forceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		suspend:   key.NewBinding(key.WithKeys("ctrl+z"), key.WithHelp("ctrl+z", "suspend (fg resumes)")),
 		help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		next:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next tab")),
 		prev:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous tab")),
@@ -23,7 +24,7 @@ func newGlobalKeys(tabs int) globalKeys {
 }
 
 func (k globalKeys) list() []key.Binding {
-	return []key.Binding{k.tabs, k.next, k.prev, k.sources, kCommand, k.help, k.quit, k.forceQuit}
+	return []key.Binding{k.tabs, k.next, k.prev, k.sources, kCommand, k.help, k.quit, k.forceQuit, k.suspend}
 }
 
 var kExport = key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export picture + table"))

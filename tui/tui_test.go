@@ -1508,3 +1508,28 @@ func TestVersusPickerRowsDiffer(t *testing.T) {
 		t.Errorf("picker:\n%s", s)
 	}
 }
+
+// TestSuspendKey: ctrl+z hands the terminal back to the shell (Bubble
+// Tea's suspend, which sends SIGTSTP: only the command is checked here,
+// not run), from any view, the command line included; after `fg` the
+// view is the same.
+func TestSuspendKey(t *testing.T) {
+	a := newTestApp(t, 80, 24, testInputs...)
+	ctrlZ := tea.KeyPressMsg{Code: 'z', Mod: tea.ModCtrl}
+	for _, setup := range [][]string{{"1"}, {"5"}, {"2", "?"}, {"1", ":"}} {
+		press(a, setup...)
+		before := screen(a)
+		_, cmd := a.Update(ctrlZ)
+		if cmd == nil {
+			t.Fatalf("after %v ctrl+z did nothing", setup)
+		}
+		if _, ok := cmd().(tea.SuspendMsg); !ok {
+			t.Fatalf("after %v ctrl+z sends %T, want tea.SuspendMsg", setup, cmd())
+		}
+		a.Update(tea.ResumeMsg{})
+		if after := screen(a); after != before {
+			t.Errorf("after %v the view changed across a suspend:\n%s\n---\n%s", setup, before, after)
+		}
+		press(a, "esc")
+	}
+}
