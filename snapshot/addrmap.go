@@ -1,6 +1,9 @@
 package snapshot
 
-import "math/bits"
+import (
+	"math/bits"
+	"memscope/internal/pages"
+)
 
 // addrMap maps allocation addresses to int32 values: the open allocations
 // of a replay, the blocks of an allocator state. It is an open-addressing
@@ -28,6 +31,10 @@ func (m *addrMap) init(size int) {
 	m.keys = make([]uint64, size)
 	m.vals = make([]int32, size)
 	m.used = make([]bool, size)
+	// Probes read them before any write.
+	pages.Prefault(m.keys)
+	pages.Prefault(m.vals)
+	pages.Prefault(m.used)
 	m.shift = uint(64 - bits.TrailingZeros(uint(size)))
 	m.n = 0
 }

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"memscope/internal/pages"
 	"regexp"
 	"slices"
 	"sort"
@@ -250,6 +251,7 @@ func (t *Timeline) liveBySite(ev []int) map[string][]int64 {
 	// and takes away at hi. Sites go by number (a site a stack of the
 	// snapshot has), else by name.
 	bySite := make([][]int64, len(t.siteName))
+	pages.Prefault(bySite) // read before written
 	diff := map[string][]int64{}
 	names := newSiteNames()
 	for j := range t.Intervals {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"math/bits"
+	"memscope/internal/pages"
 	"unsafe"
 )
 
@@ -55,6 +56,7 @@ func newFrameCache[V any]() *frameCache[V] {
 
 func (c *frameCache[V]) init(size int) {
 	c.slots = make([]frameSlot[V], size)
+	pages.Prefault(c.slots)
 	c.shift = uint(64 - bits.TrailingZeros(uint(size)))
 	c.n = 0
 }
@@ -77,6 +79,7 @@ func (c *frameCache[V]) useTable(t *FrameTable) {
 	c.frames = t.Frames
 	c.base = uintptr(unsafe.Pointer(&t.Frames[0]))
 	c.dense = make([]denseSlot[V], len(t.Frames))
+	pages.Prefault(c.dense)
 }
 
 // denseOf is the dense array when it holds t's frames by index (useTable

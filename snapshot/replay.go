@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"memscope/internal/pages"
 	"runtime"
 	"slices"
 	"sort"
@@ -204,6 +205,7 @@ func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Tim
 	}
 	n := int32(len(events))
 	t := &Timeline{Device: dev, Events: events, stacks: s.Stacks, cat: cat, Active: make([]int64, len(events))}
+	pages.Prefault(t.Active) // fillSeries adds into it
 	// Every alloc starts an interval, and a free of an unseen alloc one
 	// more: counting them first spares growing a slice of a million
 	// intervals (its copies were a tenth of the replay).

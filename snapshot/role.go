@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"cmp"
+	"memscope/internal/pages"
 	"runtime"
 	"slices"
 	"sort"
@@ -224,6 +225,7 @@ func (c *roleClassifier) readDense(st Stack, t *stackTraits, dense []denseSlot[f
 // core's cache held every stack again.
 func readStacks(stacks []Stack, cat *Categorizer, perWorker int) []stackTraits {
 	out := make([]stackTraits, len(stacks))
+	pages.Prefault(out) // read (t.user) before written
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(stacks)/perWorker))
 	table := tableOf(stacks)
 	var wg par.Group

@@ -3,6 +3,7 @@ package pickle
 import (
 	"math/bits"
 	"math/rand/v2"
+	"memscope/internal/pages"
 )
 
 // frameTable interns frames: a snapshot's millions of frame dicts hold a few
@@ -92,6 +93,7 @@ func (t *frameTable) place(id uint32) {
 
 func (t *frameTable) resize(n int) {
 	t.slots = make([]frameSlot, n)
+	pages.Prefault(t.slots)
 	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	for id := range uint32(t.frames.len()) {
 		t.place(id)

@@ -3,6 +3,7 @@ package pickle
 import (
 	"bytes"
 	"encoding/binary"
+	"memscope/internal/pages"
 )
 
 // spanCache remembers the frame lists a machine has interned, by their
@@ -169,6 +170,7 @@ func (c *spanCache) put(h uint64, span []byte, start, n uint32) (spanSlot, bool)
 	if 4*(c.n+1) > 3*len(c.slots) {
 		old := c.slots
 		c.slots = make([]spanSlot, max(spanMinSlots, 2*len(old)))
+		pages.Prefault(c.slots)
 		for _, s := range old {
 			if s.span != nil {
 				c.place(s)

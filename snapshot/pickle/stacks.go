@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"hash/maphash"
+	"memscope/internal/pages"
 	"unsafe"
 )
 
@@ -204,6 +205,7 @@ func (t *stackTable) internAt(h uint32, ids []uint32, ref stackRef, adopted bool
 func (t *stackTable) grow() {
 	slots := t.slots
 	t.slots = make([]uint64, 2*len(slots))
+	pages.Prefault(t.slots)
 	for _, s := range slots {
 		if s != 0 {
 			t.place(s)
