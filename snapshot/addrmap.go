@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"math/bits"
+
 	"memscope/internal/pages"
 )
 

@@ -3,10 +3,11 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
-	"memscope/internal/pages"
 	"regexp"
 	"slices"
 	"sort"
+
+	"memscope/internal/pages"
 )
 
 // Steps are the moments, one per training step, at which the leak check

@@ -2,8 +2,9 @@ package snapshot
 
 import (
 	"math/bits"
-	"memscope/internal/pages"
 	"unsafe"
+
+	"memscope/internal/pages"
 )
 
 // frameCache maps frames, by pointer, to what was read from them. A

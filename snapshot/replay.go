@@ -3,11 +3,12 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
-	"memscope/internal/pages"
 	"runtime"
 	"slices"
 	"sort"
 	"sync"
+
+	"memscope/internal/pages"
 
 	"memscope/internal/par"
 

@@ -2,11 +2,12 @@ package snapshot
 
 import (
 	"cmp"
-	"memscope/internal/pages"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
+
+	"memscope/internal/pages"
 
 	"memscope/internal/par"
 )

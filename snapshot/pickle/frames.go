@@ -3,6 +3,7 @@ package pickle
 import (
 	"math/bits"
 	"math/rand/v2"
+
 	"memscope/internal/pages"
 )
 

@@ -3,6 +3,7 @@ package pickle
 import (
 	"bytes"
 	"encoding/binary"
+
 	"memscope/internal/pages"
 )
 

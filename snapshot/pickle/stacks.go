@@ -2,8 +2,9 @@ package pickle
 
 import (
 	"hash/maphash"
-	"memscope/internal/pages"
 	"unsafe"
+
+	"memscope/internal/pages"
 )
 
 // stackTable interns call stacks, as lists of frame ids, by content. Real
