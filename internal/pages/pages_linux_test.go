@@ -76,3 +76,35 @@ func TestPrefaultMapsPagesWritable(t *testing.T) {
 	}
 	t.Logf("with Prefault: %d faults in it, %d after", during, after)
 }
+
+// TestPopulate: Populate maps fresh pages writable without changing a byte,
+// and leaves memory already written as it was, around the page edges of a
+// slice that does not start on one.
+func TestPopulate(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const size = 16 << 20
+	pages := int64(size / os.Getpagesize())
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Munmap(b) }()
+	if err := syscall.Madvise(b, syscall.MADV_NOHUGEPAGE); err != nil {
+		t.Fatal(err)
+	}
+	b[100] = 7 // a page already written, inside the populated range
+	Populate(b[101:])
+	if b[101] != 0 || b[size-1] != 0 {
+		t.Errorf("Populate wrote into fresh pages: %d %d", b[101], b[size-1])
+	}
+	after := readThenWrite(t, b[stride:])
+	if after > pages/100 {
+		t.Skipf("the kernel does not populate (MADV_POPULATE_WRITE is Linux 5.14): %d faults for %d pages after Populate", after, pages)
+	}
+	if b[100] != 7 || b[0] != 0 || b[99] != 0 {
+		t.Errorf("Populate changed bytes before its slice: %d %d %d", b[0], b[99], b[100])
+	}
+	var none []uint64
+	Populate(none)
+}
