@@ -160,11 +160,32 @@ func (j *joiner) internStacks(procs int) {
 	missed := make([][]miss, parts)
 	look := func(p int) {
 		var out []miss
+		// A batch of stacks for findMany: their numbers, hashes, ids.
+		var (
+			is    [findBatch]uint32
+			hs    [findBatch]uint32
+			idss  [findBatch][]uint32
+			got   [findBatch]uint32
+			found [findBatch]bool
+		)
+		nb := 0
+		lookBatch := func() {
+			t.findMany(hs[:nb], idss[:nb], got[:nb], found[:nb])
+			for k := range nb {
+				if found[k] {
+					j.stacks[is[k]] = got[k]
+				} else {
+					out = append(out, miss{i: is[k], h: hs[k]})
+				}
+			}
+			nb = 0
+		}
 	stacks:
 		for i := p * n / parts; i < (p+1)*n/parts; i++ {
 			ids := hg.stacks.get(uint32(i))
 			for _, f := range ids {
 				if f&frameMemoRef != 0 {
+					lookBatch() // out stays in order: it numbers the new stacks
 					out = append(out, miss{i: uint32(i) | unread})
 					continue stacks
 				}
@@ -174,13 +195,12 @@ func (j *joiner) internStacks(procs int) {
 			for k, f := range ids {
 				ids[k] = j.frames[f]
 			}
-			h := t.hash32(ids)
-			if id, ok := t.find(h, ids); ok {
-				j.stacks[i] = id
-			} else {
-				out = append(out, miss{i: uint32(i), h: h})
+			is[nb], hs[nb], idss[nb] = uint32(i), t.hash32(ids), ids
+			if nb++; nb == findBatch {
+				lookBatch()
 			}
 		}
+		lookBatch()
 		missed[p] = out
 	}
 	par.Each(parts, look)

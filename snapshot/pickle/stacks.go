@@ -97,6 +97,45 @@ func (t *stackTable) find(h uint32, ids []uint32) (uint32, bool) {
 	return 0, false
 }
 
+// findBatch is how many stacks findMany looks up together.
+const findBatch = 16
+
+// findMany is find for up to findBatch stacks: ids[k], whose hash32 is
+// hs[k], into out[k] and found[k]. Finding a stack the table holds is
+// three dependent cache misses (its slot, its ref, its ids), and a join
+// finds a helper's hundreds of thousands: each level is read here for
+// every stack before the next, so that the misses of different stacks
+// overlap rather than follow one another. A stack not settled by its
+// first slot goes through find.
+func (t *stackTable) findMany(hs []uint32, ids [][]uint32, out []uint32, found []bool) {
+	mask := len(t.slots) - 1
+	var cand [findBatch]uint32 // the first slot's id + 1, when its hash matches
+	for k, h := range hs {
+		if s := t.slots[int(h)&mask]; s != 0 && uint32(s>>32) == h && len(ids[k]) > 0 {
+			cand[k] = uint32(s)
+		}
+	}
+	var refs [findBatch]stackRef
+	for k, c := range cand[:len(hs)] {
+		if c != 0 {
+			refs[k] = t.refs[c-1]
+		}
+	}
+	var first [findBatch]uint32 // the candidate's first frame id
+	for k, c := range cand[:len(hs)] {
+		if r := refs[k]; c != 0 && r.n > 0 {
+			first[k] = t.slabs[r.slab][r.off]
+		}
+	}
+	for k, h := range hs {
+		if c := cand[k]; c != 0 && first[k] == ids[k][0] && equalIDs(t.get(c-1), ids[k]) {
+			out[k], found[k] = c-1, true
+			continue
+		}
+		out[k], found[k] = t.find(h, ids[k])
+	}
+}
+
 // internHashed is intern for ids whose hash32 is h, in a ready table.
 func (t *stackTable) internHashed(h uint32, ids []uint32) uint32 {
 	return t.internAt(h, ids, stackRef{}, false)

@@ -92,3 +92,68 @@ func TestStackTableSlabs(t *testing.T) {
 		t.Errorf("the long stack's slab: len %d cap %d", len(big), cap(big))
 	}
 }
+
+// TestFindMany: findMany agrees with find, one stack at a time, for
+// batches of every size up to findBatch: stacks the table holds (in their
+// first slot or further along a probe), stacks it lacks whose hash is
+// another's (the first slot matches by hash, not by ids), the empty stack,
+// and stacks whose hash leads to an empty slot. Hashes are chosen, so that
+// collisions are certain.
+func TestFindMany(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var tab stackTable
+	tab.ready()
+	var held [][]uint32
+	var hashes []uint32
+	for i := range 300 {
+		// 300 stacks over 40 hashes: chains of several stacks per hash.
+		h := uint32(rng.IntN(40)) * 7919
+		ids := []uint32{uint32(i), uint32(rng.IntN(50))}
+		if i%50 == 0 {
+			ids = nil // the empty stack, once per hash it gets
+		}
+		tab.internHashed(h, ids)
+		held, hashes = append(held, ids), append(hashes, h)
+	}
+	type query struct {
+		h   uint32
+		ids []uint32
+	}
+	var qs []query
+	for i, ids := range held {
+		qs = append(qs, query{hashes[i], ids})                           // held
+		qs = append(qs, query{hashes[i], []uint32{ids0(ids) + 1000, 1}}) // lacked, same hash
+		qs = append(qs, query{hashes[i], []uint32{ids0(ids), 999}})      // lacked, same first frame
+	}
+	for i := range 20 {
+		qs = append(qs, query{uint32(1e6 + i), []uint32{uint32(i)}}) // lacked, empty slot
+		qs = append(qs, query{uint32(1e6 + i), nil})
+	}
+	rng.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
+	for size := 1; size <= findBatch; size++ {
+		for lo := 0; lo < len(qs); lo += size {
+			batch := qs[lo:min(lo+size, len(qs))]
+			hs := make([]uint32, len(batch))
+			idss := make([][]uint32, len(batch))
+			for k, q := range batch {
+				hs[k], idss[k] = q.h, q.ids
+			}
+			got := make([]uint32, len(batch))
+			found := make([]bool, len(batch))
+			tab.findMany(hs, idss, got, found)
+			for k, q := range batch {
+				want, ok := tab.find(q.h, q.ids)
+				if found[k] != ok || (ok && got[k] != want) {
+					t.Fatalf("batch of %d, %v (hash %d): findMany %d %v, find %d %v", size, q.ids, q.h, got[k], found[k], want, ok)
+				}
+			}
+		}
+	}
+}
+
+func ids0(ids []uint32) uint32 {
+	if len(ids) == 0 {
+		return 0
+	}
+	return ids[0]
+}
