@@ -68,7 +68,7 @@ func TestMappedFileTruncatedWhileDecoding(t *testing.T) {
 	if err := f.Truncate(1 << 20); err != nil {
 		t.Fatal(err)
 	}
-	s, err := decodeMapped(context.Background(), mapped, unmap, nil)
+	s, err := decodeMapped(context.Background(), mapped, unmap, f.ReadAt, nil)
 	if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
 		t.Fatalf("got %v, %v; want an error saying the file changed", s, err)
 	}

@@ -103,14 +103,14 @@ func openMapped(ctx context.Context, path string, progress func(float64)) (s *Sn
 	if err != nil {
 		return nil, nil, false
 	}
-	s, err = decodeMapped(ctx, data, unmap, progress)
+	s, err = decodeMapped(ctx, data, unmap, f.ReadAt, progress)
 	return s, err, true
 }
 
 // decodeMapped decodes a mapped pickle and unmaps it. Another program may
 // truncate the file meanwhile; reading a page past its new end raises
 // SIGBUS, which turns into an error here instead of killing the process.
-func decodeMapped(ctx context.Context, data []byte, unmap func(), progress func(float64)) (s *Snapshot, err error) {
+func decodeMapped(ctx context.Context, data []byte, unmap func(), readAt func([]byte, int64) (int, error), progress func(float64)) (s *Snapshot, err error) {
 	released := false
 	release := func() {
 		if !released {
@@ -128,7 +128,7 @@ func decodeMapped(ctx context.Context, data []byte, unmap func(), progress func(
 			s, err = nil, errors.New("the file changed while it was read (truncated by another program?)")
 		}
 	}()
-	return pickle.DecodeMapped(ctx, data, release, dropPages(data), progress)
+	return pickle.DecodeMapped(ctx, data, release, dropPages(data), readAt, progress)
 }
 
 // ErrNotSnapshot is returned for data that is none of the snapshot forms.

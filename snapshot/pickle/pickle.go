@@ -55,6 +55,9 @@ type decoder struct {
 	// next to what is decoded from it. Nothing decoded refers to the input.
 	drop    func(from, to int)
 	dropped int
+	// headers, when set, reads frame headers for planning the helpers
+	// without faulting the mapped input in (see fileHeaders).
+	headers headerFunc
 	// small mirrors memo entries 0 to smallMemo-1 (kUnset for a hole or a
 	// pending dict). BINGET (one-byte index) reads only it, LONG_BINGET
 	// first: in a snapshot the first entries are the dict keys and common
@@ -130,8 +133,8 @@ const dropStep = 4 << 20
 // drop, when set, is told which input pages each machine is done with (see
 // decoder.drop). With a pool, the trace records live outside the Go heap
 // (see chunked) and the caller must call graph.free when done with them.
-func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), drop func(from, to int), pool *offHeapPool) (*graph, val, error) {
-	d, root, err := decodeWith(ctx, data, progress, splitEven(data), drop, pool)
+func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), drop func(from, to int), pool *offHeapPool, opts ...func(*decoder)) (*graph, val, error) {
+	d, root, err := decodeWith(ctx, data, progress, splitEven(data), drop, pool, opts...)
 	if err != nil {
 		return nil, val{}, err
 	}

@@ -43,7 +43,7 @@ func DecodeSnapshot(ctx context.Context, in *[]byte, progress func(float64)) (*s
 	// After decoding nothing may keep the input alive, so the collector can
 	// reclaim it (a file's worth of memory) while the binder builds the
 	// typed snapshot: it is cleared where it came from (see decode).
-	return decodeSnapshot(ctx, in, nil, nil, progress)
+	return decodeSnapshot(ctx, in, nil, nil, nil, progress)
 }
 
 // DecodeMapped is DecodeSnapshot for input that is not on the Go heap (a
@@ -51,9 +51,11 @@ func DecodeSnapshot(ctx context.Context, in *[]byte, progress func(float64)) (*s
 // with it, before binding, and nothing decoded refers to it. drop, when not
 // nil, is called while decoding (from either machine's goroutine) with
 // byte ranges [from, to) the machines have read past, which the caller may
-// give back; they need not be page-aligned.
-func DecodeMapped(ctx context.Context, data []byte, release func(), drop func(from, to int), progress func(float64)) (*schema.Snapshot, error) {
-	return decodeSnapshot(ctx, &data, release, drop, progress)
+// give back; they need not be page-aligned. readAt, when not nil, reads
+// the same bytes as data without the mapping (the file's ReadAt), for the
+// few scattered reads that would otherwise fault pages in.
+func DecodeMapped(ctx context.Context, data []byte, release func(), drop func(from, to int), readAt func([]byte, int64) (int, error), progress func(float64)) (*schema.Snapshot, error) {
+	return decodeSnapshot(ctx, &data, release, drop, readAt, progress)
 }
 
 // bindGraph binds a decoded graph and frees it: it is garbage once this
@@ -76,11 +78,15 @@ func bindGraphInto(g *graph, root val, size int, typed map[uint32][]schema.Trace
 
 // decodeSnapshot takes the input by pointer and clears it, for the reason
 // decode in package snapshot does: an argument slot would keep it alive.
-func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(from, to int), progress func(float64)) (*schema.Snapshot, error) {
+func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(from, to int), readAt func([]byte, int64) (int, error), progress func(float64)) (*schema.Snapshot, error) {
 	data := *in
 	*in = nil
 	size := len(data)
-	g, root, err := decodePickleCtx(ctx, data, progress, drop, &offHeapPool{})
+	var opts []func(*decoder)
+	if readAt != nil {
+		opts = append(opts, func(d *decoder) { d.headers = fileHeaders(readAt) })
+	}
+	g, root, err := decodePickleCtx(ctx, data, progress, drop, &offHeapPool{}, opts...)
 	data = nil
 	if release != nil {
 		release()
