@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"memscope/internal/pages"
-
 	"memscope/internal/par"
 
 	"memscope/internal/units"

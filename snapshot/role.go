@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"memscope/internal/pages"
-
 	"memscope/internal/par"
 )
 

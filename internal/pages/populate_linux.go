@@ -19,6 +19,6 @@ func Populate[T any](s []T) {
 	var zero T
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
 	end := start + uintptr(len(s))*unsafe.Sizeof(zero)
-	start &^= stride - 1
+	start &^= uintptr(syscall.Getpagesize()) - 1 // madvise wants a page's start
 	_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateWrite)
 }

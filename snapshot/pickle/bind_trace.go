@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"memscope/internal/pages"
-
 	"memscope/internal/par"
 
 	"memscope/snapshot/schema"
