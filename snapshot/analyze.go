@@ -285,18 +285,18 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 	}
 	a := &Analysis{Snapshot: s, cat: cat, timelines: map[int]*Timeline{}}
 	for _, d := range s.Devices() {
-		// The allocator state at the peak undoes every event after it (18
-		// ms on bigtrain): rebuilt on another core from the moment the
+		// The free memory at the peak undoes every event after it (18
+		// ms on bigtrain): measured on another core from the moment the
 		// peak is known, while the replay reads the peak's live set and
 		// the device's figures are measured.
 		var bg par.Group
-		var state *AllocatorState
+		var state peakFree
 		tl := replay(s, d, cat, func(tl *Timeline) {
 			at := tl.Peak.EventIndex
-			bg.Go(func() { state = tl.StateAt(s, at) })
+			bg.Go(func() { state.free, state.largest, state.externalPct = tl.FreeAt(s, at) })
 		})
 		a.timelines[d] = tl
-		a.Devices = append(a.Devices, analyzeDevice(s, d, cat, tl, func() *AllocatorState {
+		a.Devices = append(a.Devices, analyzeDevice(s, d, cat, tl, func() peakFree {
 			bg.Wait()
 			return state
 		}))
@@ -304,9 +304,15 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 	return a
 }
 
-// analyzeDevice measures device dev; peakState waits for the allocator
-// state at tl's peak (nil without a timeline).
-func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakState func() *AllocatorState) DeviceStats {
+// peakFree is the free memory at a timeline's peak (see Timeline.FreeAt).
+type peakFree struct {
+	free, largest int64
+	externalPct   float64
+}
+
+// analyzeDevice measures device dev; peakState waits for the free memory
+// at tl's peak (zero without a timeline).
+func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakState func() peakFree) DeviceStats {
 	st := DeviceStats{Device: dev}
 	// The stages, the leak check and the frees that waited only read the
 	// timeline (25 ms on bigtrain): on another core while the blocks are
@@ -547,7 +553,7 @@ func analyzeTrace(s *Snapshot, trace []TraceEntry, tl *Timeline, st *DeviceStats
 // active blocks' requested bytes).
 // peakStats measures the peak; state is the allocator state there (nil
 // without a trace).
-func peakStats(st *DeviceStats, tl *Timeline, state *AllocatorState) PeakStats {
+func peakStats(st *DeviceStats, tl *Timeline, state peakFree) PeakStats {
 	var p PeakStats
 	if tl == nil {
 		p = PeakStats{Active: st.RequestedBytes, Reserved: st.ReservedBytes, EventIndex: -1,
@@ -555,7 +561,7 @@ func peakStats(st *DeviceStats, tl *Timeline, state *AllocatorState) PeakStats {
 	} else {
 		p = PeakStats{FromTrace: true, Active: tl.Peak.Active, Reserved: tl.Peak.Reserved,
 			EventIndex: tl.Peak.EventIndex, TimeUS: tl.Peak.TimeUS}
-		p.Free, p.LargestFree, p.ExternalPct = state.Free, state.LargestFree, state.ExternalPct
+		p.Free, p.LargestFree, p.ExternalPct = state.free, state.largest, state.externalPct
 	}
 	if p.Reserved > 0 {
 		p.EfficiencyPct = 100 * float64(p.Active) / float64(p.Reserved)

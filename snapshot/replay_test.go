@@ -267,6 +267,36 @@ func TestStateAtAgreesWithSeries(t *testing.T) {
 	}
 }
 
+// TestFreeAtIsStateAts: FreeAt, which keeps only the blocks' sizes, gives
+// StateAt's free memory, largest gap and external fragmentation at every
+// event sampled, on real snapshots with pending frees (record_stream),
+// expandable segments and an optimizer's state (gpt_adamw), and on the
+// public ones, one of them from a Windows machine.
+func TestFreeAtIsStateAts(t *testing.T) {
+	for _, name := range []string{"h200/train.pickle", "h200/expandable.pickle", "h200/record_stream.pickle",
+		"h100/gpt_adamw.pickle.gz", "h100/cnn_sgd.pickle.gz", "MAGMA27_assignment2-systems__memory_snapshot.pickle",
+		"MercuryB1_SQAttn__cuda_memory_snapshot.pickle"} {
+		s, err := Open(context.Background(), filepath.Join("../testdata/snapshots", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range s.Devices() {
+			tl := Replay(s, d, nil)
+			if tl == nil {
+				continue
+			}
+			step := max(1, len(tl.Events)/200)
+			for i := -1; i < len(tl.Events); i += step {
+				st := tl.StateAt(s, i)
+				free, largest, ext := tl.FreeAt(s, i)
+				if free != st.Free || largest != st.LargestFree || ext != st.ExternalPct {
+					t.Fatalf("%s cuda:%d event %d: FreeAt %d %d %.3f, StateAt %d %d %.3f", name, d, i, free, largest, ext, st.Free, st.LargestFree, st.ExternalPct)
+				}
+			}
+		}
+	}
+}
+
 func TestCategoriesFromFileAndFunctionNames(t *testing.T) {
 	var every []string
 	for _, r := range DefaultRules() {

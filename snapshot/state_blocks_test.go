@@ -15,14 +15,14 @@ func TestStateBlocksAgreesWithMap(t *testing.T) {
 	for _, c := range []struct{ addrs, hint int }{{1, 0}, {50, 0}, {5000, 0}, {5000, 100}, {5000, 5000}} {
 		addrs := c.addrs
 		rng := rand.New(rand.NewPCG(uint64(addrs), 3))
-		m := newStateBlocks(c.hint)
+		m := newStateBlocks[StateBlock](c.hint)
 		ref := map[uint64]StateBlock{}
 		for op := range 40000 {
 			a := uint64(rng.IntN(addrs)) << 9
 			switch rng.IntN(4) {
 			case 0, 1:
 				b := StateBlock{Addr: a, Size: int64(op), PendingFree: op%3 == 0}
-				m.set(b)
+				m.set(a, b)
 				ref[a] = b
 			case 2:
 				m.delete(a)
