@@ -224,7 +224,8 @@ func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Tim
 	// And one per active block the trace did not open, at most: appended
 	// one by one, 200k of them were copied again and again (room made
 	// later would copy the whole array instead).
-	t.Intervals = make([]Interval, 0, allocs+max(0, frees-allocs)+activeBlocks(s, dev)+64)
+	active := activeBlocks(s, dev)
+	t.Intervals = make([]Interval, 0, allocs+max(0, frees-allocs)+active+64)
 	open := newAddrMap(1024)    // addr -> interval of its open alloc
 	requested := newAddrMap(64) // addr -> index of a lone free_requested
 	var netReserved int64
@@ -294,6 +295,14 @@ func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Tim
 	})
 	var reserved int64
 	matched := 0 // active blocks whose allocation is open at the end
+	// Room for every active block at once: frees of allocations made
+	// before the trace may have taken what was set aside for them, and
+	// growing by appends copied the intervals twice over (a snapshot of
+	// 200k blocks whose trace frees 200k others: 51 MB of copies, held
+	// until a collection at report's pace). A block's stack needs 32
+	// bytes, most of it never touched when the trace opened the block.
+	t.Intervals = slices.Grow(t.Intervals, active)
+	t.blockStacks = make([]Stack, 0, active)
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if seg.Device != dev {
