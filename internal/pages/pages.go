@@ -17,6 +17,13 @@ import "unsafe"
 // page takes several writes, which cost nothing more than one.
 const stride = 4096
 
+// HugeSize is the transparent huge page of x86-64, and of arm64 with 4 KiB
+// pages: Huge advises whole ones of this size.
+const HugeSize = 2 << 20
+
+// hugeMin is the size from which Prefault asks for huge pages.
+const hugeMin = 4 << 20
+
 // Prefault writes a zero byte into every page of s. s must be all zero
 // (just made): the writes then change nothing, pointers included, and each
 // page is mapped once, by a write, before anything reads it.
@@ -27,6 +34,9 @@ func Prefault[T any](s []T) {
 	var zero T
 	n := uintptr(len(s)) * unsafe.Sizeof(zero)
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), n)
+	if n >= hugeMin {
+		Huge(b)
+	}
 	for i := uintptr(0); i < n; i += stride {
 		b[i] = 0
 	}

@@ -3,4 +3,4 @@
 package pages
 
 // Populate does nothing here (see the Linux version).
-func Populate[T any](s []T) {}
+func Populate[T any](s []T) bool { return false }

@@ -270,7 +270,9 @@ func traceArrays(g *graph, root val) map[uint32][]schema.TraceEntry {
 					continue
 				}
 				if c := g.cont(dv.ref); c.kind == cTraceList && c.n > 0 {
-					out[dv.ref] = make([]schema.TraceEntry, c.n)
+					t := make([]schema.TraceEntry, c.n)
+					pages.Huge(t) // written once, in full, by the bind
+					out[dv.ref] = t
 				}
 			}
 		}

@@ -1,0 +1,134 @@
+package pages
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// thpMode is the system's transparent huge page mode (always, madvise or
+// never), or "" where the kernel does not say.
+func thpMode() string {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i, j := strings.IndexByte(s, '['), strings.IndexByte(s, ']'); i >= 0 && j > i {
+		return s[i+1 : j]
+	}
+	return ""
+}
+
+// vmstat reads counters from /proc/vmstat.
+func vmstat(t *testing.T, names ...string) []int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/vmstat")
+	if err != nil {
+		t.Skipf("no /proc/vmstat: %v", err)
+	}
+	out := make([]int64, len(names))
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		for i, n := range names {
+			if len(f) == 2 && f[0] == n {
+				out[i], _ = strconv.ParseInt(f[1], 10, 64)
+			}
+		}
+	}
+	return out
+}
+
+// anonHuge is the memory in huge pages of the mappings in [lo, hi), from
+// /proc/self/smaps.
+func anonHuge(t *testing.T, lo, hi uintptr) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	var in bool
+	var kb int64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if a, z, ok := strings.Cut(f[0], "-"); ok && !strings.HasSuffix(f[0], ":") {
+			x, err1 := strconv.ParseUint(a, 16, 64)
+			y, err2 := strconv.ParseUint(z, 16, 64)
+			in = err1 == nil && err2 == nil && uintptr(x) < hi && uintptr(y) > lo
+			continue
+		}
+		if in && f[0] == "AnonHugePages:" && len(f) >= 2 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			kb += n
+		}
+	}
+	return kb << 10
+}
+
+// hugePages touches every page of a fresh mapping of 10 huge pages, with
+// a slice over 9 of them (7 whole) advised by Huge first or not, and
+// returns how many huge pages back the mapping, and how many times the
+// kernel (any process) found no free huge page meanwhile.
+func hugePages(t *testing.T, advise bool) (got, refused int64) {
+	t.Helper()
+	const size = 10 * HugeSize
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Munmap(b) }()
+	base := uintptr(unsafe.Pointer(&b[0]))
+	lo := int((HugeSize - base%HugeSize) % HugeSize)
+	before := vmstat(t, "thp_fault_fallback")
+	if advise {
+		Huge(b[lo+100 : lo+9*HugeSize-100])
+	}
+	for i := 0; i < len(b); i += stride {
+		b[i] = 1
+	}
+	after := vmstat(t, "thp_fault_fallback")
+	return anonHuge(t, base, base+size) / HugeSize, after[0] - before[0]
+}
+
+// TestHuge: where huge pages are given to those who ask (madvise), memory
+// Huge advised gets them and other memory does not, and Huge leaves alone
+// the huge pages a slice covers only in part.
+func TestHuge(t *testing.T) {
+	switch mode := thpMode(); mode {
+	case "madvise":
+	case "always":
+		t.Skip("transparent huge pages are always on here: Huge cannot be told apart")
+	default:
+		t.Skipf("transparent huge pages are %q here: Huge does nothing", mode)
+	}
+	if n, _ := hugePages(t, false); n != 0 {
+		t.Errorf("without Huge %d huge pages back the mapping", n)
+	}
+	n, refused := hugePages(t, true)
+	t.Logf("with Huge: %d huge pages (%d refused)", n, refused)
+	if n == 0 && refused > 0 {
+		t.Skip("the kernel had no free huge page")
+	}
+	if n == 0 {
+		t.Error("with Huge no huge page backs the advised slice")
+	}
+	if n > 7 {
+		t.Errorf("with Huge %d huge pages back the mapping; the slice holds 7 whole ones", n)
+	}
+}
+
+// TestHugeSmall: a slice without a whole huge page is not advised (and
+// does not fail).
+func TestHugeSmall(t *testing.T) {
+	var none []byte
+	Huge(none)
+	b := make([]byte, HugeSize-1)
+	Huge(b)
+	Huge(b[:1])
+}
