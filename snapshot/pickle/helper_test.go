@@ -542,7 +542,8 @@ func runTo(t *testing.T, data []byte, pos int) *decoder {
 
 // TestHelperThresholds: splitCores leaves input under parallelMin to one
 // machine, adds a machine per regionMin bytes up to one per core (which
-// its caller bounds by machinesFor), and gives each machine as many bytes; planSplit needs frames
+// its caller bounds by machinesFor), and gives each machine as much to run
+// (a byte of prefix counted prefixCost); planSplit needs frames
 // (protocol 4 or 5) and a batch past the target; a prefix with fewer than
 // 256 memo entries is not enough.
 func TestHelperThresholds(t *testing.T) {
@@ -579,14 +580,14 @@ func TestHelperThresholds(t *testing.T) {
 			if i+1 < len(targets) {
 				end = targets[i+1]
 			}
-			work = append(work, prefix+end-at)
+			work = append(work, prefixCost*prefix+end-at)
 		}
 		if lo, hi := slices.Min(work), slices.Max(work); hi-lo > len(work) {
 			t.Errorf("%d bytes on %d machines: shares %v", c.n, c.machines, work)
 		}
 	}
-	if prefix, targets := splitCores(parallelMin, 2); len(targets) != 1 || targets[0] != parallelMin/2+parallelMin/64 || prefix != parallelMin/32 {
-		t.Errorf("two machines: prefix %d, targets %v; want %d, [%d]", prefix, targets, parallelMin/32, parallelMin/2+parallelMin/64)
+	if prefix, targets := splitCores(parallelMin, 2); len(targets) != 1 || targets[0] != parallelMin/2+parallelMin/32 || prefix != parallelMin/32 {
+		t.Errorf("two machines: prefix %d, targets %v; want %d, [%d]", prefix, targets, parallelMin/32, parallelMin/2+parallelMin/32)
 	}
 	needPython(t)
 	data := genPickle(t, "distinct", 6000)
