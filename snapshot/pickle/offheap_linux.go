@@ -1,6 +1,7 @@
 package pickle
 
 import (
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -39,19 +40,21 @@ func offHeap[T any](n int, populate bool) ([]T, bool) {
 
 // offHeapAligned is offHeap for size bytes at a huge page's boundary: it
 // maps a huge page more and gives back what lies outside the aligned
-// range, so that the mapping is exactly size bytes (freeOffHeap unmaps
-// it so).
+// range, so that the mapping is size bytes rounded up to a page, all of
+// which freeOffHeap unmaps (munmap rounds its length up).
 func offHeapAligned[T any](n, size int, populate bool) ([]T, bool) {
-	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size+pages.HugeSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	page := os.Getpagesize()
+	keep := (size + page - 1) / page * page
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(keep+pages.HugeSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, false
 	}
-	b := unsafe.Slice((*byte)(p), size+pages.HugeSize)
+	b := unsafe.Slice((*byte)(p), keep+pages.HugeSize)
 	skip := int((pages.HugeSize - uintptr(p)%pages.HugeSize) % pages.HugeSize)
 	if skip > 0 {
 		_ = unix.MunmapPtr(p, uintptr(skip))
 	}
-	if tail := b[skip+size:]; len(tail) > 0 {
+	if tail := b[skip+keep:]; len(tail) > 0 {
 		_ = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(tail)), uintptr(len(tail)))
 	}
 	m := b[skip : skip+size : skip+size]

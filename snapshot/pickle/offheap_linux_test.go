@@ -52,10 +52,11 @@ func vmSize(t *testing.T) int64 {
 // page's boundary; below, on any page. Either is zero, mapped at once when
 // asked (populate) and as written when not, and all given back by
 // freeOffHeap: the aligned path maps more than it keeps, and what it does
-// not keep is given back at once (64 rounds map no more at the end).
+// not keep is given back at once, for a size that is not a whole number of
+// pages too (64 rounds map no more at the end).
 func TestOffHeapHuge(t *testing.T) {
 	page := os.Getpagesize()
-	for _, size := range []int{pages.HugeSize - page, pages.HugeSize, pages.HugeSize + page, 3 << 20} {
+	for _, size := range []int{pages.HugeSize - page, pages.HugeSize, pages.HugeSize + 1, pages.HugeSize + page, 3 << 20} {
 		for _, populate := range []bool{false, true} {
 			s, ok := offHeap[byte](size, populate)
 			if !ok {
@@ -91,6 +92,8 @@ func TestOffHeapHuge(t *testing.T) {
 	for range 64 {
 		s, _ := offHeap[rawTrace](chunkLen, false)
 		freeOffHeap(s)
+		b, _ := offHeap[byte](pages.HugeSize+1, false) // a size between pages
+		freeOffHeap(b)
 	}
 	if grew := vmSize(t) - before; grew > 16<<20 {
 		t.Errorf("64 chunks made and freed left %d MiB more mapped", grew>>20)
