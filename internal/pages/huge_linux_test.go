@@ -2,6 +2,7 @@ package pages
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -131,4 +132,30 @@ func TestHugeSmall(t *testing.T) {
 	b := make([]byte, HugeSize-1)
 	Huge(b)
 	Huge(b[:1])
+}
+
+// TestHugeDisabled: with GODEBUG=disablethp=1, which keeps Go's heap off
+// huge pages, Huge advises nothing either (run in a child process: the
+// setting is read at start).
+func TestHugeDisabled(t *testing.T) {
+	if os.Getenv("PAGES_TEST_CHILD") == "1" {
+		if !hugeOff {
+			t.Fatal("GODEBUG=disablethp=1 not seen")
+		}
+		if thpMode() == "madvise" {
+			if n, _ := hugePages(t, true); n != 0 {
+				t.Fatalf("with disablethp=1, %d huge pages after Huge", n)
+			}
+		}
+		return
+	}
+	if hugeOff {
+		t.Fatal("hugeOff without GODEBUG's disablethp=1")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHugeDisabled$", "-test.v")
+	cmd.Env = append(os.Environ(), "PAGES_TEST_CHILD=1", "GODEBUG=madvdontneed=1,disablethp=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
 }
