@@ -212,12 +212,16 @@ func (j *joiner) internStacks(procs int) {
 	// placeholder, see copyContainers), the ones taken over are first
 	// packed to the front of its slabs, and the rest given up: with four
 	// machines the stacks the main machine had already were 18 MiB.
-	compact := true
+	compact, adds := true, 0
 	for _, out := range missed {
+		adds += len(out)
 		for _, m := range out {
 			compact = compact && m.i&unread == 0
 		}
 	}
+	// Most of what the table lacks is new to it: its slots grow once for
+	// all, not doubling (and placing every stack again) as they come.
+	t.reserve(adds)
 	refs := hg.stacks.refs
 	if compact {
 		refs = make([]stackRef, len(hg.stacks.refs))

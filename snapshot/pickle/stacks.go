@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"hash/maphash"
+	"slices"
 	"unsafe"
 
 	"memscope/internal/pages"
@@ -241,10 +242,26 @@ func (t *stackTable) internAt(h uint32, ids []uint32, ref stackRef, adopted bool
 	return id
 }
 
+// reserve makes room for n more stacks at once, so that adding them does
+// not double the slots (and place every stack again) along the way.
+func (t *stackTable) reserve(n int) {
+	size := len(t.slots)
+	for 4*(len(t.refs)+n) > 3*size {
+		size *= 2
+	}
+	if size > len(t.slots) {
+		t.resize(size)
+	}
+	t.refs = slices.Grow(t.refs, n)
+}
+
 // grow doubles the table.
-func (t *stackTable) grow() {
+func (t *stackTable) grow() { t.resize(2 * len(t.slots)) }
+
+// resize places every stack in a table of size slots (a power of two).
+func (t *stackTable) resize(size int) {
 	slots := t.slots
-	t.slots = make([]uint64, 2*len(slots))
+	t.slots = make([]uint64, size)
 	pages.Prefault(t.slots)
 	for _, s := range slots {
 		if s != 0 {

@@ -157,3 +157,35 @@ func ids0(ids []uint32) uint32 {
 	}
 	return ids[0]
 }
+
+// TestReserve: after reserve(n), adding n new stacks does not grow the
+// slots, and every stack, old or new, is found; a reserve the slots already
+// hold changes nothing (each side of the load bound).
+func TestReserve(t *testing.T) {
+	stack := func(i int) []uint32 { return []uint32{uint32(i), uint32(i * 7), 3} }
+	for _, c := range []struct{ have, add int }{{0, 0}, {0, 1}, {100, 92}, {100, 93}, {1000, 50000}} {
+		var tb stackTable
+		tb.ready()
+		for i := range c.have {
+			tb.intern(stack(i))
+		}
+		before := len(tb.slots)
+		tb.reserve(c.add)
+		if fits := 4*(c.have+c.add) <= 3*before; fits && len(tb.slots) != before {
+			t.Errorf("%d+%d: %d slots held them, reserve made %d", c.have, c.add, before, len(tb.slots))
+		}
+		reserved := len(tb.slots)
+		for i := c.have; i < c.have+c.add; i++ {
+			tb.intern(stack(i))
+		}
+		if len(tb.slots) != reserved {
+			t.Errorf("%d+%d: the slots grew from %d to %d after reserve", c.have, c.add, reserved, len(tb.slots))
+		}
+		for i := range c.have + c.add {
+			ids := stack(i)
+			if id, ok := tb.find(tb.hash32(ids), ids); !ok || id != uint32(i) {
+				t.Fatalf("%d+%d: stack %d found as %d, %v", c.have, c.add, i, id, ok)
+			}
+		}
+	}
+}
