@@ -605,7 +605,10 @@ func (t *Timeline) classifyRole(c *roleClassifier, byStack, byBlock []stackTrait
 		_, lt.zeroGradFree = within(zeroGrads, int(fi))
 	}
 	if lt.known {
-		lt.frameless = withFrames && t.FramesOf(iv).Len() == 0
+		// alloc is the interval's own stack's traits here (only an
+		// interval from before the window has another): empty says it has
+		// no frames, without reading the stack (a cache miss an interval).
+		lt.frameless = withFrames && alloc.empty
 		if w, ok := within(steps, int(iv.Start)); ok {
 			lt.inStep = true
 			lt.stepFree = iv.End < n && int(iv.End) < w.last
