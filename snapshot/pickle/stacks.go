@@ -245,6 +245,7 @@ func (t *stackTable) internAt(h uint32, ids []uint32, ref stackRef, adopted bool
 // reserve makes room for n more stacks at once, so that adding them does
 // not double the slots (and place every stack again) along the way.
 func (t *stackTable) reserve(n int) {
+	t.ready()
 	size := len(t.slots)
 	for 4*(len(t.refs)+n) > 3*size {
 		size *= 2

@@ -188,4 +188,14 @@ func TestReserve(t *testing.T) {
 			}
 		}
 	}
+	// A table never used is made ready first.
+	var fresh stackTable
+	fresh.reserve(1000)
+	n := len(fresh.slots)
+	for i := range 1000 {
+		fresh.intern(stack(i))
+	}
+	if n == 0 || len(fresh.slots) != n {
+		t.Errorf("a fresh table reserved %d slots for 1000 stacks, then had %d", n, len(fresh.slots))
+	}
 }
