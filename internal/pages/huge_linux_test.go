@@ -159,3 +159,36 @@ func TestHugeDisabled(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
+
+// TestPrefaultHugeMin: Prefault asks for huge pages for an array of
+// hugeMin bytes or more, and not for a smaller one (each side of the
+// bound), where huge pages are given to those who ask.
+func TestPrefaultHugeMin(t *testing.T) {
+	if mode := thpMode(); mode != "madvise" {
+		t.Skipf("transparent huge pages are %q here, not madvise: the advice cannot be seen", mode)
+	}
+	for _, c := range []struct {
+		size int
+		huge bool
+	}{{hugeMin - stride, false}, {hugeMin, true}} {
+		b, err := syscall.Mmap(-1, 0, c.size+HugeSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := uintptr(unsafe.Pointer(&b[0]))
+		lo := int((HugeSize - base%HugeSize) % HugeSize) // a whole huge page or more inside either way
+		before := vmstat(t, "thp_fault_fallback")
+		Prefault(b[lo : lo+c.size])
+		refused := vmstat(t, "thp_fault_fallback")[0] - before[0]
+		n := anonHuge(t, base, base+uintptr(len(b))) / HugeSize
+		_ = syscall.Munmap(b)
+		switch {
+		case c.huge && n == 0 && refused > 0:
+			t.Skip("the kernel had no free huge page")
+		case c.huge && n == 0:
+			t.Errorf("%d bytes: no huge page after Prefault", c.size)
+		case !c.huge && n != 0:
+			t.Errorf("%d bytes (under hugeMin): %d huge pages after Prefault", c.size, n)
+		}
+	}
+}
