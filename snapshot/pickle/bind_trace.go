@@ -248,7 +248,8 @@ func (b *binder) takeTyped(cid uint32) []schema.TraceEntry {
 }
 
 // traceArrays allocates the typed trace of each run of trace records
-// (cTraceList) under root's device traces, by the run's container. It is
+// (cTraceList) under root's device traces, by the run's container, from
+// the room the last join reserved (reserveTyped) while it lasts. It is
 // called before the collection that frees the decoder's garbage: an array
 // of a million entries placed over freed pages is cleared at once, all of
 // its pages touched while the records are still held (bigtrain's peak
@@ -270,6 +271,10 @@ func traceArrays(g *graph, root val) map[uint32][]schema.TraceEntry {
 					continue
 				}
 				if c := g.cont(dv.ref); c.kind == cTraceList && c.n > 0 {
+					if int(c.n) <= len(g.typed) {
+						out[dv.ref], g.typed = g.typed[:c.n:c.n], g.typed[c.n:]
+						continue
+					}
 					t := make([]schema.TraceEntry, c.n)
 					pages.Huge(t) // written once, in full, by the bind
 					out[dv.ref] = t

@@ -1,5 +1,7 @@
 package pickle
 
+import "memscope/snapshot/schema"
+
 type vkind uint8
 
 const (
@@ -182,6 +184,9 @@ type graph struct {
 	maxExtras   int
 	stacks      stackTable
 	proto       int
+	// typed is room for the typed traces, reserved at the last join (see
+	// reserveTyped); nil when none was.
+	typed []schema.TraceEntry
 }
 
 func (g *graph) cont(id uint32) *container { return g.conts.at(id) }
