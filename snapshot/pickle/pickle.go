@@ -632,7 +632,27 @@ func (d *decoder) run() (val, error) {
 				return val{}, err
 			}
 			stack = append(stack, v)
-		case opMemoize:
+		case opMemoize, opBinPut, opLongBinPut:
+			if op != opMemoize {
+				n := 0
+				if len(stack) > 0 && len(stack) > d.lastMark() {
+					n = d.appendPut(data, at, end)
+				}
+				if n == 0 {
+					// An index other than the next (or nothing to
+					// memoize): the general form.
+					if d.pendPos >= 0 {
+						d.materialize(stack)
+					}
+					d.pos, d.stack = pos, stack
+					if _, _, err := d.slowOp(op, at); err != nil {
+						return val{}, err
+					}
+					pos, stack = d.pos, d.stack
+					break
+				}
+				pos = at + n
+			}
 			if len(stack) == 0 || len(stack) <= d.lastMark() {
 				return val{}, d.errf(at, "MEMOIZE on an empty stack")
 			}

@@ -546,6 +546,28 @@ func (d *decoder) frameBySwitch(kv []val) (rawFrame, bool) {
 	return f, got == 7
 }
 
+// appendPut is the size of the memo put at data[pos] (before end) when it
+// adds the memo's next entry: MEMOIZE, or BINPUT or LONG_BINPUT naming the
+// next index, as protocols 2 and 3 (and PyTorch's C++ pickler) write what
+// protocol 4 writes as MEMOIZE; 0 for any other opcode or index. A helper's
+// region takes none of the puts: its memo is numbered from its prefix's
+// end, not as the file's (see helper.go).
+func (d *decoder) appendPut(data []byte, pos, end int) int {
+	switch data[pos] {
+	case opMemoize:
+		return 1
+	case opBinPut:
+		if !d.region && pos+2 <= end && int(data[pos+1]) == d.memo.len() {
+			return 2
+		}
+	case opLongBinPut:
+		if !d.region && pos+5 <= end && int64(binary.LittleEndian.Uint32(data[pos+1:])) == int64(d.memo.len()) {
+			return 5
+		}
+	}
+	return 0
+}
+
 // frameDict runs, at once, what follows an EMPTY_DICT when it is a frame
 // dict as pickle.dump writes one whose strings were all seen before:
 // MEMOIZE MARK, three keys and values that are memo gets or small ints,
@@ -558,12 +580,16 @@ func (d *decoder) frameBySwitch(kv []val) (rawFrame, bool) {
 // memo get this machine cannot read without side effects (a hole, a
 // placeholder, the dict itself), so that the opcodes run one by one.
 func (d *decoder) frameDict(data []byte, pos, end int) (v val, next int, ok bool) {
-	if d.noFast || pos+2 > end || data[pos] != opMemoize || data[pos+1] != opMark {
+	if d.noFast || pos >= end {
+		return val{}, 0, false
+	}
+	p := d.appendPut(data, pos, end)
+	if p == 0 || pos+p >= end || data[pos+p] != opMark {
 		return val{}, 0, false
 	}
 	var kv [6]val
 	memoLen := d.memo.len()
-	j := pos + 2
+	j := pos + p + 1
 	for k := range kv {
 		if j >= end {
 			return val{}, 0, false
@@ -680,9 +706,14 @@ func stackItem(id uint32) val {
 // helper's entries became generic dicts (3x the memory, slower than one
 // machine).
 func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok bool) {
-	if d.noFast || pos+2 > end || data[pos] != opMemoize || data[pos+1] != opMark || d.g.conts.len() >= memoIDMask-2 {
+	if d.noFast || pos >= end || d.g.conts.len() >= memoIDMask-2 {
 		return 0, val{}, false
 	}
+	p := d.appendPut(data, pos, end)
+	if p == 0 || pos+p >= end || data[pos+p] != opMark {
+		return 0, val{}, false
+	}
+	pos += p - 1 // as if the put were MEMOIZE: the list's items start at pos+2
 	var h, key uint64
 	spanEnd := -1 // past the APPENDS, when the cache is on and the list is all memo gets
 	if !d.spans.off {
