@@ -1,9 +1,10 @@
 // Package pickle decodes allocator snapshots into package schema's types:
-// a restricted pickle machine (pickle.go, opcodes.go, slowops.go) that runs
-// only the data opcodes of protocols 2-5, never code, within a budget of
-// memo slots, containers and bytes bounded by the input, and builds a
-// compact value graph (graph.go) in which the bulk of a snapshot (frames,
-// stacks, trace entries) is recognised while decoding (recognise.go). Input
+// a restricted pickle machine (pickle.go, opcodes.go, slowops.go, memo.go)
+// that runs only the data opcodes of protocols 2-5, never code, within a
+// budget of memo slots, containers and bytes bounded by the input, and
+// builds a compact value graph (graph.go) in which the bulk of a snapshot
+// (frames, stacks, trace entries) is recognised while decoding
+// (recognise.go), much of it straight from the bytes (fastpath.go). Input
 // of 8 MiB or more is run by two machines on two cores, the second from a
 // batch boundary of the trace list onwards (helper.go, join.go, scan.go).
 // A binder (bind.go, bind_trace.go) then turns the graph into typed structs.

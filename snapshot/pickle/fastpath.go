@@ -1,0 +1,332 @@
+package pickle
+
+import "encoding/binary"
+
+// The fast paths: runs of opcodes that pickle.dump writes for every frame
+// dict and frame list of a trace, recognised in the bytes and taken at
+// once (each with the same result as running its opcodes one by one,
+// which it leaves to the machine whenever anything differs).
+
+// fastList does what EMPTY_LIST, MEMOIZE (see run), then APPENDS's
+// tryStack do for a list of n frames interned at start, and returns the
+// list: a kStack, fresh (see kStack), or a container for a stack id past
+// the memo's range or a helper's stack of placeholders (which a join may
+// have to make a generic list of).
+func (d *decoder) fastList(start, n uint32) val {
+	m := d.memo.len()
+	d.puts++
+	if start < 1<<29 && !(d.region && hasPlaceholders(d.g.stacks.get(start))) {
+		v := val{k: kStack, ref: start}
+		if m < len(d.small) {
+			d.small[m] = v
+		}
+		d.memo.push(memoStack | start)
+		d.fastLists++
+		d.bareLists++
+		v.i = int64(m) + 1
+		return v
+	}
+	cid := d.g.conts.push(container{vk: kList})
+	v := val{k: kList, ref: cid}
+	r, _ := d.memoRef(v) // a list's reference always fits (checked by frameList)
+	if m < len(d.small) {
+		d.small[m] = v
+	}
+	d.memo.push(r)
+	c := d.g.conts.at(cid)
+	c.kind, c.start, c.n = cStack, start, n
+	d.fastLists++
+	return v
+}
+
+// hasPlaceholders reports whether a helper's stack holds a frame it could
+// name only by memo index (frameMemoRef).
+func hasPlaceholders(ids []uint32) bool {
+	for _, id := range ids {
+		if id&frameMemoRef != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scanSpan finds the end of a run of memo gets closed by APPENDS that
+// starts at pos (past the APPENDS), hashing the indices it reads; -1 when
+// the run is empty or anything else comes first.
+func scanSpan(data []byte, pos, end int) (int, uint64) {
+	data = data[:end]
+	h := uint64(spanSeed)
+	for j := pos; j < len(data); {
+		switch data[j] {
+		case opLongBinGet:
+			if j+5 > len(data) {
+				return -1, 0
+			}
+			h = spanHash(h, binary.LittleEndian.Uint32(data[j+1:j+5]), true)
+			j += 5
+		case opBinGet:
+			if j+2 > len(data) {
+				return -1, 0
+			}
+			h = spanHash(h, uint32(data[j+1]), false)
+			j += 2
+		case opAppends:
+			if j == pos {
+				return -1, 0
+			}
+			return j + 1, h
+		default:
+			return -1, 0
+		}
+	}
+	return -1, 0
+}
+
+// appendPut is the size of the memo put at data[pos] (before end) when it
+// adds the memo's next entry: MEMOIZE, or BINPUT or LONG_BINPUT naming the
+// next index, as protocols 2 and 3 (and PyTorch's C++ pickler) write what
+// protocol 4 writes as MEMOIZE; 0 for any other opcode or index. A helper's
+// region takes none of the puts: its memo is numbered from its prefix's
+// end, not as the file's (see helper.go).
+func (d *decoder) appendPut(data []byte, pos, end int) int {
+	switch data[pos] {
+	case opMemoize:
+		return 1
+	case opBinPut:
+		if !d.region && pos+2 <= end && int(data[pos+1]) == d.memo.len() {
+			return 2
+		}
+	case opLongBinPut:
+		if !d.region && pos+5 <= end && int64(binary.LittleEndian.Uint32(data[pos+1:])) == int64(d.memo.len()) {
+			return 5
+		}
+	}
+	return 0
+}
+
+// frameDict runs, at once, what follows an EMPTY_DICT when it is a frame
+// dict as pickle.dump writes one whose strings were all seen before:
+// MEMOIZE MARK, three keys and values that are memo gets or small ints,
+// SETITEMS. The dict becomes an interned frame, memoized, exactly as the
+// opcodes one by one leave it (see pendingFrame), without pushing its six
+// items and reading them back: a trace whose frames are written out in
+// full has 30 of them an entry (4.5M in a 79 MiB file, 10 opcodes each).
+// pos is just past the EMPTY_DICT, whose materialize has run; ok is false,
+// with nothing done, for any other sequence, one that crosses end, or a
+// memo get this machine cannot read without side effects (a hole, a
+// placeholder, the dict itself), so that the opcodes run one by one.
+func (d *decoder) frameDict(data []byte, pos, end int) (v val, next int, ok bool) {
+	if d.noFast || pos >= end {
+		return val{}, 0, false
+	}
+	p := d.appendPut(data, pos, end)
+	if p == 0 || pos+p >= end || data[pos+p] != opMark {
+		return val{}, 0, false
+	}
+	var kv [6]val
+	memoLen := d.memo.len()
+	j := pos + p + 1
+	for k := range kv {
+		if j >= end {
+			return val{}, 0, false
+		}
+		switch data[j] {
+		case opBinGet:
+			if j+2 > end || int(data[j+1]) >= memoLen {
+				return val{}, 0, false
+			}
+			kv[k] = d.small[data[j+1]]
+			j += 2
+		case opLongBinGet:
+			if j+5 > end {
+				return val{}, 0, false
+			}
+			idx := binary.LittleEndian.Uint32(data[j+1 : j+5])
+			if int64(idx) >= d.refFrom || int(idx) >= memoLen {
+				return val{}, 0, false
+			}
+			if idx < smallMemo {
+				kv[k] = d.small[idx]
+			} else if kv[k], ok = d.memoVal(*d.memo.at(idx)); !ok {
+				return val{}, 0, false
+			}
+			j += 5
+		case opBinInt1:
+			if j+2 > end {
+				return val{}, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(data[j+1])}
+			j += 2
+		case opBinInt2:
+			if j+3 > end {
+				return val{}, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(binary.LittleEndian.Uint16(data[j+1:]))}
+			j += 3
+		case opBinInt:
+			if j+5 > end {
+				return val{}, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(int32(binary.LittleEndian.Uint32(data[j+1:])))}
+			j += 5
+		default:
+			return val{}, 0, false
+		}
+		if kv[k].k == kUnset {
+			return val{}, 0, false
+		}
+		if k == 0 && !frameKey(d.g.roles, kv[0]) {
+			// Not a frame (a trace entry, a block): left at its first key
+			// rather than after reading six items.
+			return val{}, 0, false
+		}
+	}
+	if j >= end || data[j] != opSetItems {
+		return val{}, 0, false
+	}
+	f, ok := d.frameOf(kv[:])
+	if !ok {
+		return val{}, 0, false
+	}
+	id, ok := d.g.frames.intern(f)
+	if !ok {
+		return val{}, 0, false
+	}
+	// What MEMOIZE then pendingFrame's settle leave: the memo entry the
+	// dict took, the frame.
+	v = val{k: kFrame, ref: id}
+	r, _ := d.memoRef(v) // a frame's always fits
+	if memoLen < len(d.small) {
+		d.small[memoLen] = v
+	}
+	d.puts++
+	d.memo.push(r)
+	d.fastDicts++
+	return v, j + 1, true
+}
+
+// frameKey says whether v is one of a frame dict's keys.
+func frameKey(roles []keyRole, v val) bool {
+	if v.k != kStr || int(v.ref) >= len(roles) {
+		return false
+	}
+	r := roles[v.ref]
+	return r == keyFilename || r == keyLine || r == keyName
+}
+
+// stackItem is the value a stack's id stands for: a frame, or in a helper
+// a placeholder for one (frameMemoRef).
+func stackItem(id uint32) val {
+	if id&frameMemoRef != 0 {
+		return val{k: kRef, ref: id &^ frameMemoRef}
+	}
+	return val{k: kFrame, ref: id}
+}
+
+// frameList runs, at once, what follows an EMPTY_LIST when it is a frame
+// list as pickle.dump writes one: MEMOIZE MARK, then memo gets of frames
+// (BINGET or LONG_BINGET) and APPENDS. The list becomes an interned stack,
+// exactly as the opcodes one by one would leave it (container, memo entry,
+// stack id), without pushing a value per frame and reading them back: a
+// real trace has a list of 22 frames for most of its million entries.
+// pos is just past the EMPTY_LIST; ok is false, with nothing done, for any
+// other sequence, or one that crosses end, reads a memo entry that is not
+// a frame yet or that this machine cannot read (the pending dict's), so
+// that the opcodes run one by one.
+//
+// A helper reads a frame made after its prefix (its own too: it does not
+// know their indices) as a placeholder; in a stack it keeps the memo index
+// (frameMemoRef), which the join resolves. A real snapshot's segments come
+// first, and their blocks' frames are most of those the trace reads: with
+// many live blocks they reach past the prefix, and without this a
+// helper's entries became generic dicts (3x the memory, slower than one
+// machine).
+func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok bool) {
+	if d.noFast || pos >= end || d.g.conts.len() >= memoIDMask-2 {
+		return 0, val{}, false
+	}
+	p := d.appendPut(data, pos, end)
+	if p == 0 || pos+p >= end || data[pos+p] != opMark {
+		return 0, val{}, false
+	}
+	pos += p - 1 // as if the put were MEMOIZE: the list's items start at pos+2
+	var h, key uint64
+	spanEnd := -1 // past the APPENDS, when the cache is on and the list is all memo gets
+	if !d.spans.off {
+		rest := data[pos+2 : end]
+		if len(rest) >= spanPrefix {
+			// The list most recently read with these first bytes, if its
+			// bytes follow in full: the same bytes parse the same way, so
+			// no opcode needs reading.
+			key = prefixKey(rest)
+			if s := d.spans.recent(key, rest); s != nil {
+				d.spans.hits++
+				d.spans.quick++
+				return pos + 2 + len(s.span), d.fastList(s.start, s.n), true
+			}
+		}
+		if spanEnd, h = scanSpan(data, pos+2, end); spanEnd > 0 {
+			if s := d.spans.get(h, data[pos+2:spanEnd]); s != nil {
+				d.spans.remember(key, *s, len(rest) >= spanPrefix)
+				return spanEnd, d.fastList(s.start, s.n), true
+			}
+		}
+	}
+	ids := d.scratch[:0]
+	// Read once: nothing below changes them before the APPENDS, and
+	// appending to ids keeps the compiler from assuming so (the frame
+	// pool's 900k distinct lists are 27M memo reads).
+	pend, refFrom, memoLen, memo := int64(d.pendMemo), d.refFrom, int64(d.memo.len()), d.memo.chunks
+	for j := pos + 2; j < end; {
+		switch data[j] {
+		case opBinGet:
+			if j+2 > end || int64(data[j+1]) == pend {
+				return 0, val{}, false
+			}
+			v := d.small[data[j+1]]
+			if v.k != kFrame {
+				return 0, val{}, false
+			}
+			ids = append(ids, v.ref)
+			j += 2
+		case opLongBinGet:
+			if j+5 > end {
+				return 0, val{}, false
+			}
+			idx := binary.LittleEndian.Uint32(data[j+1 : j+5])
+			if int64(idx) >= refFrom {
+				if idx&frameMemoRef != 0 {
+					return 0, val{}, false
+				}
+				d.refGap = max(d.refGap, int64(idx)-memoLen)
+				ids = append(ids, frameMemoRef|idx)
+				j += 5
+				continue
+			}
+			if int64(idx) == pend || int64(idx) >= memoLen {
+				return 0, val{}, false
+			}
+			r := memo[idx>>chunkBits][idx&chunkMask]
+			if r < memoFrame {
+				return 0, val{}, false
+			}
+			ids = append(ids, r&^memoFrame)
+			j += 5
+		case opAppends:
+			if len(ids) == 0 {
+				return 0, val{}, false
+			}
+			d.scratch = ids
+			start := d.g.stacks.intern(ids)
+			if spanEnd == j+1 {
+				if s, ok := d.spans.put(h, data[pos+2:spanEnd], start, uint32(len(ids))); ok {
+					d.spans.remember(key, s, end-(pos+2) >= spanPrefix)
+				}
+			}
+			return j + 1, d.fastList(start, uint32(len(ids))), true
+		default:
+			return 0, val{}, false
+		}
+	}
+	return 0, val{}, false
+}
