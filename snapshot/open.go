@@ -79,9 +79,9 @@ func OpenProgress(ctx context.Context, path string, progress func(float64)) (*Sn
 // read into memory: below it the copy costs less than the mapping.
 const mapMin = 8 << 20
 
-// openMapped decodes a large raw pickle from a read-only mapping of the
-// file. ok is false when the file is small, cannot be mapped or is another
-// form (gzip, JSON, HTML), which are read instead.
+// openMapped decodes a large raw pickle or JSON snapshot from a read-only
+// mapping of the file. ok is false when the file is small, cannot be mapped
+// or is another form (gzip, HTML), which are read instead.
 func openMapped(ctx context.Context, path string, progress func(float64)) (s *Snapshot, err error, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -95,16 +95,59 @@ func openMapped(ctx context.Context, path string, progress func(float64)) (s *Sn
 	// The form is judged from bytes read, not mapped: the mapping is only
 	// read under decodeMapped's fault guard (the file may be cut short
 	// between the Stat and here).
-	head := make([]byte, 16)
-	if n, _ := f.ReadAt(head, 0); !pickle.IsPickle(head[:n]) {
+	head := make([]byte, 64)
+	n, _ := f.ReadAt(head, 0)
+	head = head[:n]
+	json := jsonStart(head)
+	if !pickle.IsPickle(head) && json < 0 {
 		return nil, nil, false
 	}
 	data, unmap, err := mapFile(f, int(st.Size()))
 	if err != nil {
 		return nil, nil, false
 	}
+	if json >= 0 {
+		// A JSON snapshot is read once, front to back, like a pickle:
+		// what is read past is given back (a 6 GB file of bigtrain's
+		// trace held all 6 GB while it was read into memory).
+		s, err = decodeMappedJSON(ctx, data, json, unmap, progress)
+		return s, err, true
+	}
 	s, err = decodeMapped(ctx, data, unmap, f.ReadAt, progress)
 	return s, err, true
+}
+
+// jsonStart is where a JSON snapshot's value begins in head (past
+// whitespace and a byte-order mark), or -1 when head does not begin one.
+func jsonStart(head []byte) int {
+	trimmed := bytes.TrimLeft(head, jsonSpace)
+	if len(trimmed) == 0 || trimmed[0] != '{' && trimmed[0] != '[' {
+		return -1
+	}
+	return len(head) - len(trimmed)
+}
+
+// jsonSpace is what may come before a JSON value.
+const jsonSpace = " \t\r\n\xef\xbb\xbf"
+
+// decodeMappedJSON is decodeMapped for a JSON snapshot starting at from.
+func decodeMappedJSON(ctx context.Context, data []byte, from int, unmap func(), progress func(float64)) (s *Snapshot, err error) {
+	defer unmap()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			s, err = nil, errors.New("the file changed while it was read (truncated by another program?)")
+		}
+	}()
+	drop := dropPages(data)
+	if drop != nil && from > 0 {
+		inner := drop
+		drop = func(a, b int) { inner(a+from, b+from) }
+	}
+	return pickle.DecodeJSON(ctx, data[from:], progress, drop)
 }
 
 // decodeMapped decodes a mapped pickle and unmaps it. Another program may
@@ -158,7 +201,7 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	trimmed := bytes.TrimLeft(data, " \t\r\n\xef\xbb\xbf")
+	trimmed := bytes.TrimLeft(data, jsonSpace)
 	switch {
 	case len(data) == 0:
 		return nil, fmt.Errorf("empty file: %w", ErrNotSnapshot)
@@ -183,7 +226,7 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 		s.Format = "html (" + s.Format + ")" + format
 		return s, nil
 	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
-		s, err := pickle.DecodeJSON(trimmed)
+		s, err := pickle.DecodeJSON(ctx, trimmed, progress, nil)
 		if err != nil {
 			return nil, err
 		}

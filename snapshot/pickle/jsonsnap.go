@@ -1,6 +1,7 @@
 package pickle
 
 import (
+	"context"
 	"math"
 
 	"memscope/snapshot/schema"
@@ -11,9 +12,15 @@ import (
 // DecodeJSON reads the JSON form of a snapshot (what
 // json.dumps(torch.cuda.memory._snapshot()) writes, accepted by
 // pytorch.org/memory_viz) into the same graph the pickle reader builds, so
-// one binder serves both.
-func DecodeJSON(data []byte) (*schema.Snapshot, error) {
+// one binder serves both. It holds to the pickle machine's memory budget
+// (nesting, open values and containers by input size), ctx cancels it
+// within a few thousand values, progress gets 0..1, and drop, when not
+// nil, gets the byte ranges read past, as DecodeMapped's does: nothing
+// decoded refers to data.
+func DecodeJSON(ctx context.Context, data []byte, progress func(float64), drop func(from, to int)) (*schema.Snapshot, error) {
 	d := newDecoder(data)
+	d.ctx, d.progress, d.drop = ctx, progress, drop
+	d.jsonBatch = jsonBatch
 	root, err := d.fromJSON(jsonscan.New(data))
 	if err != nil {
 		return nil, err
@@ -26,13 +33,49 @@ func DecodeJSON(data []byte) (*schema.Snapshot, error) {
 	return s, nil
 }
 
+// jsonBatch is how many values of one array or object the JSON reader
+// holds on its stack before it moves them to the container: a trace list of
+// a million entries would otherwise wait whole on the stack, doubling it
+// through copies. An array or object moved is neither a frame nor a stack
+// (those are short).
+const jsonBatch = 1 << 12
+
+// checkJSON is checkBudget for the JSON reader, whose open arrays and
+// objects stand for MARKs and whose values wait on the stack until their
+// bracket closes: a hostile file of 100 MB (empty objects in a list,
+// brackets opened and never closed) held 1.7 and 3.8 GB before it was
+// refused.
+func (d *decoder) checkJSON(sc *jsonscan.Scanner, depth int) error {
+	if depth > maxMarks {
+		return sc.Errorf("arrays and objects nest more than %d deep (memscope's limit; a snapshot nests a few)", maxMarks)
+	}
+	if c, limit := d.cost(len(d.stack))+16*int64(depth), budgetPerByte*int64(len(d.data))+budgetBase; c > limit {
+		return sc.Errorf("decoding needs more than %d MiB for a %d MiB input (memscope's limit: %d bytes per input byte + %d MiB); a hostile or corrupt file?",
+			limit>>20, len(d.data)>>20, budgetPerByte, budgetBase>>20)
+	}
+	return nil
+}
+
 func (d *decoder) fromJSON(sc *jsonscan.Scanner) (val, error) {
 	type open struct {
 		mark int
 		obj  bool
+		// cont is the container its items so far were moved to (see
+		// jsonBatch), or noRef.
+		cont uint32
 	}
 	var opens []open
+	left := 1 // values until the next check (see cancelEvery)
 	for {
+		if left--; left == 0 {
+			left = cancelEvery
+			if err := d.report(sc.Pos()); err != nil {
+				return val{}, err
+			}
+			if err := d.checkJSON(sc, len(opens)); err != nil {
+				return val{}, err
+			}
+		}
 		done := true
 		switch c := sc.Peek(); c {
 		case '{', '[':
@@ -50,7 +93,7 @@ func (d *decoder) fromJSON(sc *jsonscan.Scanner) (val, error) {
 				d.push(val{k: k, ref: d.newCont(k, nil)})
 				break
 			}
-			opens = append(opens, open{mark: len(d.stack), obj: c == '{'})
+			opens = append(opens, open{mark: len(d.stack), obj: c == '{', cont: noRef})
 			done = false
 			if c == '{' {
 				if err := d.jsonKey(sc); err != nil {
@@ -102,7 +145,16 @@ func (d *decoder) fromJSON(sc *jsonscan.Scanner) (val, error) {
 				opens = opens[:len(opens)-1]
 				items := d.stack[top.mark:]
 				var v val
-				if top.obj {
+				if top.cont != noRef {
+					// Too long to be a frame or a stack (see jsonBatch).
+					if len(items) > 0 {
+						d.extend(top.cont, items)
+					}
+					v = val{k: kList, ref: top.cont}
+					if top.obj {
+						v.k = kDict
+					}
+				} else if top.obj {
 					// JSON has no shared references, so a frame can be a
 					// plain value from the start.
 					v = d.jsonFrame(items)
@@ -123,6 +175,19 @@ func (d *decoder) fromJSON(sc *jsonscan.Scanner) (val, error) {
 				return val{}, sc.Errorf("expected ',' or a closing bracket (file truncated?)")
 			}
 			_ = sc.Expect(',')
+			if n := len(d.stack) - top.mark; n >= d.jsonBatch {
+				// Between values (an object's: a key and its value), so
+				// pairs stay whole.
+				if top.cont == noRef {
+					k := kList
+					if top.obj {
+						k = kDict
+					}
+					opens[len(opens)-1].cont = d.newCont(k, nil)
+				}
+				d.extend(opens[len(opens)-1].cont, d.stack[top.mark:])
+				d.stack = d.stack[:top.mark]
+			}
 			if top.obj {
 				if err := d.jsonKey(sc); err != nil {
 					return val{}, err

@@ -55,6 +55,8 @@ type decoder struct {
 	// next to what is decoded from it. Nothing decoded refers to the input.
 	drop    func(from, to int)
 	dropped int
+	// jsonBatch is jsonBatch, lower in tests.
+	jsonBatch int
 	// headers, when set, reads frame headers for planning the helpers
 	// without faulting the mapped input in (see fileHeaders).
 	headers headerFunc
