@@ -73,7 +73,7 @@ func TestLateLogLine(t *testing.T) {
 		}
 		// SniffHead reads 64 KiB only: a late line is not its business.
 		want := c.want
-		if len(c.body) > headSize {
+		if len(c.body) > HeadSize {
 			want = Unknown
 		}
 		if got, _ := SniffHead(p); got != want {

@@ -26,8 +26,9 @@ func SniffFile(path string) (Kind, error) {
 	return sniffFile(path, true)
 }
 
-// headSize is how much of a file the head sniff reads.
-const headSize = 64 << 10
+// HeadSize is how much of a file the head sniff reads, and how much of
+// data Sniff needs.
+const HeadSize = 64 << 10
 
 // sniffFile sniffs path by its head and, when logs says so and the head is
 // text with no memory line, by the rest of it, chunk by chunk.
@@ -37,7 +38,7 @@ func sniffFile(path string, logs bool) (Kind, error) {
 		return Unknown, err
 	}
 	defer f.Close()
-	buf := make([]byte, headSize)
+	buf := make([]byte, HeadSize)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return Unknown, err

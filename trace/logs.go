@@ -84,12 +84,20 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 	series := map[int]*logSeries{}
 	kinds := map[int]format.Kind{}
 	theoretical := Unset
+	b := newBudget(len(data))
+	var over error // the budget spent: reading stops
 	get := func(rank int, k format.Kind) *logSeries {
 		s := series[rank]
 		if s == nil {
 			s = &logSeries{}
 			series[rank] = s
 			kinds[rank] = k
+			if err := b.take(logRankCost); err != nil && over == nil {
+				over = fmt.Errorf("%d ranks: %w", len(series), err)
+			}
+		}
+		if err := b.take(sampleCost); err != nil && over == nil {
+			over = err
 		}
 		return s
 	}
@@ -158,7 +166,7 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
+	for over == nil && sc.Scan() {
 		line := bytes.TrimRight(sc.Bytes(), "\r")
 		// Progress bars redraw a line with \r: each part is a line.
 		for len(line) > 0 {
@@ -173,6 +181,9 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	if over != nil {
+		return nil, over
 	}
 	if len(series) == 0 {
 		if theoretical > 0 {

@@ -32,7 +32,7 @@ var statsFields = []string{"max_active_gib", "max_active_pct", "max_reserved_gib
 // Reserved, in MiB; allocation retries and OOMs become marks and warnings.
 func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
 	sc := jsonscan.New(data)
-	top, err := sc.Value()
+	top, err := sc.ValueWithin(budgetPerByte*int64(len(data)) + budgetBase)
 	if err != nil {
 		return nil, fmt.Errorf("torchtitan memory export: %w", err)
 	}
@@ -42,7 +42,7 @@ func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
 	}
 	r := &Rank{Rank: RankFromName(path), Path: path, Kind: format.TitanExport}
 	it := Iteration{Key: "steps", X: Steps, PeakAllocated: Unset, Static: Unset, Theoretical: Unset, FilePeak: Unset}
-	unknown := map[string]bool{}
+	var unknown unknownFields
 	hasPeak := false
 	var peaks []float64
 	for i, rec := range records {
@@ -87,12 +87,12 @@ func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
 			switch k {
 			case "step", "timestamp", "metadata", statsKey:
 			default:
-				unknown[k] = true
+				unknown.add([]byte(k))
 			}
 		}
 		for k := range stats {
 			if !slices.Contains(statsFields, k) {
-				unknown[statsKey+"."+k] = true
+				unknown.add([]byte(statsKey + "." + k))
 			}
 		}
 	}
@@ -102,9 +102,7 @@ func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
 	} else {
 		it.Active = nil // the same series: draw it once
 	}
-	for k := range unknown {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("field %q not understood: ignored", k))
-	}
+	r.Warnings = append(r.Warnings, unknown.warnings("field %q not understood: ignored")...)
 	slices.Sort(r.Warnings)
 	if r.Rank < 0 {
 		r.Rank = 0

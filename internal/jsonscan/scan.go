@@ -531,33 +531,75 @@ const MaxValueDepth = 256
 // Value decodes one value of any kind as encoding/json does into an any
 // (map[string]any, []any, float64, string, bool, nil), but accepts NaN and
 // the infinities, which Python's json module writes.
-func (s *Scanner) Value() (any, error) { return s.value(0) }
+func (s *Scanner) Value() (any, error) { return s.value(0, &valueBudget{left: math.MaxInt64}) }
 
-func (s *Scanner) value(depth int) (any, error) {
+// ValueWithin is Value for a value whose Go form takes at most limit bytes
+// (approximately: what maps, slices, strings and interfaces hold), and an
+// error naming the limit past it: a file of 100 MB of empty objects would
+// take gigabytes.
+func (s *Scanner) ValueWithin(limit int64) (any, error) {
+	return s.value(0, &valueBudget{left: limit, limit: limit})
+}
+
+// valueBudget is what the Go form of a value may still take.
+type valueBudget struct{ left, limit int64 }
+
+// Approximate sizes of the Go form: an interface holding a value (its
+// header and the boxed value), a map entry, a new map, a new slice.
+const (
+	costValue    = 24
+	costMapEntry = 48
+	costMap      = 48
+	costSlice    = 24
+)
+
+func (s *Scanner) spend(b *valueBudget, n int64) error {
+	if b.left -= n; b.left < 0 {
+		return s.Errorf("the value needs more than %d MiB in memory (memscope's limit for this input); a hostile or corrupt file?", b.limit>>20)
+	}
+	return nil
+}
+
+func (s *Scanner) value(depth int, b *valueBudget) (any, error) {
 	if depth > MaxValueDepth {
 		return nil, s.Errorf("nested deeper than %d levels", MaxValueDepth)
 	}
+	if err := s.spend(b, costValue); err != nil {
+		return nil, err
+	}
 	switch c := s.Peek(); c {
 	case '{':
+		if err := s.spend(b, costMap); err != nil {
+			return nil, err
+		}
 		m := map[string]any{}
 		err := s.Object(func(k []byte) error {
+			if err := s.spend(b, costMapEntry+int64(len(k))); err != nil {
+				return err
+			}
 			key := string(k)
-			v, err := s.value(depth + 1)
+			v, err := s.value(depth+1, b)
 			m[key] = v
 			return err
 		})
 		return m, err
 	case '[':
+		if err := s.spend(b, costSlice); err != nil {
+			return nil, err
+		}
 		l := []any{}
 		err := s.Array(func(int) error {
-			v, err := s.value(depth + 1)
+			v, err := s.value(depth+1, b)
 			l = append(l, v)
 			return err
 		})
 		return l, err
 	case '"':
-		b, err := s.String()
-		return string(b), err
+		b2, err := s.String()
+		if err == nil {
+			err = s.spend(b, int64(len(b2)))
+		}
+		return string(b2), err
 	case 't', 'f', 'n':
 		lit, err := s.Literal()
 		switch {

@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -152,5 +153,38 @@ func TestValue(t *testing.T) {
 	}
 	if _, err := New([]byte(`{"a": }`)).Value(); err == nil {
 		t.Error("a missing value is an error")
+	}
+}
+
+// TestValueWithin: a value is read within the least limit its Go form
+// needs and refused one byte under it, with the limit named; the need
+// grows with what the value holds.
+func TestValueWithin(t *testing.T) {
+	least := func(src string) int64 {
+		lo, hi := int64(0), int64(1<<40) // fails at lo, reads at hi
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			if _, err := New([]byte(src)).ValueWithin(mid); err == nil {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return hi
+	}
+	objects := func(n int) string { return "[" + strings.Repeat("{}, ", n) + "{}]" }
+	for _, src := range []string{`1`, `"abc"`, `{"a": [1, 2, {"b": null}]}`, objects(1000)} {
+		need := least(src)
+		want, _ := New([]byte(src)).Value()
+		got, err := New([]byte(src)).ValueWithin(need)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%.20s within %d: %v, %v", src, need, got, err)
+		}
+		if _, err := New([]byte(src)).ValueWithin(need - 1); err == nil || !strings.Contains(err.Error(), "in memory") {
+			t.Errorf("%.20s within %d: %v", src, need-1, err)
+		}
+	}
+	if a, b := least(objects(1000)), least(objects(2000)); b < a+1000*(costValue+costMap) {
+		t.Errorf("1000 more empty objects need %d more bytes", b-a)
 	}
 }

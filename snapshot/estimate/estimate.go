@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"memscope/internal/par"
 
@@ -68,6 +69,11 @@ func Open(ctx context.Context, path string) (*Estimate, error) {
 // "tensors": [...]}, ...}. Devices are parsed in parallel; identical stack
 // traces are parsed once.
 func Decode(ctx context.Context, data []byte) (*Estimate, error) {
+	return decodeWithin(ctx, data, budgetBase)
+}
+
+// decodeWithin is Decode with base in place of budgetBase (tests).
+func decodeWithin(ctx context.Context, data []byte, base int64) (*Estimate, error) {
 	sc := jsonscan.New(data)
 	type span struct {
 		key        string
@@ -75,11 +81,15 @@ func Decode(ctx context.Context, data []byte) (*Estimate, error) {
 	}
 	var spans []span
 	est := &Estimate{}
+	b := &budget{limit: budgetPerByte*int64(len(data)) + base}
 	if sc.Peek() != '{' {
 		return nil, sc.Errorf("peak snapshot: expected an object of devices")
 	}
 	// Find each device's bytes first, so the devices parse in parallel.
 	err := sc.Object(func(kb []byte) error {
+		if err := b.take(deviceCost + int64(len(kb))); err != nil {
+			return sc.Errorf("%v", err)
+		}
 		key := string(kb)
 		start := sc.Pos()
 		if sc.Peek() != '{' {
@@ -112,7 +122,7 @@ func Decode(ctx context.Context, data []byte) (*Estimate, error) {
 				errs[i] = err
 				return
 			}
-			d, w, err := parseEstimateDevice(sp.key, data[sp.start:sp.end], interner)
+			d, w, err := parseEstimateDevice(sp.key, data[sp.start:sp.end], interner, b)
 			est.Devices[i], warns[i], errs[i] = d, w, err
 		})
 	}
@@ -150,9 +160,10 @@ func deviceNum(k string) (int, error) {
 	return strconv.Atoi(k[i+1:])
 }
 
-func parseEstimateDevice(key string, data []byte, in *stackStrings) (Device, []string, error) {
+func parseEstimateDevice(key string, data []byte, in *stackStrings, b *budget) (Device, []string, error) {
 	d := Device{Device: key, PeakMiB: math.NaN()}
 	var warns []string
+	extra := 0 // warnings past warnMax
 	sc := jsonscan.New(data)
 	_ = sc.Expect('{')
 	sawTensors := false
@@ -193,12 +204,21 @@ func parseEstimateDevice(key string, data []byte, in *stackStrings) (Device, []s
 				if !more {
 					break
 				}
+				start := sc.Pos()
 				t, w, err := parseTensor(sc, in)
 				if err != nil {
 					return d, nil, fmt.Errorf("tensors[%d]: %w", len(d.Tensors), err)
 				}
-				if w != "" {
+				// The tensor and what it holds: at most its bytes of text.
+				if err := b.take(tensorCost + int64(sc.Pos()-start)); err != nil {
+					return d, nil, sc.Errorf("tensors[%d]: %v", len(d.Tensors), err)
+				}
+				switch {
+				case w == "":
+				case len(warns) < warnMax:
 					warns = append(warns, fmt.Sprintf("%s tensors[%d]: %s", key, len(d.Tensors), w))
+				default:
+					extra++
 				}
 				d.Tensors = append(d.Tensors, t)
 			}
@@ -214,16 +234,41 @@ func parseEstimateDevice(key string, data []byte, in *stackStrings) (Device, []s
 	if !sawTensors {
 		warns = append(warns, fmt.Sprintf("%s: no tensors list", key))
 	}
-	return d, capWarnings(warns), nil
+	if extra > 0 {
+		warns = append(warns, fmt.Sprintf("… and %d more warnings like these", extra))
+	}
+	return d, warns, nil
 }
 
-// capWarnings keeps the first few warnings of a device and counts the rest.
-func capWarnings(w []string) []string {
-	const max = 20
-	if len(w) <= max {
-		return w
+// warnMax is how many of a device's tensor warnings are kept; the rest are
+// counted (a file of millions of odd tensors made a warning each).
+const warnMax = 20
+
+// The reader holds at most what the snapshot decoder may, whatever the
+// file claims: budgetPerByte bytes per input byte plus budgetBase, counting
+// deviceCost a device and tensorCost a tensor besides the bytes of its
+// text. 100 MB of tensors of one field held 2.9 GB for 29 s before it, and
+// 143 MB of empty devices 5 GB for 192 s.
+const (
+	budgetPerByte = 2
+	budgetBase    = 128 << 20
+	deviceCost    = 512
+	tensorCost    = 192
+)
+
+// budget is what the reader may still hold; devices parse on several
+// goroutines.
+type budget struct {
+	used  atomic.Int64
+	limit int64
+}
+
+func (b *budget) take(n int64) error {
+	if b.used.Add(n) > b.limit {
+		return fmt.Errorf("reading it needs more than %d MiB (memscope's limit: %d bytes per input byte + %d MiB); a hostile or corrupt file?",
+			b.limit>>20, budgetPerByte, budgetBase>>20)
 	}
-	return append(w[:max:max], fmt.Sprintf("… and %d more warnings like these", len(w)-max))
+	return nil
 }
 
 func parseTensor(sc *jsonscan.Scanner, in *stackStrings) (Tensor, string, error) {
