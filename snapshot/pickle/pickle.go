@@ -68,6 +68,8 @@ type decoder struct {
 	// bigtrain's decode.
 	small    [smallMemo]val
 	strIndex map[string]uint32
+	// strBytes is the bytes of the distinct strings (see cost).
+	strBytes int64
 	// puts counts PUT, BINPUT, LONG_BINPUT and MEMOIZE opcodes: the memo
 	// budget; explicitPuts counts PUT, BINPUT and LONG_BINPUT alone.
 	puts, explicitPuts int
@@ -248,7 +250,8 @@ func (d *decoder) cost(stack int) int64 {
 	g := d.g
 	return 16*int64(stack) + 8*int64(len(d.marks)) + 16*int64(g.items.len()) + 24*int64(g.conts.len()) +
 		16*int64(d.memoVals.len()) + 4*int64(d.memo.len()) + 56*int64(g.traces.len()) +
-		32*g.spilled // a spill slice grows by doubling
+		32*g.spilled + // a spill slice grows by doubling
+		strCost*int64(len(g.strs)) + d.strBytes
 }
 
 // checkBudget refuses input past the budget; called every cancelEvery
@@ -322,7 +325,12 @@ func (d *decoder) strID(s string) uint32 {
 	return d.addStr(s)
 }
 
+// strCost is what a distinct string costs besides its bytes: its header,
+// role and index entry, and its allocation's rounding.
+const strCost = 64
+
 func (d *decoder) addStr(s string) uint32 {
+	d.strBytes += int64(len(s))
 	id := uint32(len(d.g.strs))
 	d.g.strs = append(d.g.strs, s)
 	d.g.roles = append(d.g.roles, roleOf(s))
