@@ -109,3 +109,31 @@ func TestStringsInBudget(t *testing.T) {
 		t.Errorf("%d strings, %d of %d bytes: not refused", i+1, d.cost(0), limit)
 	}
 }
+
+// TestSparsePutsInBudget: memo entries put far past the memo's end (kept
+// in a map) count sparseCost each: 100 MB of them were all held (0.8 GB)
+// before. At the limit a decoder holds, one more is refused.
+func TestSparsePutsInBudget(t *testing.T) {
+	const n = 1 << 20
+	limit := int64(budgetPerByte*n + budgetBase)
+	d := newDecoder(make([]byte, n))
+	idx := uint32(1 << 28)
+	for d.cost(0)+sparseCost <= limit {
+		if err := d.setMemo(idx, val{k: kNone}, 0); err != nil {
+			t.Fatal(err)
+		}
+		idx += 7
+	}
+	if len(d.memoSparse) == 0 {
+		t.Fatal("no entry went to the sparse memo")
+	}
+	if err := d.checkBudget(0, 0); err != nil {
+		t.Errorf("%d sparse entries, %d of %d bytes: %v", len(d.memoSparse), d.cost(0), limit, err)
+	}
+	if err := d.setMemo(idx, val{k: kNone}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.checkBudget(0, 0); err == nil {
+		t.Errorf("%d sparse entries, %d of %d bytes: not refused", len(d.memoSparse), d.cost(0), limit)
+	}
+}

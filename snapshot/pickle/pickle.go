@@ -251,7 +251,8 @@ func (d *decoder) cost(stack int) int64 {
 	return 16*int64(stack) + 8*int64(len(d.marks)) + 16*int64(g.items.len()) + 24*int64(g.conts.len()) +
 		16*int64(d.memoVals.len()) + 4*int64(d.memo.len()) + 56*int64(g.traces.len()) +
 		32*g.spilled + // a spill slice grows by doubling
-		strCost*int64(len(g.strs)) + d.strBytes
+		strCost*int64(len(g.strs)) + d.strBytes +
+		sparseCost*int64(len(d.memoSparse))
 }
 
 // checkBudget refuses input past the budget; called every cancelEvery
@@ -326,8 +327,12 @@ func (d *decoder) strID(s string) uint32 {
 }
 
 // strCost is what a distinct string costs besides its bytes: its header,
-// role and index entry, and its allocation's rounding.
-const strCost = 64
+// role and index entry, and its allocation's rounding. sparseCost is a
+// memo entry put far past the memo's end (memoSparse's map entry).
+const (
+	strCost    = 64
+	sparseCost = 48
+)
 
 func (d *decoder) addStr(s string) uint32 {
 	d.strBytes += int64(len(s))
