@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"memscope/internal/budget"
+
 	"memscope/format"
 )
 
@@ -84,7 +86,7 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 	series := map[int]*logSeries{}
 	kinds := map[int]format.Kind{}
 	theoretical := Unset
-	b := newBudget(len(data))
+	b := budget.NewMeter(budget.Limit(len(data)))
 	var over error // the budget spent: reading stops
 	get := func(rank int, k format.Kind) *logSeries {
 		s := series[rank]
@@ -92,11 +94,11 @@ func ParseLog(path string, data []byte) ([]*Rank, error) {
 			s = &logSeries{}
 			series[rank] = s
 			kinds[rank] = k
-			if err := b.take(logRankCost); err != nil && over == nil {
+			if err := b.Take(logRankCost); err != nil && over == nil {
 				over = fmt.Errorf("%d ranks: %w", len(series), err)
 			}
 		}
-		if err := b.take(sampleCost); err != nil && over == nil {
+		if err := b.Take(sampleCost); err != nil && over == nil {
 			over = err
 		}
 		return s

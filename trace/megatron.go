@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 
+	"memscope/internal/budget"
+
 	"memscope/format"
 	"memscope/internal/jsonscan"
 )
@@ -89,14 +91,14 @@ func ParseMegatron(path string, data []byte) (*Rank, error) {
 	byNum := map[int]int{}
 	var unknown unknownFields
 	skipped := 0
-	b := newBudget(len(data))
+	b := budget.NewMeter(budget.Limit(len(data)))
 	// Iterations are kept in blocks and joined once at the end: one slice
 	// of 240-byte structs grown by append was copied about five times
 	// over (for 1.4M iterations, 1.7 GB of copies, most of the read).
 	var blocks [][]Iteration
 	n, badKeys := 0, 0
 	err := sc.Object(func(kb []byte) error {
-		if err := b.take(iterationCost); err != nil {
+		if err := b.Take(iterationCost); err != nil {
 			return sc.Errorf("%v", err)
 		}
 		key := string(kb)
@@ -181,7 +183,7 @@ func markCumulativePeaks(its []Iteration) int {
 	return n
 }
 
-func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown *unknownFields, skipped *int, b *budget) error {
+func parseIteration(sc *jsonscan.Scanner, it *Iteration, unknown *unknownFields, skipped *int, b *budget.Meter) error {
 	if sc.Peek() != '{' {
 		return sc.Errorf("expected an object for the iteration")
 	}
@@ -277,7 +279,7 @@ func number(sc *jsonscan.Scanner) (float64, error) {
 // Samples without a finite time or allocated value are skipped (counted in
 // skipped): they cannot be placed on a chart, and one NaN must not poison
 // a peak or a duration.
-func parseSamples(sc *jsonscan.Scanner, it *Iteration, skipped *int, b *budget) error {
+func parseSamples(sc *jsonscan.Scanner, it *Iteration, skipped *int, b *budget.Meter) error {
 	if sc.Peek() != '[' {
 		return sc.Errorf("expected an array")
 	}
@@ -332,7 +334,7 @@ func parseSamples(sc *jsonscan.Scanner, it *Iteration, skipped *int, b *budget) 
 		if !finite(res) {
 			res = math.NaN()
 		}
-		if err := b.take(sampleCost); err != nil {
+		if err := b.Take(sampleCost); err != nil {
 			return sc.Errorf("%v", err)
 		}
 		it.T = append(it.T, t)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"memscope/internal/budget"
+
 	"memscope/format"
 	"memscope/internal/jsonscan"
 )
@@ -32,7 +34,7 @@ var statsFields = []string{"max_active_gib", "max_active_pct", "max_reserved_gib
 // Reserved, in MiB; allocation retries and OOMs become marks and warnings.
 func ParseTorchtitanExport(path string, data []byte) (*Rank, error) {
 	sc := jsonscan.New(data)
-	top, err := sc.ValueWithin(budgetPerByte*int64(len(data)) + budgetBase)
+	top, err := sc.ValueWithin(budget.Limit(len(data)))
 	if err != nil {
 		return nil, fmt.Errorf("torchtitan memory export: %w", err)
 	}

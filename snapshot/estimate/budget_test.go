@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"memscope/internal/budget"
 )
 
 // tensors is an estimate of one device with n tensors of the given size
@@ -40,32 +42,24 @@ func TestTensorWarningsCapped(t *testing.T) {
 	}
 }
 
-// TestEstimateBudget: a reader holds at most budgetPerByte per input byte
-// plus budgetBase, counting deviceCost a device and tensorCost a tensor
+// TestEstimateBudget: a reader holds at most its budget, counting deviceCost a device and tensorCost a tensor
 // beside its text: an input just within it is read, the shapes that held
 // gigabytes (millions of one-field tensors, of empty devices) are refused.
 func TestEstimateBudget(t *testing.T) {
-	b := &budget{limit: 100}
-	if err := b.take(100); err != nil {
-		t.Errorf("the whole budget: %v", err)
-	}
-	if err := b.take(1); err == nil {
-		t.Error("one byte past the budget was taken")
-	}
-	// With a base of 1 MiB instead of budgetBase, so that the inputs stay
+	// With a base of 1 MiB instead of budget.Base, so that the inputs stay
 	// small: the most one-field tensors the budget holds, by the costs
 	// above (a tensor's text is from its separator's space on: " {...}").
 	const field, base = `"size_bytes": 1`, 1 << 20
 	text := int64(len("{" + field + "}"))
 	fits := func(n int) bool {
 		cost := deviceCost + int64(len("cuda:0")) + int64(n)*(tensorCost+text+1) - 1
-		return cost <= budgetPerByte*int64(len(tensors(n, field)))+base
+		return cost <= budget.PerByte*int64(len(tensors(n, field)))+base
 	}
 	n := 1
 	for fits(n + 1) {
 		n++
 	}
-	if _, err := decodeWithin(context.Background(), tensors(n, field), base); err != nil {
+	if _, err := decodeWithin(context.Background(), tensors(n, field), budget.PerByte*int64(len(tensors(n, field)))+base); err != nil {
 		t.Errorf("%d tensors, within the budget: %v", n, err)
 	}
 	for name, data := range map[string][]byte{
@@ -73,7 +67,7 @@ func TestEstimateBudget(t *testing.T) {
 		"devices": []byte(`{"cuda:0": {"peak_memory_mb": 1, "tensors": [{` + field + `}]}, ` +
 			strings.TrimSuffix(strings.Repeat(`"cpu": {}, `, 2*base/deviceCost), ", ") + `}`),
 	} {
-		if _, err := decodeWithin(context.Background(), data, base); err == nil || !strings.Contains(err.Error(), "needs more than") {
+		if _, err := decodeWithin(context.Background(), data, budget.PerByte*int64(len(data))+base); err == nil || !strings.Contains(err.Error(), "needs more than") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

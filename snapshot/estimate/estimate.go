@@ -17,7 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
+
+	"memscope/internal/budget"
 
 	"memscope/internal/par"
 
@@ -69,11 +70,12 @@ func Open(ctx context.Context, path string) (*Estimate, error) {
 // "tensors": [...]}, ...}. Devices are parsed in parallel; identical stack
 // traces are parsed once.
 func Decode(ctx context.Context, data []byte) (*Estimate, error) {
-	return decodeWithin(ctx, data, budgetBase)
+	return decodeWithin(ctx, data, budget.Limit(len(data)))
 }
 
-// decodeWithin is Decode with base in place of budgetBase (tests).
-func decodeWithin(ctx context.Context, data []byte, base int64) (*Estimate, error) {
+// decodeWithin is Decode holding at most limit bytes (budget.Limit; less
+// in tests).
+func decodeWithin(ctx context.Context, data []byte, limit int64) (*Estimate, error) {
 	sc := jsonscan.New(data)
 	type span struct {
 		key        string
@@ -81,13 +83,13 @@ func decodeWithin(ctx context.Context, data []byte, base int64) (*Estimate, erro
 	}
 	var spans []span
 	est := &Estimate{}
-	b := &budget{limit: budgetPerByte*int64(len(data)) + base}
+	b := budget.NewMeter(limit)
 	if sc.Peek() != '{' {
 		return nil, sc.Errorf("peak snapshot: expected an object of devices")
 	}
 	// Find each device's bytes first, so the devices parse in parallel.
 	err := sc.Object(func(kb []byte) error {
-		if err := b.take(deviceCost + int64(len(kb))); err != nil {
+		if err := b.Take(deviceCost + int64(len(kb))); err != nil {
 			return sc.Errorf("%v", err)
 		}
 		key := string(kb)
@@ -160,7 +162,7 @@ func deviceNum(k string) (int, error) {
 	return strconv.Atoi(k[i+1:])
 }
 
-func parseEstimateDevice(key string, data []byte, in *stackStrings, b *budget) (Device, []string, error) {
+func parseEstimateDevice(key string, data []byte, in *stackStrings, b *budget.Meter) (Device, []string, error) {
 	d := Device{Device: key, PeakMiB: math.NaN()}
 	var warns []string
 	extra := 0 // warnings past warnMax
@@ -210,7 +212,7 @@ func parseEstimateDevice(key string, data []byte, in *stackStrings, b *budget) (
 					return d, nil, fmt.Errorf("tensors[%d]: %w", len(d.Tensors), err)
 				}
 				// The tensor and what it holds: at most its bytes of text.
-				if err := b.take(tensorCost + int64(sc.Pos()-start)); err != nil {
+				if err := b.Take(tensorCost + int64(sc.Pos()-start)); err != nil {
 					return d, nil, sc.Errorf("tensors[%d]: %v", len(d.Tensors), err)
 				}
 				switch {
@@ -244,32 +246,14 @@ func parseEstimateDevice(key string, data []byte, in *stackStrings, b *budget) (
 // counted (a file of millions of odd tensors made a warning each).
 const warnMax = 20
 
-// The reader holds at most what the snapshot decoder may, whatever the
-// file claims: budgetPerByte bytes per input byte plus budgetBase, counting
-// deviceCost a device and tensorCost a tensor besides the bytes of its
-// text. 100 MB of tensors of one field held 2.9 GB for 29 s before it, and
-// 143 MB of empty devices 5 GB for 192 s.
+// What the reader counts against its budget (package budget), besides a
+// tensor's text: a device and a tensor. 100 MB of tensors of one field
+// held 2.9 GB for 29 s before they counted, and 143 MB of empty devices 5
+// GB for 192 s.
 const (
-	budgetPerByte = 2
-	budgetBase    = 128 << 20
-	deviceCost    = 512
-	tensorCost    = 192
+	deviceCost = 512
+	tensorCost = 192
 )
-
-// budget is what the reader may still hold; devices parse on several
-// goroutines.
-type budget struct {
-	used  atomic.Int64
-	limit int64
-}
-
-func (b *budget) take(n int64) error {
-	if b.used.Add(n) > b.limit {
-		return fmt.Errorf("reading it needs more than %d MiB (memscope's limit: %d bytes per input byte + %d MiB); a hostile or corrupt file?",
-			b.limit>>20, budgetPerByte, budgetBase>>20)
-	}
-	return nil
-}
 
 func parseTensor(sc *jsonscan.Scanner, in *stackStrings) (Tensor, string, error) {
 	t := Tensor{Size: -1}

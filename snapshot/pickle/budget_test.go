@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"memscope/internal/budget"
 )
 
 // pickle of: MARK, n NONEs, TUPLE (a tuple of n Nones).
@@ -85,7 +87,7 @@ func TestDecoderBudget(t *testing.T) {
 // took 34 s and 1.75 GB before they counted.
 func TestStringsInBudget(t *testing.T) {
 	const n = 1 << 20
-	limit := int64(budgetPerByte*n + budgetBase)
+	limit := budget.Limit(n)
 	d := newDecoder(make([]byte, n))
 	const s = "0123456789abcdef"
 	i := 0
@@ -115,7 +117,7 @@ func TestStringsInBudget(t *testing.T) {
 // before. At the limit a decoder holds, one more is refused.
 func TestSparsePutsInBudget(t *testing.T) {
 	const n = 1 << 20
-	limit := int64(budgetPerByte*n + budgetBase)
+	limit := budget.Limit(n)
 	d := newDecoder(make([]byte, n))
 	idx := uint32(1 << 28)
 	for d.cost(0)+sparseCost <= limit {

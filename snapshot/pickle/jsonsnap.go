@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 
+	"memscope/internal/budget"
+
 	"memscope/snapshot/schema"
 
 	"memscope/internal/jsonscan"
@@ -49,9 +51,9 @@ func (d *decoder) checkJSON(sc *jsonscan.Scanner, depth int) error {
 	if depth > maxMarks {
 		return sc.Errorf("arrays and objects nest more than %d deep (memscope's limit; a snapshot nests a few)", maxMarks)
 	}
-	if c, limit := d.cost(len(d.stack))+16*int64(depth), budgetPerByte*int64(len(d.data))+budgetBase; c > limit {
+	if c, limit := d.cost(len(d.stack))+16*int64(depth), budget.Limit(len(d.data)); c > limit {
 		return sc.Errorf("decoding needs more than %d MiB for a %d MiB input (memscope's limit: %d bytes per input byte + %d MiB); a hostile or corrupt file?",
-			limit>>20, len(d.data)>>20, budgetPerByte, budgetBase>>20)
+			limit>>20, len(d.data)>>20, budget.PerByte, budget.Base>>20)
 	}
 	return nil
 }

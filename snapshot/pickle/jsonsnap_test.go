@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"memscope/internal/budget"
+
 	"memscope/internal/jsonscan"
 )
 
@@ -89,7 +91,7 @@ func TestJSONBudget(t *testing.T) {
 	}
 	// Containers up to the budget of an input of n bytes, then one more.
 	const n = 1 << 20
-	limit := int64(budgetPerByte*n + budgetBase)
+	limit := budget.Limit(n)
 	d := newDecoder(make([]byte, n))
 	for d.cost(0)+24 <= limit {
 		d.g.conts.push(container{})

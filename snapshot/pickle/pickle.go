@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"memscope/internal/budget"
 )
 
 // This file is a restricted pickle virtual machine. It runs the data-only
@@ -231,18 +233,16 @@ func (d *decoder) report(pos int) error {
 }
 
 // The decoder's memory budget, whatever the file claims: the value stack,
-// the MARK stack, the memo and the containers together may hold at most
-// budgetPerByte bytes per input byte plus budgetBase (bigtrain, a real
-// 181 MiB trace, needs 0.9 bytes per input byte; 100 MB of NONE or MARK
-// opcodes would take 7 GiB and 4 GiB). The value stack holds at most
-// maxStack values (pickle.dump pushes 1000 between a MARK and its
-// APPENDS), so its doubling never costs more than 128 MiB; MARKs nest at
-// most maxMarks deep (a snapshot nests about six).
+// the MARK stack, the memo, the containers and the strings together may
+// hold at most budget.Limit of the input (bigtrain, a real 181 MiB trace,
+// needs 0.9 bytes per input byte; 100 MB of NONE or MARK opcodes would take
+// 7 GiB and 4 GiB). The value stack holds at most maxStack values
+// (pickle.dump pushes 1000 between a MARK and its APPENDS), so its
+// doubling never costs more than 128 MiB; MARKs nest at most maxMarks deep
+// (a snapshot nests about six).
 const (
-	budgetPerByte = 2
-	budgetBase    = 128 << 20
-	maxStack      = 1 << 22
-	maxMarks      = 1 << 16
+	maxStack = 1 << 22
+	maxMarks = 1 << 16
 )
 
 // cost estimates the memory the machine holds, in bytes.
@@ -264,9 +264,9 @@ func (d *decoder) checkBudget(at, stack int) error {
 	if len(d.marks) > maxMarks {
 		return d.errf(at, "MARKs nest more than %d deep (memscope's limit; a snapshot nests a few)", maxMarks)
 	}
-	if c, limit := d.cost(stack), budgetPerByte*int64(len(d.data))+budgetBase; c > limit {
+	if c, limit := d.cost(stack), budget.Limit(len(d.data)); c > limit {
 		return d.errf(at, "decoding needs more than %d MiB for a %d MiB input (memscope's limit: %d bytes per input byte + %d MiB); a hostile or corrupt pickle?",
-			limit>>20, len(d.data)>>20, budgetPerByte, budgetBase>>20)
+			limit>>20, len(d.data)>>20, budget.PerByte, budget.Base>>20)
 	}
 	return nil
 }
