@@ -66,29 +66,3 @@ func TestOpenJSONAroundMapMin(t *testing.T) {
 		}
 	}
 }
-
-// TestMappedJSONTruncatedWhileDecoding: a mapped JSON file cut short by
-// another program while it is read is an error, not a crash (SIGBUS).
-func TestMappedJSONTruncatedWhileDecoding(t *testing.T) {
-	data, _ := bigJSON(mapMin + 4096)
-	path := filepath.Join(t.TempDir(), "s.json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mapped, unmap, err := mapFile(f, len(data))
-	if err != nil {
-		t.Skipf("memory-mapping is not available on this system (the reader falls back to reading the file): %v", err)
-	}
-	if err := f.Truncate(1 << 20); err != nil {
-		t.Fatal(err)
-	}
-	s, err := decodeMappedJSON(context.Background(), mapped, 0, unmap, nil)
-	if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
-		t.Fatalf("got %v, %v; want an error saying the file changed", s, err)
-	}
-}

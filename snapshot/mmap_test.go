@@ -49,28 +49,44 @@ func TestOpenAroundMapMin(t *testing.T) {
 
 // TestMappedFileTruncatedWhileDecoding: a file cut short by another
 // program while it is mapped makes reads past its new end fault (SIGBUS);
-// the decoder reports that as an error instead of dying.
+// the decoder reports that as an error instead of dying, for a pickle and
+// for a JSON snapshot.
 func TestMappedFileTruncatedWhileDecoding(t *testing.T) {
-	data, _ := bigPickle(mapMin + 4096)
-	path := filepath.Join(t.TempDir(), "s.pickle")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mapped, unmap, err := mapFile(f, len(data))
-	if err != nil {
-		t.Skipf("memory-mapping is not available on this system (the reader falls back to reading the file): %v", err)
-	}
-	if err := f.Truncate(1 << 20); err != nil {
-		t.Fatal(err)
-	}
-	s, err := decodeMapped(context.Background(), mapped, unmap, f.ReadAt, nil)
-	if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
-		t.Fatalf("got %v, %v; want an error saying the file changed", s, err)
+	pk, _ := bigPickle(mapMin + 4096)
+	js, _ := bigJSON(mapMin + 4096)
+	for _, c := range []struct {
+		name   string
+		data   []byte
+		decode func(mapped []byte, unmap func(), f *os.File) (*Snapshot, error)
+	}{
+		{"pickle", pk, func(m []byte, unmap func(), f *os.File) (*Snapshot, error) {
+			return decodeMapped(context.Background(), m, unmap, f.ReadAt, nil)
+		}},
+		{"json", js, func(m []byte, unmap func(), _ *os.File) (*Snapshot, error) {
+			return decodeMappedJSON(context.Background(), m, 0, unmap, nil)
+		}},
+	} {
+		path := filepath.Join(t.TempDir(), "s")
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapped, unmap, err := mapFile(f, len(c.data))
+		if err != nil {
+			f.Close()
+			t.Skipf("memory-mapping is not available on this system (the reader falls back to reading the file): %v", err)
+		}
+		if err := f.Truncate(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.decode(mapped, unmap, f)
+		f.Close()
+		if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
+			t.Fatalf("%s: got %v, %v; want an error saying the file changed", c.name, s, err)
+		}
 	}
 }
 

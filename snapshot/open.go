@@ -131,29 +131,18 @@ func jsonStart(head []byte) int {
 const jsonSpace = " \t\r\n\xef\xbb\xbf"
 
 // decodeMappedJSON is decodeMapped for a JSON snapshot starting at from.
-func decodeMappedJSON(ctx context.Context, data []byte, from int, unmap func(), progress func(float64)) (s *Snapshot, err error) {
+func decodeMappedJSON(ctx context.Context, data []byte, from int, unmap func(), progress func(float64)) (*Snapshot, error) {
 	defer unmap()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			if _, fault := r.(interface{ Addr() uintptr }); !fault {
-				panic(r)
-			}
-			s, err = nil, errors.New("the file changed while it was read (truncated by another program?)")
-		}
-	}()
 	drop := dropPages(data)
 	if drop != nil && from > 0 {
 		inner := drop
 		drop = func(a, b int) { inner(a+from, b+from) }
 	}
-	return pickle.DecodeJSON(ctx, data[from:], progress, drop)
+	return guardFaults(func() (*Snapshot, error) { return pickle.DecodeJSON(ctx, data[from:], progress, drop) })
 }
 
-// decodeMapped decodes a mapped pickle and unmaps it. Another program may
-// truncate the file meanwhile; reading a page past its new end raises
-// SIGBUS, which turns into an error here instead of killing the process.
-func decodeMapped(ctx context.Context, data []byte, unmap func(), readAt func([]byte, int64) (int, error), progress func(float64)) (s *Snapshot, err error) {
+// decodeMapped decodes a mapped pickle and unmaps it (see guardFaults).
+func decodeMapped(ctx context.Context, data []byte, unmap func(), readAt func([]byte, int64) (int, error), progress func(float64)) (*Snapshot, error) {
 	released := false
 	release := func() {
 		if !released {
@@ -162,6 +151,16 @@ func decodeMapped(ctx context.Context, data []byte, unmap func(), readAt func([]
 		}
 	}
 	defer release()
+	return guardFaults(func() (*Snapshot, error) {
+		return pickle.DecodeMapped(ctx, data, release, dropPages(data), readAt, progress)
+	})
+}
+
+// guardFaults runs decode, which reads a mapped file, on this goroutine.
+// Another program may truncate the file meanwhile; reading a page past its
+// new end raises SIGBUS, which turns into an error here instead of killing
+// the process.
+func guardFaults(decode func() (*Snapshot, error)) (s *Snapshot, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -171,7 +170,7 @@ func decodeMapped(ctx context.Context, data []byte, unmap func(), readAt func([]
 			s, err = nil, errors.New("the file changed while it was read (truncated by another program?)")
 		}
 	}()
-	return pickle.DecodeMapped(ctx, data, release, dropPages(data), readAt, progress)
+	return decode()
 }
 
 // ErrNotSnapshot is returned for data that is none of the snapshot forms.
