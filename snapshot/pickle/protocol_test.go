@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	pt "memscope/internal/pickletest"
+	"memscope/snapshot/schema"
 )
 
 // TestOlderProtocolsTakeTheFastPaths: protocols 2 and 3 memoize with BINPUT
@@ -136,5 +137,95 @@ func TestPutsOfOtherIndices(t *testing.T) {
 	}
 	if agreed := compareWithPython(t, inputs); agreed != len(inputs) {
 		t.Errorf("%d of %d pickles agree with CPython", agreed, len(inputs))
+	}
+}
+
+// cppPickler writes, in Python, a snapshot as PyTorch's C++ pickler lays it
+// out (protocol 2): a dict or list is EMPTY_DICT/EMPTY_LIST, MARK, items,
+// SETITEMS/APPENDS, with a put only after a shared value (a frame dict met
+// again, a string), never before the MARK. Then the same object as
+// pickle.dump writes it with protocol 4.
+const cppPickler = `
+import pickle, struct, sys
+out, memo, strs, frames = bytearray(b'\x80\x02'), [0], {}, {}
+def put():
+    i = memo[0]
+    out.extend(b'q' + bytes([i]) if i < 256 else b'r' + struct.pack('<I', i))
+    memo[0] += 1
+    return i
+def get(i):
+    out.extend(b'h' + bytes([i]) if i < 256 else b'j' + struct.pack('<I', i))
+def pstr(s):
+    if s in strs:
+        return get(strs[s])
+    b = s.encode()
+    out.extend(b'X' + struct.pack('<I', len(b)) + b)
+    strs[s] = put()
+def pint(v):
+    if 0 <= v < 256: out.extend(b'K' + bytes([v]))
+    elif 0 <= v < 65536: out.extend(b'M' + struct.pack('<H', v))
+    elif -2**31 <= v < 2**31: out.extend(b'J' + struct.pack('<i', v))
+    else:
+        b = v.to_bytes((v.bit_length() + 8) // 8, 'little', signed=True)
+        out.extend(b'\x8a' + bytes([len(b)]) + b)
+def frame(i):
+    if i in frames:
+        return get(frames[i])
+    out.extend(b'}(')
+    pstr('filename'); pstr('/src/m%d.py' % (i % 5)); pstr('line'); pint(10 + i); pstr('name'); pstr('f%d' % (i % 3))
+    out.extend(b'u')
+    frames[i] = put()
+out.extend(b'}(')
+pstr('segments'); out.extend(b'](}(')
+for k, v in [('device', 0), ('address', 4096), ('total_size', 1 << 20), ('allocated_size', 0), ('active_size', 0), ('requested_size', 0), ('stream', 0)]:
+    pstr(k); pint(v)
+pstr('segment_type'); pstr('large'); pstr('blocks'); out.extend(b'](}(')
+for k, v in [('address', 4096), ('size', 1 << 20), ('requested_size', 1 << 20)]:
+    pstr(k); pint(v)
+pstr('state'); pstr('inactive'); out.extend(b'ueue')
+pstr('device_traces'); out.extend(b'](](')
+for i in range(int(sys.argv[1])):
+    out.extend(b'}(')
+    pstr('action'); pstr(['alloc', 'free_requested', 'free_completed'][i % 3])
+    pstr('addr'); pint(139637976727552 + 512 * (i // 3))
+    pstr('size'); pint(512); pstr('stream'); pint(0); pstr('time_us'); pint(1700000000000000 + i)
+    pstr('frames'); out.extend(b'](')
+    for j in range(1 + i % 4):
+        frame((i + j) % 20)
+    out.extend(b'eu')
+out.extend(b'eeu.')
+open(sys.argv[2], 'wb').write(out)
+pickle.dump(pickle.loads(bytes(out)), open(sys.argv[3], 'wb'), protocol=4)
+`
+
+// TestCppPicklerLayout: a snapshot as PyTorch's C++ pickler writes it
+// (protocol 2, puts after shared values, none before a MARK) binds to the
+// same typed snapshot as the same object written by pickle.dump.
+func TestCppPicklerLayout(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found")
+	}
+	dir := t.TempDir()
+	cpp, py := filepath.Join(dir, "cpp.pickle"), filepath.Join(dir, "py.pickle")
+	if b, err := exec.Command("python3", "-c", cppPickler, "3000", cpp, py).CombinedOutput(); err != nil {
+		t.Fatalf("generator: %v\n%s", err, b)
+	}
+	var snaps [2]*schema.Snapshot
+	for k, path := range []string{cpp, py} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, root, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if snaps[k], err = newBinder(d.g, len(data)).bindRoot(root); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		canonStacks(snaps[k])
+	}
+	if len(snaps[0].Trace(0)) != 3000 || !reflect.DeepEqual(snaps[0].Traces, snaps[1].Traces) || !reflect.DeepEqual(snaps[0].Segments, snaps[1].Segments) {
+		t.Errorf("the C++ layout binds to another snapshot (%d entries) than pickle.dump's", len(snaps[0].Trace(0)))
 	}
 }
