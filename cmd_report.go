@@ -57,7 +57,16 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 			return false, fmt.Errorf("--categories: %w", err)
 		}
 	}
-	reports := loadReports(ctx, paths, snapshot.NewCategorizer(rules), stderr)
+	opt := report.Options{TopN: *top, Allocations: *allocs}
+	var prepare func(*report.FileReport)
+	if *plotDir == "" && *outDir == "" {
+		// The pictures and the saved folder read the analyses; the
+		// writers alone need only each file rendered (a folder of
+		// hundreds of rank snapshots held every analysis until the end).
+		ranks := rankFilesIn(paths)
+		prepare = func(r *report.FileReport) { report.Prepare(r, opt, *asJSON, ranks[r.Path]) }
+	}
+	reports := loadReports(ctx, paths, snapshot.NewCategorizer(rules), stderr, prepare)
 	failed := false
 	for _, r := range reports {
 		if r.Err != nil {
@@ -67,13 +76,11 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 			fmt.Fprintf(stderr, "memscope: %s\n", textsafe.Safe(r.Err.Error()))
 		}
 	}
-	opt := report.Options{TopN: *top, Ranks: rankSets(paths, reports), Allocations: *allocs}
+	opt.Ranks = rankSets(paths, reports)
 	if *asJSON {
 		for _, r := range reports {
-			if r.Analysis != nil {
-				for _, w := range r.Analysis.Snapshot.Warnings {
-					fmt.Fprintf(stderr, "memscope: %s: note: %s\n", r.Path, w)
-				}
+			for _, w := range r.Warnings() {
+				fmt.Fprintf(stderr, "memscope: %s: note: %s\n", r.Path, w)
 			}
 		}
 		err = report.WriteJSON(stdout, reports, opt)
@@ -100,6 +107,20 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	return failed, nil
 }
 
+// rankFilesIn is the set of files rankSets puts in rank tables.
+func rankFilesIn(paths []string) map[string]bool {
+	in := map[string]bool{}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			continue
+		}
+		for _, f := range model.RankFiles(p) {
+			in[f] = true
+		}
+	}
+	return in
+}
+
 // rankSets finds the folders among paths that hold per-rank snapshots of
 // one run, and reduces their reports to rank tables.
 func rankSets(paths []string, reports []report.FileReport) []report.RankSet {
@@ -124,7 +145,10 @@ func rankSets(paths []string, reports []report.FileReport) []report.RankSet {
 //
 // It sets the collector's pace for the rest of the process from the input
 // size (reportGCPercent): report exits once it has written what it loaded.
-func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer, progress io.Writer) []report.FileReport {
+//
+// prepare, when not nil, is called on each file as it is loaded, when there
+// are several (report.Prepare: the writers then need no analysis).
+func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer, progress io.Writer, prepare func(*report.FileReport)) []report.FileReport {
 	var reports []report.FileReport
 	for _, in := range model.SnapshotInputs(paths, "report") {
 		reports = append(reports, report.FileReport{Path: in.Path, Kind: in.Format, Label: in.Label, Err: in.Err})
@@ -162,15 +186,20 @@ func loadReports(ctx context.Context, paths []string, cat *snapshot.Categorizer,
 		jobs = append(jobs, model.Job{Kind: kind, Paths: []string{reports[i].Path}})
 		of = append(of, i)
 	}
-	results := model.LoadAll(ctx, jobs, model.LoadOptions{Workers: 2, Rules: cat.Rules(),
+	model.LoadAll(ctx, jobs, model.LoadOptions{Workers: 2, Rules: cat.Rules(),
 		Progress: func(j int, phase string, frac float64) {
 			i := of[j]
 			bar.update(i, int64(frac*float64(sizes[i])), phase+" "+filepath.Base(reports[i].Path))
+		},
+		Done: func(j int, res *model.Result) {
+			r := &reports[of[j]]
+			r.Analysis, r.Estimate, r.Err = res.Analysis, res.Estimate, res.Err
+			if prepare != nil && len(jobs) > 1 {
+				// Only the rendered file is kept (see report.Prepare).
+				prepare(r)
+				*res = model.Result{}
+			}
 		}})
-	for j, res := range results {
-		r := &reports[of[j]]
-		r.Analysis, r.Estimate, r.Err = res.Analysis, res.Estimate, res.Err
-	}
 	if reportGCPercent(total) > 0 && total > pickle.GCThreshold {
 		// At report's slow pace the analysis' garbage is still held:
 		// collected now, its pages take the report's buffers (a JSON

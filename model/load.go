@@ -137,6 +137,11 @@ type LoadOptions struct {
 	// Progress hears each job's phase and fraction done, then "done"
 	// when the job ends, loaded or failed (nil: nothing).
 	Progress func(job int, phase string, frac float64)
+	// Done, when set, gets each job's result as the job ends, on the
+	// goroutine that loaded it, and may change what it holds before
+	// LoadAll keeps it (report keeps a rendered file instead of its
+	// analysis).
+	Done func(job int, res *Result)
 }
 
 // LoadAll loads every job, Workers at a time within the memory budget,
@@ -165,7 +170,11 @@ func LoadAll(ctx context.Context, jobs []Job, opt LoadOptions) []Result {
 			// concurrent use: one per worker.
 			cat := snapshot.NewCategorizer(opt.Rules)
 			for i := range work {
-				out[i] = loadJob(ctx, i, jobs[i], b, cat, opt.Progress)
+				res := loadJob(ctx, i, jobs[i], b, cat, opt.Progress)
+				if opt.Done != nil {
+					opt.Done(i, &res)
+				}
+				out[i] = res
 			}
 		}()
 	}

@@ -26,7 +26,10 @@ func RankSetOf(dir string, reports []FileReport, paths []string) RankSet {
 			continue
 		}
 		row := snapshot.RankSummary{Path: r.Path, Label: snapshot.ParseLabel(r.Path), Device: -1, Err: r.Err}
-		if r.Analysis != nil {
+		switch {
+		case r.prepared != nil && r.prepared.summary != nil:
+			row = *r.prepared.summary
+		case r.Analysis != nil:
 			row = snapshot.Summarize(r.Path, r.Analysis)
 		}
 		rs.Rows = append(rs.Rows, row)
