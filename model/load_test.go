@@ -110,3 +110,46 @@ func TestLoadAll(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadAllDone: Done gets each job's result once, as the job ends (the
+// job's progress is over by then), and what it leaves in the result is
+// what LoadAll returns.
+func TestLoadAllDone(t *testing.T) {
+	snaps, _ := filepath.Glob("../testdata/snapshots/*.pickle")
+	jobs := []Job{{Kind: KindSnapshot, Paths: []string{"/nonexistent.pickle"}}}
+	for _, p := range snaps {
+		jobs = append(jobs, Job{Kind: KindSnapshot, Paths: []string{p}})
+	}
+	var mu sync.Mutex
+	ended, done := map[int]bool{}, map[int]int{}
+	res := LoadAll(context.Background(), jobs, LoadOptions{Workers: 3,
+		Progress: func(j int, phase string, _ float64) {
+			if phase == "done" {
+				mu.Lock()
+				ended[j] = true
+				mu.Unlock()
+			}
+		},
+		Done: func(j int, r *Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !ended[j] {
+				t.Errorf("job %d: Done before its progress ended", j)
+			}
+			if (r.Err == nil) != (j > 0) || r.Err == nil && r.Analysis == nil {
+				t.Errorf("job %d: Done got %v, %v", j, r.Analysis != nil, r.Err)
+			}
+			done[j]++
+			if j%2 == 1 {
+				*r = Result{} // dropped, as report does
+			}
+		}})
+	for j := range jobs {
+		if done[j] != 1 {
+			t.Errorf("job %d: Done called %d times", j, done[j])
+		}
+		if dropped := j%2 == 1; j > 0 && (res[j].Analysis == nil) != dropped {
+			t.Errorf("job %d: returned analysis %v, dropped by Done %v", j, res[j].Analysis != nil, dropped)
+		}
+	}
+}
