@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"memscope/internal/pickletest"
@@ -134,4 +135,22 @@ func TestSnapshotsAroundGCThreshold(t *testing.T) {
 			t.Errorf("%d bytes: format %q", len(data), s.Format)
 		}
 	}
+}
+
+// bigJSON is a JSON snapshot of at least target bytes: one segment and a
+// trace whose entries have three frames; n is its number of entries.
+func bigJSON(target int) ([]byte, int) {
+	var b strings.Builder
+	b.WriteString(`{"segments": [{"device": 0, "address": 4096, "total_size": 1073741824, "stream": 0, "segment_type": "large", "blocks": []}], "device_traces": [[`)
+	n := 0
+	for b.Len() < target-2 {
+		if n > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, `{"action": "alloc", "addr": %d, "size": 512, "stream": 0, "time_us": %d, "frames": [{"filename": "/src/train.py", "line": %d, "name": "step"}, {"filename": "/src/model.py", "line": 7, "name": "forward"}, {"filename": "/src/nn.py", "line": %d, "name": "linear"}]}`,
+			4096+512*n, 1000+n, 10+n%50, n%13)
+		n++
+	}
+	b.WriteString("]]}")
+	return []byte(b.String()), n
 }

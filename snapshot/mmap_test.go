@@ -12,37 +12,53 @@ import (
 	"time"
 )
 
-// TestOpenAroundMapMin: files under mapMin are read, larger ones mapped;
-// both give what decoding the same bytes from memory gives.
+// TestOpenAroundMapMin: pickles and JSON snapshots under mapMin are read,
+// larger ones mapped (a JSON one also after leading whitespace and a
+// byte-order mark); each opens to what its bytes decode to from memory,
+// and a copy cut short is refused with the file's name either way.
 func TestOpenAroundMapMin(t *testing.T) {
 	dir := t.TempDir()
-	for _, size := range []int{mapMin - 4096, mapMin + 4096} {
-		data, n := bigPickle(size)
-		if (len(data) >= mapMin) != (size >= mapMin) {
-			t.Fatalf("generator missed its side of the threshold: %d bytes for %d", len(data), size)
-		}
-		path := filepath.Join(dir, fmt.Sprintf("s%d.pickle", len(data)))
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		want, err := Decode(context.Background(), append([]byte(nil), data...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := Open(context.Background(), path)
-		if err != nil {
-			t.Fatalf("%d bytes: %v", len(data), err)
-		}
-		if len(got.Trace(0)) != n || !reflect.DeepEqual(got.Traces, want.Traces) || !reflect.DeepEqual(got.Segments, want.Segments) {
-			t.Errorf("%d bytes: the file opens to another snapshot than its bytes decode to", len(data))
-		}
-		// A copy cut short is refused with the file's name either way.
-		trunc := filepath.Join(dir, "trunc.pickle")
-		if err := os.WriteFile(trunc, data[:len(data)-100], 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Open(context.Background(), trunc); err == nil || !strings.Contains(err.Error(), trunc) || !strings.Contains(err.Error(), "data ends") {
-			t.Errorf("%d bytes, truncated: %v", len(data), err)
+	for _, form := range []struct {
+		ext, truncated string
+		gen            func(int) ([]byte, int)
+		leads          []string
+	}{
+		{".pickle", "data ends", bigPickle, []string{""}},
+		{".json", "truncated", bigJSON, []string{"", " \n\t\xef\xbb\xbf "}},
+	} {
+		for _, size := range []int{mapMin - 4096, mapMin + 4096} {
+			body, n := form.gen(size)
+			if (len(body) >= mapMin) != (size >= mapMin) {
+				t.Fatalf("%s: generator missed its side of the threshold: %d bytes for %d", form.ext, len(body), size)
+			}
+			for _, lead := range form.leads {
+				data := append([]byte(lead), body...)
+				path := filepath.Join(dir, fmt.Sprintf("s%d%s", len(data), form.ext))
+				if err := os.WriteFile(path, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				want, err := Decode(context.Background(), append([]byte(nil), data...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := Open(context.Background(), path)
+				if err != nil {
+					t.Fatalf("%s, %d bytes: %v", form.ext, len(data), err)
+				}
+				if len(got.Trace(0)) != n || !reflect.DeepEqual(got.Traces, want.Traces) || !reflect.DeepEqual(got.Segments, want.Segments) || got.Format != want.Format {
+					t.Errorf("%s, %d bytes (lead %q): the file opens to another snapshot than its bytes decode to", form.ext, len(data), lead)
+				}
+				if _, err, mapped := openMapped(context.Background(), path, nil); mapped != (len(data) >= mapMin) || err != nil {
+					t.Errorf("%s, %d bytes (lead %q): mapped %v (%v), want %v", form.ext, len(data), lead, mapped, err, len(data) >= mapMin)
+				}
+			}
+			trunc := filepath.Join(dir, "trunc"+form.ext)
+			if err := os.WriteFile(trunc, body[:len(body)-100], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Open(context.Background(), trunc); err == nil || !strings.Contains(err.Error(), trunc) || !strings.Contains(err.Error(), form.truncated) {
+				t.Errorf("%s, %d bytes, truncated: %v", form.ext, len(body), err)
+			}
 		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 // lists at once exactly as often, and binds to the same typed snapshot.
 func TestOlderProtocolsTakeTheFastPaths(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not found")
+		t.Skip("python3 not found: the pickles are written by Python's pickle module")
 	}
 	// Protocol 4 unframed: a FRAME opcode inside a list sends it the slow
 	// way, and protocols 2 and 3 have none.
@@ -90,7 +90,7 @@ open(out, 'wb').write(data)`, 1)
 // such pickle loads as CPython loads it.
 func TestPutsOfOtherIndices(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not found")
+		t.Skip("python3 not found: the pickles are written by Python's pickle module")
 	}
 	// Memo: 0 'filename', 1 'line', 2 'name', 3 'f.py', 4 'g', 5 the frame.
 	frame := func(w *pt.Writer, put []byte) {
@@ -203,7 +203,7 @@ pickle.dump(pickle.loads(bytes(out)), open(sys.argv[3], 'wb'), protocol=4)
 // same typed snapshot as the same object written by pickle.dump.
 func TestCppPicklerLayout(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not found")
+		t.Skip("python3 not found: the pickles are written by Python's pickle module")
 	}
 	dir := t.TempDir()
 	cpp, py := filepath.Join(dir, "cpp.pickle"), filepath.Join(dir, "py.pickle")
