@@ -28,13 +28,22 @@ type stackTable struct {
 	// hashes were a cache miss each.
 	slots []uint64
 	seed  maphash.Seed
+	// slabSize is the size of the next slab (0: stackSlab).
+	slabSize int
 }
 
 // stackRef locates a stack's ids: slabs[slab][off : off+n].
 type stackRef struct{ slab, off, n uint32 }
 
-// stackSlab is the number of frame ids allocated at once for new stacks.
-const stackSlab = 1 << 16
+// stackSlab is the number of frame ids of a table's first slab; each
+// later one doubles, to stackSlabMax. A slab of stackSlabMax holds at least
+// one whole huge page, which it asks for (pages.Huge): a trace of distinct
+// stacks stores tens of MiB of ids, and a fault per 4 KiB page of them
+// was a twentieth of its decode's CPU. Small snapshots keep small slabs.
+const (
+	stackSlab    = 1 << 16
+	stackSlabMax = 1 << 20
+)
 
 // stackSlotsMin is the smallest table.
 const stackSlotsMin = 256
@@ -187,7 +196,7 @@ func (p *slabPacker) move(r stackRef) stackRef {
 		p.keep[r.slab] = true
 		return r
 	}
-	for p.w < len(p.big) && (p.big[p.w] || p.used+int(r.n) > stackSlab) {
+	for p.w < len(p.big) && (p.big[p.w] || p.used+int(r.n) > cap(p.t.slabs[p.w])) {
 		if !p.big[p.w] {
 			p.t.slabs[p.w] = p.t.slabs[p.w][:p.used]
 		}
@@ -286,11 +295,16 @@ func (t *stackTable) place(s uint64) {
 func (t *stackTable) store(ids []uint32) stackRef {
 	last := len(t.slabs) - 1
 	if big := len(ids) > stackSlab/4; big || last < 0 || len(ids) > cap(t.slabs[last])-len(t.slabs[last]) {
-		size := stackSlab
-		if big {
-			size = len(ids) // full at once: the next stack starts a slab
+		size := len(ids) // a big stack's slab is full at once: the next starts one
+		if !big {
+			size = max(stackSlab, t.slabSize)
+			t.slabSize = min(2*size, stackSlabMax)
 		}
-		t.slabs = append(t.slabs, make([]uint32, 0, size))
+		slab := make([]uint32, 0, size)
+		if size == stackSlabMax {
+			pages.Huge(slab[:size])
+		}
+		t.slabs = append(t.slabs, slab)
 		last++
 	}
 	s := t.slabs[last]

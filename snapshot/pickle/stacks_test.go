@@ -48,8 +48,10 @@ func TestStackTableInterns(t *testing.T) {
 
 // TestStackTableSlabs: stacks are stored across slab boundaries intact, on
 // both sides of each rule: a stack that exactly fills the last slab and one
-// that overflows it by one, and stacks of a quarter slab (shared) and one
-// more (a slab of its own, after which the next stack starts another).
+// that overflows it by one, stacks of a quarter of the first slab (shared)
+// and one more (a slab of its own, after which the next stack starts
+// another, and the next slab's size is not changed by it), and slabs that
+// double from stackSlab up to stackSlabMax, then stay there.
 func TestStackTableSlabs(t *testing.T) {
 	seq := func(n int, from uint32) []uint32 {
 		s := make([]uint32, n)
@@ -61,16 +63,16 @@ func TestStackTableSlabs(t *testing.T) {
 	const q = stackSlab / 4
 	var tab stackTable
 	stacks := [][]uint32{
-		seq(q, 0), seq(q, 1), seq(q, 2), seq(q-1, 3), // slab 0, one id left
-		seq(1, 4),                       // fills slab 0 exactly
-		seq(1, 5),                       // slab 1
-		seq(q, 6), seq(q, 7), seq(q, 8), // slab 1, a quarter less one left
-		seq(q, 9),    // overflows by one: slab 2
-		seq(q+1, 10), // a slab of its own (3)
-		seq(1, 11),   // slab 4
-		seq(q, 12),   // slab 4
+		seq(q, 0), seq(q, 1), seq(q, 2), seq(q-1, 3), // slab 0 (4q), one id left
+		seq(1, 4),                                                                      // fills slab 0 exactly
+		seq(1, 5),                                                                      // slab 1 (8q)
+		seq(q, 6), seq(q, 7), seq(q, 8), seq(q, 9), seq(q, 10), seq(q, 11), seq(q, 12), // slab 1, q-1 left
+		seq(q, 13),   // overflows by one: slab 2 (16q)
+		seq(q+1, 14), // a slab of its own (3)
+		seq(1, 15),   // slab 4 (32q: the big one did not double it)
+		seq(q, 16),   // slab 4
 	}
-	wantSlab := []uint32{0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 3, 4, 4}
+	wantSlab := []uint32{0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4, 4}
 	for i, st := range stacks {
 		id := tab.intern(st)
 		if id != uint32(i) {
@@ -79,6 +81,14 @@ func TestStackTableSlabs(t *testing.T) {
 		if got := tab.refs[id].slab; got != wantSlab[i] {
 			t.Errorf("stack %d (%d ids): slab %d, want %d", i, len(st), got, wantSlab[i])
 		}
+	}
+	// Fill on with stacks of q ids, through slabs of stackSlabMax.
+	for i := len(stacks); len(tab.slabs) < 9; i++ {
+		st := seq(q, uint32(i))
+		if id := tab.intern(st); id != uint32(i) {
+			t.Fatalf("stack %d: id %d", i, id)
+		}
+		stacks = append(stacks, st)
 	}
 	for i, st := range stacks {
 		if !equalIDs(tab.get(uint32(i)), st) {
@@ -90,6 +100,15 @@ func TestStackTableSlabs(t *testing.T) {
 	}
 	if big := tab.slabs[3]; len(big) != q+1 || cap(big) != len(big) {
 		t.Errorf("the long stack's slab: len %d cap %d", len(big), cap(big))
+	}
+	wantCap := []int{4 * q, 8 * q, 16 * q, q + 1, 32 * q, 64 * q, stackSlabMax, stackSlabMax, stackSlabMax}
+	if 64*q != stackSlabMax {
+		t.Fatalf("stackSlabMax is %d, not the fifth doubling of stackSlab", stackSlabMax)
+	}
+	for k, want := range wantCap {
+		if got := cap(tab.slabs[k]); got != want {
+			t.Errorf("slab %d: cap %d, want %d", k, got, want)
+		}
 	}
 }
 
@@ -197,5 +216,60 @@ func TestReserve(t *testing.T) {
 	}
 	if n == 0 || len(fresh.slots) != n {
 		t.Errorf("a fresh table reserved %d slots for 1000 stacks, then had %d", n, len(fresh.slots))
+	}
+}
+
+// TestSlabPacker: packing a subsequence of a table's stacks, in order,
+// keeps each moved stack's ids, never moves one past where it was, keeps
+// each within its slab's room (slabs of every size, from stackSlab to
+// stackSlabMax, and slabs of one big stack), and gives up the slabs that
+// no moved stack is in.
+func TestSlabPacker(t *testing.T) {
+	for _, keep := range []int{0, 1, 2, 4, 100} { // keep one stack in keep (0: none)
+		rng := rand.New(rand.NewPCG(uint64(keep), 9))
+		var tab stackTable
+		var want [][]uint32
+		for i := 0; len(tab.slabs) < 8; i++ {
+			n := 1 + rng.IntN(stackSlab/4)
+			if i%37 == 5 {
+				n = stackSlab/4 + 1 + rng.IntN(10) // a slab of its own
+			}
+			st := make([]uint32, n)
+			for k := range st {
+				st[k] = uint32(i)<<8 | uint32(k&0xff)
+			}
+			tab.intern(st)
+			want = append(want, st)
+		}
+		orig := append([]stackRef(nil), tab.refs...)
+		p := newSlabPacker(&tab)
+		moved := map[int]stackRef{}
+		for i, r := range orig {
+			if keep == 0 || rng.IntN(keep) != 0 {
+				continue
+			}
+			to := p.move(r)
+			if to.slab > r.slab || (to.slab == r.slab && to.off > r.off) {
+				t.Fatalf("keep 1 in %d: stack %d moved from %v past itself to %v", keep, i, r, to)
+			}
+			moved[i] = to
+		}
+		p.finish()
+		used := map[uint32]bool{}
+		for i, to := range moved {
+			used[to.slab] = true
+			s := tab.slabs[to.slab]
+			if int(to.off+to.n) > len(s) || len(s) > cap(s) {
+				t.Fatalf("keep 1 in %d: stack %d at %v, slab len %d cap %d", keep, i, to, len(s), cap(s))
+			}
+			if !equalIDs(s[to.off:to.off+to.n], want[i]) {
+				t.Fatalf("keep 1 in %d: stack %d changed when moved to %v", keep, i, to)
+			}
+		}
+		for k, s := range tab.slabs {
+			if !used[uint32(k)] && len(s) > 0 {
+				t.Errorf("keep 1 in %d: slab %d holds no moved stack but kept %d ids", keep, k, len(s))
+			}
+		}
 	}
 }
