@@ -250,6 +250,12 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 		return 0, val{}, false
 	}
 	pos += p - 1 // as if the put were MEMOIZE: the list's items start at pos+2
+	from := pos + 2
+	if l, ok := d.spans.again(data, from, end); ok {
+		// The same bytes as the list before (see spanCache.last).
+		d.spans.read(from, from+l.to-l.from, l.start, l.n)
+		return from + l.to - l.from, d.fastList(l.start, l.n), true
+	}
 	var h, key uint64
 	spanEnd := -1 // past the APPENDS, when the cache is on and the list is all memo gets
 	if !d.spans.off {
@@ -262,12 +268,14 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 			if s := d.spans.recent(key, rest); s != nil {
 				d.spans.hits++
 				d.spans.quick++
+				d.spans.read(from, from+len(s.span), s.start, s.n)
 				return pos + 2 + len(s.span), d.fastList(s.start, s.n), true
 			}
 		}
 		if spanEnd, h = scanSpan(data, pos+2, end); spanEnd > 0 {
 			if s := d.spans.get(h, data[pos+2:spanEnd]); s != nil {
 				d.spans.remember(key, *s, len(rest) >= spanPrefix)
+				d.spans.read(from, spanEnd, s.start, s.n)
 				return spanEnd, d.fastList(s.start, s.n), true
 			}
 		}
@@ -323,6 +331,7 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 					d.spans.remember(key, s, end-(pos+2) >= spanPrefix)
 				}
 			}
+			d.spans.read(from, j+1, start, uint32(len(ids)))
 			return j + 1, d.fastList(start, uint32(len(ids))), true
 		default:
 			return 0, val{}, false

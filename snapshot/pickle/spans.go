@@ -31,6 +31,7 @@ type spanCache struct {
 	n, bytes     int
 	hits, misses int
 	quick        int // hits found by prefix (a part of hits)
+	repeats      int // lists that were the last one again (not hits)
 	off          bool
 	// byPrefix holds the lists last read by the hash of their first
 	// spanPrefix bytes, in sets of spanWays (a set forgets its least
@@ -39,6 +40,36 @@ type spanCache struct {
 	// were then found was a tenth of the decode.
 	prefixKeys []uint64 // spanWays per set; 0 for empty
 	byPrefix   []spanSlot
+	// last is the list read last, by where its bytes lie in the input:
+	// PyTorch writes a free's two entries (free_requested, then
+	// free_completed) with one stack, and a segment's allocation and its
+	// block's, so the list just before is the likeliest repeat of all,
+	// also in a trace whose stacks are too many to keep (where the cache
+	// is off). Its bytes are compared where they lie: nothing is copied.
+	last lastList
+}
+
+// lastList is a list's bytes, data[from:to] (to is 0 for none), and what
+// they interned to.
+type lastList struct {
+	from, to int
+	start, n uint32
+}
+
+// again is the list read last, when data[from:end] begins with its bytes.
+func (c *spanCache) again(data []byte, from, end int) (lastList, bool) {
+	l := c.last
+	n := l.to - l.from
+	if l.to == 0 || n > end-from || !bytes.Equal(data[from:from+n], data[l.from:l.to]) {
+		return l, false
+	}
+	c.repeats++
+	return l, true
+}
+
+// read notes that data[from:to] interned to start (n frames).
+func (c *spanCache) read(from, to int, start, n uint32) {
+	c.last = lastList{from: from, to: to, start: start, n: n}
 }
 
 // spanSlot is a list's bytes (from its MARK's next opcode to its APPENDS,
@@ -162,7 +193,7 @@ func (c *spanCache) put(h uint64, span []byte, start, n uint32) (spanSlot, bool)
 		return spanSlot{}, false
 	}
 	if c.misses++; c.misses >= spanGiveUp && 4*c.hits < c.misses {
-		*c = spanCache{off: true}
+		*c = spanCache{off: true, last: c.last, repeats: c.repeats}
 		return spanSlot{}, false
 	}
 	if c.bytes+len(span) > spanMaxBytes {
@@ -199,9 +230,10 @@ func (c *spanCache) place(s spanSlot) {
 	c.slots[i] = s
 }
 
-// reset forgets every list (a memo entry changed), not how well the cache
-// did.
+// reset forgets every list (a memo entry changed), the last one too, not
+// how well the cache did.
 func (c *spanCache) reset() {
+	c.last = lastList{}
 	clear(c.slots)
 	clear(c.byPrefix)
 	clear(c.prefixKeys)

@@ -9,10 +9,11 @@ import (
 )
 
 // TestSpanCacheMemoChanged: a frame list whose bytes were seen before is
-// taken from the cache, but not after BINPUT replaced a memo entry it
-// reads: the same bytes then name other frames. Lists shorter than the
-// prefix byPrefix hashes (found by their scanned bytes) and longer (found
-// by the prefix, without a scan).
+// taken from the cache, and one whose bytes are the list's just before
+// from that (spanCache.last), but neither after BINPUT replaced a memo
+// entry it reads: the same bytes then name other frames. Lists shorter than
+// the prefix byPrefix hashes (found by their scanned bytes) and longer
+// (found by the prefix, without a scan).
 func TestSpanCacheMemoChanged(t *testing.T) {
 	for _, tc := range []struct {
 		repeat int // the list is frames 2, 3 this many times
@@ -26,19 +27,25 @@ func TestSpanCacheMemoChanged(t *testing.T) {
 		for range tc.repeat {
 			gets = append(gets, pt.Ref(2), pt.Ref(3))
 		}
-		// memo: 0 the dict, 1 a list, 2 and 3 frames, 4, 5 and 6 lists.
+		// memo: 0 the dict, 1 a list, 2 and 3 frames, then lists.
 		w.Op(pt.OpProto, 4, pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
 		w.Put("a")
 		writeList(w, pt.Memoize(pt.FrameDict("/w/a.py", 1, "a")), pt.Memoize(pt.FrameDict("/w/b.py", 2, "b")))
 		w.Put("b")
 		writeList(w, gets...) // read one by one, then cached
+		w.Put("x")
+		writeList(w, pt.Ref(3)) // another list between
 		w.Put("c")
-		writeList(w, gets...) // the same bytes: from the cache
+		writeList(w, gets...) // the same bytes as b: from the cache
+		w.Put("c2")
+		writeList(w, gets...) // the same bytes as the list before
 		w.Put("d")
 		w.Put(pt.FrameDict("/w/c.py", 3, "c"))
 		w.Op(pt.OpBinPut, 2) // memo 2 is now frame c
 		w.Put("e")
 		writeList(w, gets...) // the same bytes, other frames
+		w.Put("e2")
+		writeList(w, gets...) // the list before again, with frame c
 		w.Op(pt.OpSetItems, pt.OpStop)
 		data := w.Bytes()
 
@@ -50,13 +57,57 @@ func TestSpanCacheMemoChanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fast.fastLists != 3 || fast.spans.hits != 1 || fast.spans.quick != tc.quick {
-			t.Fatalf("%d frames: %d lists taken at once, %d from the cache, %d by prefix; want 3, 1 and %d",
-				2*tc.repeat, fast.fastLists, fast.spans.hits, fast.spans.quick, tc.quick)
+		if sp := fast.spans; fast.fastLists != 6 || sp.hits != 1 || sp.quick != tc.quick || sp.repeats != 2 {
+			t.Fatalf("%d frames: %d lists taken at once, %d from the cache, %d by prefix, %d the list before; want 6, 1, %d and 2",
+				2*tc.repeat, fast.fastLists, sp.hits, sp.quick, sp.repeats, tc.quick)
 		}
 		if a, b := canonical(fast.g, r1), canonical(slow.g, r2); a != b {
 			t.Fatalf("%d frames: the cache gave\n%s\nopcode by opcode:\n%s", 2*tc.repeat, a, b)
 		}
+	}
+}
+
+// TestSpanCacheLast: the list before is found again only where its bytes
+// follow in full before end (one byte short, or one byte other, is not
+// it), also when the cache is off, and not after a reset.
+func TestSpanCacheLast(t *testing.T) {
+	list := []byte{opLongBinGet, 7, 0, 0, 0, opBinGet, 9, opAppends}
+	data := append(append(append([]byte{0xff}, list...), 0xfe), list...)
+	second := 1 + len(list) + 1
+	for _, off := range []bool{false, true} {
+		c := &spanCache{off: off}
+		if _, ok := c.again(data, second, len(data)); ok {
+			t.Fatalf("off %v: a list found before any was read", off)
+		}
+		c.read(1, 1+len(list), 42, 2)
+		l, ok := c.again(data, second, len(data))
+		if !ok || l.start != 42 || l.n != 2 || l.to-l.from != len(list) {
+			t.Errorf("off %v: the same bytes: %+v, %v", off, l, ok)
+		}
+		if _, ok := c.again(data, second, len(data)-1); ok {
+			t.Errorf("off %v: found with its last byte past end", off)
+		}
+		other := bytes.Clone(data)
+		other[len(other)-2] = 8
+		if _, ok := c.again(other, second, len(other)); ok {
+			t.Errorf("off %v: found with one byte other", off)
+		}
+		c.reset()
+		if _, ok := c.again(data, second, len(data)); ok {
+			t.Errorf("off %v: found after a reset", off)
+		}
+	}
+	// Giving up keeps it.
+	c := &spanCache{}
+	c.read(1, 1+len(list), 42, 2)
+	for i := range spanGiveUp {
+		c.put(uint64(i), []byte{byte(i), byte(i >> 8), opAppends}, uint32(i), 1)
+	}
+	if !c.off {
+		t.Fatal("the cache did not give up")
+	}
+	if _, ok := c.again(data, second, len(data)); !ok {
+		t.Error("giving up forgot the list before")
 	}
 }
 
