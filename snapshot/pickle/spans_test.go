@@ -100,7 +100,7 @@ func TestSpanCacheLast(t *testing.T) {
 	// Giving up keeps it.
 	c := &spanCache{}
 	c.read(1, 1+len(list), 42, 2)
-	for i := range spanGiveUp {
+	for i := range spanTrial {
 		c.put(uint64(i), []byte{byte(i), byte(i >> 8), opAppends}, uint32(i), 1)
 	}
 	if !c.off {
@@ -112,38 +112,46 @@ func TestSpanCacheLast(t *testing.T) {
 }
 
 // TestSpanCacheLimits: the cache turns itself off after spanGiveUp misses
-// with fewer than a quarter hits, stays on with more, and keeps no more
-// than spanMaxBytes of lists.
+// with fewer than spanHitsPerMiss hits for each when it is full, after
+// spanTrial misses when it is not, stays on with as many hits, and keeps
+// no more than spanMaxBytes of lists.
 func TestSpanCacheLimits(t *testing.T) {
 	span := func(i int) []byte { return []byte{opLongBinGet, byte(i), byte(i >> 8), byte(i >> 16), 0, opAppends} }
-	fill := func(c *spanCache, misses, hits int) {
-		for i := range misses {
-			c.put(uint64(i), span(i), uint32(i), 1)
-		}
-		for range hits {
-			if c.get(0, span(0)) == nil && !c.off {
+	for _, tc := range []struct {
+		misses, hits int
+		full, off    bool
+	}{
+		{spanGiveUp - 1, 0, true, false},
+		{spanGiveUp, 0, true, true},
+		{spanGiveUp, spanHitsPerMiss * spanGiveUp, true, false},
+		{spanGiveUp, spanHitsPerMiss*spanGiveUp - 1, true, true},
+		{spanGiveUp, 0, false, false},
+		{spanTrial - 1, 0, false, false},
+		{spanTrial, 0, false, true},
+		{spanTrial, spanHitsPerMiss * spanTrial, false, false},
+		{spanTrial, spanHitsPerMiss*spanTrial - 1, false, true},
+	} {
+		c := &spanCache{}
+		c.put(0, span(0), 0, 1) // the first miss, then the hits: a training loop's first steps
+		for range tc.hits {
+			if c.get(0, span(0)) == nil {
 				t.Fatal("a span put is not found")
 			}
 		}
-	}
-	for _, tc := range []struct {
-		misses, hits int
-		off          bool
-	}{
-		{spanGiveUp - 1, 0, false},
-		{spanGiveUp, 0, true},
-		{spanGiveUp, spanGiveUp / 4, false},
-		{spanGiveUp, spanGiveUp/4 - 1, true},
-	} {
-		c := &spanCache{}
-		fill(c, 0, 0)
-		fill(c, 1, tc.hits) // the hits come first: a training loop's first steps
-		fill(c, tc.misses-1, 0)
-		if c.off != tc.off {
-			t.Errorf("%d misses, %d hits: off %v, want %v", tc.misses, tc.hits, c.off, tc.off)
+		misses := 1
+		if tc.full {
+			// A list too long for the room left: not kept, a miss.
+			c.put(1, bytes.Repeat([]byte{opBinGet}, spanMaxBytes), 1, 1)
+			misses++
+		}
+		for i := misses; i < tc.misses; i++ {
+			c.put(uint64(i+1), span(i+1), uint32(i+1), 1)
+		}
+		if c.off != tc.off || (!c.off && c.full != tc.full) {
+			t.Errorf("%d misses, %d hits, full %v: off %v (full %v), want %v", tc.misses, tc.hits, tc.full, c.off, c.full, tc.off)
 		}
 		if ok := c.get(0, span(0)) != nil; ok == tc.off {
-			t.Errorf("%d misses, %d hits: get after = %v", tc.misses, tc.hits, ok)
+			t.Errorf("%d misses, %d hits, full %v: get after = %v", tc.misses, tc.hits, tc.full, ok)
 		}
 	}
 
