@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -64,38 +65,46 @@ func TestFrameListFastPath(t *testing.T) {
 	for name, data := range inputs {
 		for _, split := range []splitFunc{nil, splitAt(1.0/32, 0.5)} {
 			for _, cut := range []int{len(data), len(data) * 2 / 3} {
-				in := data[:cut]
-				fast, r1, e1 := decodeWith(context.Background(), in, nil, split, nil, nil)
-				slow, r2, e2 := decodeWith(context.Background(), in, nil, split, nil, nil, noFast)
-				switch {
-				case (e1 == nil) != (e2 == nil):
-					t.Fatalf("%s (%d bytes): fast %v, slow %v", name, cut, e1, e2)
-				case e1 != nil:
-					if e1.Error() != e2.Error() {
-						t.Fatalf("%s (%d bytes): errors %q and %q", name, cut, e1, e2)
-					}
-				default:
-					if canonical(fast.g, r1) != canonical(slow.g, r2) {
-						t.Fatalf("%s (%d bytes): values differ", name, cut)
-					}
-					// A list read as a value (kStack) has no container.
-					if fast.memo.len() != slow.memo.len() || fast.g.conts.len()+fast.bareLists != slow.g.conts.len() ||
-						fast.g.traces.len() != slow.g.traces.len() || fast.g.stacks.len() != slow.g.stacks.len() {
-						t.Fatalf("%s: memo %d/%d, containers %d/%d, trace records %d/%d, stacks %d/%d", name,
-							fast.memo.len(), slow.memo.len(), fast.g.conts.len(), slow.g.conts.len(),
-							fast.g.traces.len(), slow.g.traces.len(), fast.g.stacks.len(), slow.g.stacks.len())
-					}
-					taken += fast.fastLists
-					if slow.fastLists != 0 {
-						t.Fatalf("%s: the slow path took %d lists at once", name, slow.fastLists)
-					}
-				}
+				taken += fastAgrees(t, fmt.Sprintf("%s (%d bytes)", name, cut), data[:cut], split)
 			}
 		}
 	}
 	if taken == 0 {
 		t.Error("the fast path was never taken")
 	}
+}
+
+// fastAgrees decodes in with the fast paths and opcode by opcode (split
+// places the helpers of both), fails t unless both give the same error or
+// the same value, memo, trace records and stacks (a list read at once as
+// a value has no container), and returns how many lists the fast paths
+// took at once.
+func fastAgrees(t testing.TB, name string, in []byte, split splitFunc) (taken int) {
+	t.Helper()
+	fast, r1, e1 := decodeWith(context.Background(), in, nil, split, nil, nil)
+	slow, r2, e2 := decodeWith(context.Background(), in, nil, split, nil, nil, noFast)
+	switch {
+	case (e1 == nil) != (e2 == nil):
+		t.Fatalf("%s: fast %v, slow %v", name, e1, e2)
+	case e1 != nil:
+		if e1.Error() != e2.Error() {
+			t.Fatalf("%s: errors %q and %q", name, e1, e2)
+		}
+		return 0
+	}
+	if a, b := canonical(fast.g, r1), canonical(slow.g, r2); a != b {
+		t.Fatalf("%s: values differ:\nfast %.2000s\nslow %.2000s", name, a, b)
+	}
+	if fast.memo.len() != slow.memo.len() || fast.g.conts.len()+fast.bareLists != slow.g.conts.len() ||
+		fast.g.traces.len() != slow.g.traces.len() || fast.g.stacks.len() != slow.g.stacks.len() {
+		t.Fatalf("%s: memo %d/%d, containers %d/%d, trace records %d/%d, stacks %d/%d", name,
+			fast.memo.len(), slow.memo.len(), fast.g.conts.len(), slow.g.conts.len(),
+			fast.g.traces.len(), slow.g.traces.len(), fast.g.stacks.len(), slow.g.stacks.len())
+	}
+	if slow.fastLists != 0 {
+		t.Fatalf("%s: the slow path took %d lists at once", name, slow.fastLists)
+	}
+	return fast.fastLists
 }
 
 // writeList writes a list as pickle.dump does: EMPTY_LIST MEMOIZE MARK, the
