@@ -83,13 +83,7 @@ func fastAgrees(t testing.TB, name string, in []byte, split splitFunc) (taken in
 	t.Helper()
 	fast, r1, e1 := decodeWith(context.Background(), in, nil, split, nil, nil)
 	slow, r2, e2 := decodeWith(context.Background(), in, nil, split, nil, nil, noFast)
-	switch {
-	case (e1 == nil) != (e2 == nil):
-		t.Fatalf("%s: fast %v, slow %v", name, e1, e2)
-	case e1 != nil:
-		if e1.Error() != e2.Error() {
-			t.Fatalf("%s: errors %q and %q", name, e1, e2)
-		}
+	if !sameErrors(t, name, "fast", e1, "slow", e2) {
 		return 0
 	}
 	if a, b := canonical(fast.g, r1), canonical(slow.g, r2); a != b {

@@ -151,19 +151,26 @@ func decodeBoth(t *testing.T, name string, data []byte, split splitFunc) (joined
 func decodeCompare(t *testing.T, name string, data []byte, split splitFunc) *decoder {
 	t.Helper()
 	one, two, root1, root2, err1, err2 := decodeTwice(data, split)
-	switch {
-	case (err1 == nil) != (err2 == nil):
-		t.Fatalf("%s: one machine: %v; with a helper: %v", name, err1, err2)
-	case err1 != nil:
-		if err1.Error() != err2.Error() {
-			t.Fatalf("%s: errors differ: %q and %q", name, err1, err2)
-		}
-	default:
+	if sameErrors(t, name, "one machine", err1, "with a helper", err2) {
 		if c1, c2 := canonical(one.g, root1), canonical(two.g, root2); c1 != c2 {
 			t.Fatalf("%s: values differ (%d and %d bytes of canonical form)", name, len(c1), len(c2))
 		}
 	}
 	return two
+}
+
+// sameErrors fails t unless two decodes of one input, named a and b, both
+// failed with the same message or both succeeded; it reports whether both
+// succeeded (their values are then the caller's to compare).
+func sameErrors(t testing.TB, name, a string, errA error, b string, errB error) (ok bool) {
+	t.Helper()
+	switch {
+	case (errA == nil) != (errB == nil):
+		t.Fatalf("%s: %s: %v; %s: %v", name, a, errA, b, errB)
+	case errA != nil && errA.Error() != errB.Error():
+		t.Fatalf("%s: errors differ: %q (%s) and %q (%s)", name, errA, a, errB, b)
+	}
+	return errA == nil
 }
 
 // bindBoth is decodeBoth for snapshots, comparing the typed snapshots the
