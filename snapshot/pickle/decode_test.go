@@ -1,6 +1,10 @@
 package pickle
 
-import "testing"
+import (
+	"math/big"
+	"strings"
+	"testing"
+)
 
 func TestDecodeIntegers(t *testing.T) {
 	cases := []struct {
@@ -30,6 +34,70 @@ func TestDecodeIntegers(t *testing.T) {
 				t.Errorf("got %+v want %+v", v, c.want)
 			}
 		})
+	}
+}
+
+// TestDecodeLong1Widths: LONG1 of every width run reads its bytes with
+// one load when eight follow it, and byte by byte near the end of the
+// data; both must read what math/big does, for bytes of every sign and
+// size. Nine bytes go the general way (kUint past int64).
+func TestDecodeLong1Widths(t *testing.T) {
+	patterns := [][]byte{
+		{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x00},
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+		{0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00},
+		{0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x00},
+		{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80},
+		{0x00, 0x10, 0xa0, 0x3c, 0x1f, 0x7f, 0x00, 0x00, 0x00}, // an address
+	}
+	// After the number: nothing but STOP (the byte-by-byte read), or more
+	// than eight bytes of other opcodes (the one load).
+	tails := map[string][]byte{
+		"at the end": {opStop},
+		"followed":   {opBinInt, 1, 2, 3, 4, opPop, opBinInt, 5, 6, 7, 8, opPop, opStop},
+	}
+	for n := 0; n <= 9; n++ {
+		for _, p := range patterns {
+			b := p[:n]
+			// The reference: two's complement of n little-endian bytes.
+			be := make([]byte, n)
+			for i := range b {
+				be[n-1-i] = b[i]
+			}
+			ref := new(big.Int).SetBytes(be)
+			if n > 0 && b[n-1]&0x80 != 0 {
+				ref.Sub(ref, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+			}
+			want := val{k: kInt, i: ref.Int64()}
+			if !ref.IsInt64() {
+				want = val{k: kUint, i: int64(ref.Uint64())}
+			}
+			for name, tail := range tails {
+				data := append([]byte{opProto, 4, opLong1, byte(n)}, b...)
+				data = append(data, tail...)
+				_, v, err := decodePickle(data)
+				if err != nil {
+					t.Fatalf("%d bytes %x %s: %v", n, b, name, err)
+				}
+				if ref.BitLen() > 64 {
+					if v.k != kHuge {
+						t.Errorf("%d bytes %x %s: got %+v, want a huge value", n, b, name, v)
+					}
+					continue
+				}
+				if v != want {
+					t.Errorf("%d bytes %x %s: got %+v want %+v (%s)", n, b, name, v, want, ref)
+				}
+			}
+		}
+	}
+	// A LONG1 whose bytes run past the data is an error, however many
+	// bytes it claims.
+	for _, n := range []byte{3, 8, 9, 200} {
+		data := []byte{opProto, 4, opLong1, n, 1, 2}
+		if _, _, err := decodePickle(data); err == nil || !strings.Contains(err.Error(), "LONG1") {
+			t.Errorf("LONG1 of %d bytes with 2 present: %v", n, err)
+		}
 	}
 }
 

@@ -314,25 +314,32 @@ func sanitize(s string) string {
 	return string(out)
 }
 
+// long8 decodes a little-endian two's complement integer of 1 to 8 bytes.
+func long8(b []byte) int64 {
+	var u uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		u = u<<8 | uint64(b[i])
+	}
+	shift := uint(64 - 8*len(b))
+	return int64(u<<shift) >> shift
+}
+
 // decodeLong decodes a little-endian two's complement integer of any width.
 func decodeLong(b []byte) val {
 	n := len(b)
 	switch {
-	case n == 0:
-		return val{k: kInt}
 	case n <= 8:
-		var u uint64
-		for i := n - 1; i >= 0; i-- {
-			u = u<<8 | uint64(b[i])
-		}
-		shift := uint(64 - 8*n)
-		return val{k: kInt, i: int64(u<<shift) >> shift}
+		return val{k: kInt, i: long8(b)}
 	case n == 9 && b[8] == 0:
 		u := binary.LittleEndian.Uint64(b)
 		if u>>63 == 0 {
 			return val{k: kInt, i: int64(u)}
 		}
 		return val{k: kUint, i: int64(u)}
+	case n == 9 && b[8] == 0xff && b[7]&0x80 != 0:
+		// A negative int64 with a sign byte to spare (pickle.dump writes
+		// the fewest bytes, but the format allows more).
+		return val{k: kInt, i: int64(binary.LittleEndian.Uint64(b))}
 	}
 	// Wider than 64 bits: keep an approximation; no snapshot field needs
 	// such values, and binding reports them where a size is expected.
