@@ -106,11 +106,13 @@ type decoder struct {
 	// joinGarbage is what the helpers joined since the last collection
 	// let go of (see collectBeforeJoin).
 	joinGarbage int64
-	// noFast turns frameList and frameDict off (tests compare both
-	// paths); fastLists and fastDicts count what they took.
-	fastDicts int
-	noFast    bool
-	fastLists int
+	// noFast turns the fast paths (frameList, frameDict, traceEntry) off
+	// (tests compare both ways); fastLists, fastDicts and fastTraces
+	// count what they took (traceEntry: entries read to their end).
+	noFast     bool
+	fastDicts  int
+	fastLists  int
+	fastTraces int
 	// bareLists counts the lists that are kStack values (no container)
 	// and have stayed so.
 	bareLists int
@@ -578,6 +580,10 @@ func (d *decoder) run() (val, error) {
 				pos = next
 				break
 			}
+			if next, st, ok := d.traceEntry(data, pos, end, stack); ok {
+				pos, stack = next, st
+				break
+			}
 			d.pendPos = len(stack)
 			stack = append(stack, val{k: kDict, ref: noRef})
 		case opEmptyList:
@@ -610,15 +616,7 @@ func (d *decoder) run() (val, error) {
 				break
 			}
 			n := int(data[pos])
-			var i int64
-			if pos+9 <= len(data) {
-				// One load, its bytes past the number shifted out.
-				shift := uint(64 - 8*n)
-				i = int64(binary.LittleEndian.Uint64(data[pos+1:])<<shift) >> shift
-			} else {
-				i = long8(data[pos+1 : pos+1+n])
-			}
-			stack = append(stack, val{k: kInt, i: i})
+			stack = append(stack, val{k: kInt, i: long1At(data, pos+1, n)})
 			pos += 1 + n
 		case opBinInt1:
 			if pos >= len(data) {
