@@ -37,10 +37,11 @@ func TestDecodeIntegers(t *testing.T) {
 	}
 }
 
-// TestDecodeLong1Widths: LONG1 of every width run reads its bytes with
-// one load when eight follow it, and byte by byte near the end of the
-// data; both must read what math/big does, for bytes of every sign and
-// size. Nine bytes go the general way (kUint past int64).
+// TestDecodeLong1Widths: the main loop (run) reads a LONG1 of up to 8
+// bytes with one load when eight more bytes follow it, and byte by byte
+// near the end of the data; both must read what math/big does, for bytes
+// of every sign and width. Nine bytes go through slowOp (kUint past
+// int64, an approximation past uint64).
 func TestDecodeLong1Widths(t *testing.T) {
 	patterns := [][]byte{
 		{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x00},

@@ -314,7 +314,8 @@ func sanitize(s string) string {
 	return string(out)
 }
 
-// long8 decodes a little-endian two's complement integer of 1 to 8 bytes.
+// long8 decodes a little-endian two's complement integer of at most 8
+// bytes (none is 0).
 func long8(b []byte) int64 {
 	var u uint64
 	for i := len(b) - 1; i >= 0; i-- {
