@@ -13,8 +13,12 @@ import (
 // container per dict.
 type frameTable struct {
 	frames chunked[rawFrame]
-	// slots is an open-addressing index; it holds the frames themselves,
-	// so a lookup reads one slot rather than the slot and the frame.
+	// slots is an open-addressing index of 8-byte slots: a frame's id and
+	// the top half of its hash. A trace of millions of distinct frames
+	// (line numbers drawn at random) held them in 24-byte slots with the
+	// frame inline: 96 MB for 1.6M frames, and 240 MB allocated by the
+	// doublings. A lookup that matches the tag reads the frame from
+	// frames; one that does not, nothing else.
 	slots []frameSlot
 	shift uint // 64 - log2(len(slots))
 	// seed randomises the hash, so a file cannot be built to make every
@@ -25,8 +29,11 @@ type frameTable struct {
 }
 
 type frameSlot struct {
-	f  rawFrame
-	id uint32 // id + 1; 0 marks an empty slot
+	// tag is the top 32 bits of the frame's hash: the slot a probe starts
+	// from is its top bits too, so a resize places frames without reading
+	// them.
+	tag uint32
+	id  uint32 // id + 1; 0 marks an empty slot
 }
 
 // maxFrameID bounds frame ids: the memo keeps a frame as an id under a
@@ -60,13 +67,16 @@ func (t *frameTable) intern(f rawFrame) (id uint32, ok bool) {
 			t.limit = maxFrameID
 		}
 	}
+	h := t.hash(f)
+	tag := uint32(h >> 32)
 	mask := uint64(len(t.slots) - 1)
-	for i := t.hash(f) >> t.shift; ; i = (i + 1) & mask {
-		s := &t.slots[i]
+	i := h >> t.shift
+	for ; ; i = (i + 1) & mask {
+		s := t.slots[i]
 		if s.id == 0 {
 			break
 		}
-		if s.f == f {
+		if s.tag == tag && *t.frames.at(s.id - 1) == f {
 			return s.id - 1, true
 		}
 	}
@@ -74,29 +84,41 @@ func (t *frameTable) intern(f rawFrame) (id uint32, ok bool) {
 	if n >= t.limit {
 		return 0, false
 	}
-	if 2*(n+1) > len(t.slots) {
-		t.resize(2 * len(t.slots))
-	}
 	id = t.frames.push(f)
-	t.place(id)
+	if 2*(n+1) > len(t.slots) {
+		t.resize(2 * len(t.slots)) // places id with the others
+	} else {
+		t.slots[i] = frameSlot{tag: tag, id: id + 1}
+	}
 	return id, true
 }
 
-func (t *frameTable) place(id uint32) {
+// place puts a frame of hash tag tag in the first free slot of its probe.
+func (t *frameTable) place(s frameSlot) {
 	mask := uint64(len(t.slots) - 1)
-	f := *t.frames.at(id)
-	i := t.hash(f) >> t.shift
+	i := uint64(s.tag) >> (t.shift - 32)
 	for t.slots[i].id != 0 {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = frameSlot{f: f, id: id + 1}
+	t.slots[i] = s
 }
 
+// resize makes an index of n slots (a power of two, at most 1<<32) and
+// places every frame in it, from the old index's tags.
 func (t *frameTable) resize(n int) {
+	old := t.slots
 	t.slots = make([]frameSlot, n)
 	pages.Prefault(t.slots)
 	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
-	for id := range uint32(t.frames.len()) {
-		t.place(id)
+	placed := 0
+	for _, s := range old {
+		if s.id != 0 {
+			t.place(s)
+			placed++
+		}
+	}
+	// A frame pushed before this resize has no slot yet.
+	for id := uint32(placed); id < uint32(t.frames.len()); id++ {
+		t.place(frameSlot{tag: uint32(t.hash(*t.frames.at(id)) >> 32), id: id + 1})
 	}
 }

@@ -107,3 +107,37 @@ func TestStacksAroundTheSlabLimit(t *testing.T) {
 		t.Errorf("%d stacks stored for %d distinct", tab.len(), len(ids))
 	}
 }
+
+// TestFrameTableTagCollisions: frames whose hashes share their top 32 bits
+// (the tag a slot keeps) are told apart by the frames themselves. With a
+// fixed seed, 300k frames hold such pairs; each is found under its own id,
+// before and after the resizes that place frames by their tags alone.
+func TestFrameTableTagCollisions(t *testing.T) {
+	tab := frameTable{seed: 1, limit: maxFrameID}
+	tab.resize(minFrameSlots)
+	const n = 300000
+	frame := func(i int) rawFrame { return rawFrame{file: uint32(i % 13), name: uint32(i % 101), line: int64(i)} }
+	byTag := map[uint32]int{}
+	pairs := 0
+	for i := range n {
+		tag := uint32(tab.hash(frame(i)) >> 32)
+		if _, ok := byTag[tag]; ok {
+			pairs++
+		}
+		byTag[tag] = i
+		if id, ok := tab.intern(frame(i)); !ok || id != uint32(i) {
+			t.Fatalf("frame %d interned as %d, %v", i, id, ok)
+		}
+	}
+	if pairs == 0 {
+		t.Fatal("no two frames share a tag: the test checks nothing")
+	}
+	for i := range n {
+		if id, _ := tab.intern(frame(i)); id != uint32(i) {
+			t.Fatalf("frame %d found as %d (%d tag pairs)", i, id, pairs)
+		}
+	}
+	if tab.len() != n {
+		t.Errorf("%d frames, want %d", tab.len(), n)
+	}
+}
