@@ -233,7 +233,7 @@ func (c *Categorizer) decideOnce(st Stack) Decision {
 // at::native) appear under nearly every allocation and would otherwise
 // swamp the rules.
 func (c *Categorizer) match(st Stack) Decision {
-	return c.decision(c.hitIn(st, nil))
+	return c.decision(c.hitIn(st, frameClasses{}))
 }
 
 // stackHit is what decided a stack's category: the rule (-1 for Unknown),
@@ -249,10 +249,10 @@ func (c *Categorizer) decision(h stackHit) Decision {
 	return Decision{Category: r.Name, Frame: int(h.frame), Keyword: r.Keywords[h.key]}
 }
 
-// hitIn is match's rule, keyword and frame; classes, when not nil, holds
-// the class of every frame of st's table by id (classesOf), and hitIn
-// then reads nothing else of c but its rules.
-func (c *Categorizer) hitIn(st Stack, classes []frameClass) stackHit {
+// hitIn is match's rule, keyword and frame; classes, when it has ids,
+// holds the class of every frame of st by id (classesIn), and hitIn then
+// reads nothing else of c but its rules.
+func (c *Categorizer) hitIn(st Stack, classes frameClasses) stackHit {
 	// Rule order decides the category; within a rule the innermost frame
 	// that matches is the one named (its file name before its function).
 	best, frame := ruleHit{rule: -1}, -1
@@ -260,8 +260,8 @@ func (c *Categorizer) hitIn(st Stack, classes []frameClass) stackHit {
 		looked := false
 		for i := range st.Len() {
 			var fc frameClass
-			if classes != nil {
-				fc = classes[st.ID(i)]
+			if classes.ids != nil {
+				fc = classes.of(st.ID(i))
 			} else {
 				fc = c.classAt(st, i)
 			}
@@ -314,7 +314,7 @@ func (c *Categorizer) decideAll(n int, stack func(i int) Stack) []stackHit {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for i := range n {
-			out[i] = c.hitIn(stack(i), nil)
+			out[i] = c.hitIn(stack(i), frameClasses{})
 		}
 		return out
 	}
@@ -322,14 +322,9 @@ func (c *Categorizer) decideAll(n int, stack func(i int) Stack) []stackHit {
 	for i := range n {
 		ids += stack(i).Len()
 	}
-	var classes []frameClass
-	if len(table.Frames) <= ids {
-		classes = c.classesOf(table)
-	} else {
-		// A table much larger than the stacks read (a trace of millions
-		// of distinct frames): only the frames they hold.
-		classes = c.classesIn(table, n, stack)
-	}
+	// A table much larger than the stacks read (a trace of millions of
+	// distinct frames) has only the frames they hold classified.
+	classes := c.classesIn(table, len(table.Frames) <= ids, n, stack)
 	workers := min(runtime.GOMAXPROCS(0), n/(decideAllMin/2))
 	par.Each(workers, func(w int) {
 		for i := w * n / workers; i < (w+1)*n/workers; i++ {
@@ -339,40 +334,45 @@ func (c *Categorizer) decideAll(n int, stack func(i int) Stack) []stackHit {
 	return out
 }
 
-// classesIn is classesOf for the frames of stacks 0 to n-1 alone (the
-// others' classes are left zero).
-func (c *Categorizer) classesIn(t *FrameTable, n int, stack func(i int) Stack) []frameClass {
+// frameClasses is the class of each frame of one table, by the frame's
+// id: classes[ids[id]-1]. A class is 40 bytes and a table of a trace of
+// random line numbers holds millions of frames over a few thousand
+// (file, function) pairs, so a frame holds 4 bytes, not its class: 64 MB
+// less for 1.6M frames, allocated again at each peak's decision.
+type frameClasses struct {
+	ids     []int32
+	classes []frameClass
+}
+
+func (x frameClasses) of(id uint32) frameClass { return x.classes[x.ids[id]-1] }
+
+// classesIn is the class of every frame of t that stacks 0 to n-1 hold,
+// or of every frame of t when all is set (a table no larger than the
+// stacks' frames); the others' entries are 0. The arrays are the
+// categorizer's own (classAt's, kept by table), grown under the lock:
+// later calls only add to them, so readers need no lock.
+func (c *Categorizer) classesIn(t *FrameTable, all bool, n int, stack func(i int) Stack) frameClasses {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]frameClass, len(t.Frames))
-	done := make([]bool, len(t.Frames))
-	for i := range n {
-		st := stack(i)
-		for k := range st.Len() {
-			if id := st.ID(k); !done[id] {
-				out[id], done[id] = c.classify(t.Frames[id]), true
+	c.useIDs(t)
+	if all {
+		for id := range t.Frames {
+			c.classID(t, uint32(id))
+		}
+	} else {
+		for i := range n {
+			st := stack(i)
+			for k := range st.Len() {
+				c.classID(t, st.ID(k))
 			}
 		}
 	}
-	return out
+	return frameClasses{ids: c.ids, classes: c.classes}
 }
 
-// classesOf is the class of each frame of t, by id.
-func (c *Categorizer) classesOf(t *FrameTable) []frameClass {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]frameClass, len(t.Frames))
-	for id := range t.Frames {
-		out[id] = c.classify(t.Frames[id])
-	}
-	return out
-}
-
-func (c *Categorizer) classAt(st Stack, i int) frameClass {
-	t, id := st.Table(), st.ID(i)
-	if len(t.Frames) < denseMinFrames {
-		return c.classify(*st.At(i))
-	}
+// useIDs makes t's the index classAt and classID use (c.ids), grown to
+// its frames.
+func (c *Categorizer) useIDs(t *FrameTable) {
 	if t != c.table {
 		if c.byID == nil {
 			c.byID = map[*FrameTable][]int32{}
@@ -382,13 +382,18 @@ func (c *Categorizer) classAt(st Stack, i int) frameClass {
 		}
 		c.table, c.ids = t, c.byID[t]
 	}
-	if int(id) >= len(c.ids) { // new, or the table grew
+	if len(t.Frames) > len(c.ids) { // new, or the table grew
 		c.ids = append(c.ids, make([]int32, len(t.Frames)-len(c.ids))...)
 	}
+}
+
+// classID is 1 + the index in c.classes of the class of t's frame id,
+// classified when first asked; t is c.table (useIDs).
+func (c *Categorizer) classID(t *FrameTable, id uint32) int32 {
 	if k := c.ids[id]; k != 0 {
-		return c.classes[k-1]
+		return k
 	}
-	fc := c.classify(*st.At(i))
+	fc := c.classify(t.Frames[id])
 	k, ok := c.classIDs[fc]
 	if !ok {
 		if c.classIDs == nil {
@@ -399,7 +404,16 @@ func (c *Categorizer) classAt(st Stack, i int) frameClass {
 		c.classIDs[fc] = k
 	}
 	c.ids[id] = k
-	return fc
+	return k
+}
+
+func (c *Categorizer) classAt(st Stack, i int) frameClass {
+	t, id := st.Table(), st.ID(i)
+	if len(t.Frames) < denseMinFrames {
+		return c.classify(*st.At(i))
+	}
+	c.useIDs(t)
+	return c.classes[c.classID(t, id)-1]
 }
 
 func (c *Categorizer) classify(f Frame) frameClass {
