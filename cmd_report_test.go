@@ -2,9 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"memscope/snapshot"
 )
 
 // TestLoadProgress: a bar only on a terminal, only after the delay, with
@@ -51,6 +57,39 @@ func TestReportGCPercent(t *testing.T) {
 	}{{0, 400}, {reportGCMax, 400}, {reportGCMax + 1, 0}, {1 << 40, 0}} {
 		if got := reportGCPercent(c.total); got != c.want {
 			t.Errorf("reportGCPercent(%d) = %d, want %d", c.total, got, c.want)
+		}
+	}
+}
+
+// TestLoadReportsGCPace: a one-file report loads at reportGCPercent's slow
+// pace and analyses at analysisGCPercent; with two files, one may still be
+// decoding while the other is analysed, so the slow pace stays; above
+// reportGCMax the default pace is never changed.
+func TestLoadReportsGCPace(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	snap := "testdata/snapshots/drisspg_transformer_nuggets__mini_snapshot.pickle"
+	big := filepath.Join(t.TempDir(), "big.pickle")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(reportGCMax + 1); err != nil { // a sparse file: refused, but sized
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, c := range []struct {
+		paths []string
+		want  int
+	}{
+		{[]string{snap}, analysisGCPercent},
+		{[]string{snap, snap}, reportGCPercent(0)},
+		{[]string{big}, 77},
+	} {
+		debug.SetGCPercent(77)
+		loadReports(context.Background(), c.paths, snapshot.NewCategorizer(nil), nil, nil)
+		if got := debug.SetGCPercent(77); got != c.want {
+			t.Errorf("%d file(s) of %v: GOGC %d after the load, want %d", len(c.paths), c.paths, got, c.want)
 		}
 	}
 }
