@@ -284,6 +284,10 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 		cat = NewCategorizer(nil)
 	}
 	a := &Analysis{Snapshot: s, cat: cat, timelines: map[int]*Timeline{}}
+	var share *stackShare
+	if traced := tracedDevices(s); traced > 1 {
+		share = &stackShare{}
+	}
 	for _, d := range s.Devices() {
 		// The free memory at the peak undoes every event after it (18
 		// ms on bigtrain): measured on another core from the moment the
@@ -291,7 +295,7 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 		// the device's figures are measured.
 		var bg par.Group
 		var state peakFree
-		tl := replay(s, d, cat, func(tl *Timeline) {
+		tl := replay(s, d, cat, share, func(tl *Timeline) {
 			at := tl.Peak.EventIndex
 			bg.Go(func() { state.free, state.largest, state.externalPct = tl.FreeAt(s, at) })
 		})
@@ -302,6 +306,17 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 		}))
 	}
 	return a
+}
+
+// tracedDevices is the number of s's devices with trace entries.
+func tracedDevices(s *Snapshot) int {
+	n := 0
+	for _, d := range s.Devices() {
+		if len(s.Trace(d)) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // peakFree is the free memory at a timeline's peak (see Timeline.FreeAt).

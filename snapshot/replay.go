@@ -106,9 +106,12 @@ type Timeline struct {
 	// stackTraits, when set, waits for the traits of every stack the
 	// replay began reading (see classifyRolesBy).
 	stackTraits func() []stackTraits
-	hitIndices  map[stackHit]int32
-	decCat      []int32
-	catNames    []string
+	// share, when set, holds the stacks' traits and sites for every
+	// device of the snapshot (see stackShare).
+	share      *stackShare
+	hitIndices map[stackHit]int32
+	decCat     []int32
+	catNames   []string
 	// peakLevel and peakAt are the highest active level and its first
 	// event, as fillSeries' sums found them (see findPeakLevel).
 	peakLevel int64
@@ -189,13 +192,13 @@ type Timeline struct {
 // Reserved memory is anchored on the final segments: every later
 // segment_alloc/free/map/unmap is undone. It returns nil when the device has
 // no trace.
-func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline { return replay(s, dev, cat, nil) }
+func Replay(s *Snapshot, dev int, cat *Categorizer) *Timeline { return replay(s, dev, cat, nil, nil) }
 
 // replay is Replay; atPeak, when set, is called as soon as the peak is
 // known, while the roles may still be classified on another goroutine and
 // before the peak's live set is read: what it starts may read the events
 // and the peak, nothing else of the timeline.
-func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Timeline {
+func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak func(*Timeline)) *Timeline {
 	events := s.Trace(dev)
 	if len(events) == 0 {
 		return nil
@@ -204,7 +207,7 @@ func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Tim
 		cat = NewCategorizer(nil)
 	}
 	n := int32(len(events))
-	t := &Timeline{Device: dev, Events: events, stacks: s.Stacks, cat: cat, Active: make([]int64, len(events))}
+	t := &Timeline{Device: dev, Events: events, stacks: s.Stacks, cat: cat, share: share, Active: make([]int64, len(events))}
 	pages.Prefault(t.Active) // fillSeries adds into it
 	// Every alloc starts an interval, and a free of an unseen alloc one
 	// more: counting them first spares growing a slice of a million
@@ -215,7 +218,7 @@ func replay(s *Snapshot, dev int, cat *Categorizer, atPeak func(*Timeline)) *Tim
 	// pool's 187k stacks, 20 ms of CPU beside a 25 ms loop).
 	var traits par.Group
 	var byStack []stackTraits
-	traits.Go(func() { byStack = readStacks(t.stacks, cat, rolesPerWorker) })
+	traits.Go(func() { byStack = share.traits(t.stacks, cat, rolesPerWorker) })
 	t.stackTraits = func() []stackTraits {
 		traits.Wait()
 		return byStack
@@ -627,13 +630,31 @@ func (t *Timeline) siteNumber(iv *Interval, names *siteNames) (int32, string) {
 
 // numberSites numbers the sites of the snapshot's stacks: sites are frames,
 // a few thousand, where stacks may be hundreds of thousands, so tallies by
-// site add into arrays instead of hashing a name per allocation.
+// site add into arrays instead of hashing a name per allocation. A
+// timeline that shares its stacks' facts (stackShare) takes the numbers
+// made for the first device.
 func (t *Timeline) numberSites(byStack []stackTraits) {
-	t.siteID = make([]int32, len(byStack))
-	t.siteName = []string{noStack}
-	t.siteIndex = map[string]int32{noStack: 0}
+	if t.share != nil {
+		t.share.sitesOnce.Do(func() { t.share.sites = numberSites(byStack, t.stacks) })
+		t.siteID, t.siteName, t.siteIndex = t.share.sites.id, t.share.sites.name, t.share.sites.index
+		return
+	}
+	n := numberSites(byStack, t.stacks)
+	t.siteID, t.siteName, t.siteIndex = n.id, n.name, n.index
+}
+
+// siteNumbers is the site of each stack by stack number less one (id),
+// each site's text (name) and the number of each text (index).
+type siteNumbers struct {
+	id    []int32
+	name  []string
+	index map[string]int32
+}
+
+func numberSites(byStack []stackTraits, stacks []Stack) siteNumbers {
+	n := siteNumbers{id: make([]int32, len(byStack)), name: []string{noStack}, index: map[string]int32{noStack: 0}}
 	byFrame := newFrameCache[int32]()
-	byFrame.useTable(tableOf(t.stacks))
+	byFrame.useTable(tableOf(stacks))
 	for k := range byStack {
 		f := byStack[k].siteFrame
 		if f == nil || byStack[k].site == "" {
@@ -643,15 +664,16 @@ func (t *Timeline) numberSites(byStack []stackTraits) {
 		if !ok {
 			// Frames of one text (C++ overloads) share a site.
 			name := byStack[k].site
-			if id, ok = t.siteIndex[name]; !ok {
-				id = int32(len(t.siteName))
-				t.siteName = append(t.siteName, name)
-				t.siteIndex[name] = id
+			if id, ok = n.index[name]; !ok {
+				id = int32(len(n.name))
+				n.name = append(n.name, name)
+				n.index[name] = id
 			}
 			byFrame.Put(f, id)
 		}
-		t.siteID[k] = id
+		n.id[k] = id
 	}
+	return n
 }
 
 // stackID is e's stack number when it names one of the snapshot's stacks,

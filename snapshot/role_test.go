@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -465,6 +466,51 @@ func TestReadDenseAfterGrowth(t *testing.T) {
 		}
 		if i := SiteIndex(st); (i < 0) != (got.site == "") || (i >= 0 && got.siteFrame != st.At(i)) {
 			t.Errorf("%s: site %q at %p, SiteIndex %d", c.name, got.site, got.siteFrame, i)
+		}
+	}
+}
+
+// TestSharedStackFacts: with traces on several devices, Analyze reads the
+// stacks' traits and numbers their sites once (stackShare), and every
+// device's roles, sites and peak are what a replay of that device alone
+// gives. The devices' traces differ (whole, first half, last two thirds).
+func TestSharedStackFacts(t *testing.T) {
+	for _, p := range []string{"../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../testdata/snapshots/h100/train_cpp_stacks.pickle.gz",
+		"../testdata/snapshots/h200/ring.pickle"} {
+		s, err := Open(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := s.Trace(0)
+		if len(tr) < 3 {
+			t.Fatalf("%s: %d trace entries on cuda:0", p, len(tr))
+		}
+		s.Traces = [][]TraceEntry{tr, tr[:len(tr)/2], tr[len(tr)/3:]}
+		a := Analyze(s, nil)
+		shared := a.Timeline(0)
+		if shared == nil || shared.share == nil {
+			t.Fatalf("%s: three traced devices, no shared stack facts", p)
+		}
+		for d := range 3 {
+			got, want := a.Timeline(d), Replay(s, d, nil)
+			if got.share != shared.share {
+				t.Fatalf("%s cuda:%d: not the share of cuda:0", p, d)
+			}
+			if !reflect.DeepEqual(got.PeakTop(50), want.PeakTop(50)) {
+				t.Errorf("%s cuda:%d: the peak's allocations differ from a replay alone", p, d)
+			}
+			names := newSiteNames()
+			for j := range got.Intervals {
+				if got.Role(j) != want.Role(j) {
+					t.Fatalf("%s cuda:%d interval %d: role %v, alone %v", p, d, j, got.Role(j), want.Role(j))
+				}
+				if g, w := got.siteOf(&got.Intervals[j], names), want.siteOf(&want.Intervals[j], names); g != w {
+					t.Fatalf("%s cuda:%d interval %d: site %q, alone %q", p, d, j, g, w)
+				}
+			}
+		}
+		if &a.Timeline(1).siteID[0] != &shared.siteID[0] {
+			t.Errorf("%s: cuda:1 numbered the sites again", p)
 		}
 	}
 }
