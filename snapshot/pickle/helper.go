@@ -541,6 +541,11 @@ func (d *decoder) appendBelow(items []val) error {
 // the end of the input, a helper's prefix, or the point where the main
 // machine joins its helper.
 func (d *decoder) atEnd() error {
+	if d.stream != nil {
+		if more, err := d.more(); err != nil || more {
+			return err
+		}
+	}
 	switch {
 	case d.joinAt >= 0:
 		d.joinNext()

@@ -78,6 +78,11 @@ type decoder struct {
 	// end is where run stops to call atEnd: len(data), or a split point
 	// (see helper.go).
 	end int
+	// stream, when set, is input still arriving: data is the part of it
+	// that has arrived, up to a frame's end (see stream.go).
+	stream *Stream
+	// streamed is how much of the stream the machine has been given.
+	streamed int
 	// The rest is for running parts of a pickle on other cores (helper.go).
 	// A machine that has helpers joins the result of helpers[nextHelper]
 	// at joinAt (-1 when none is left).
@@ -227,8 +232,8 @@ func (d *decoder) report(pos int) error {
 	}
 	if pos >= d.nextReport {
 		d.nextReport = pos + progressStep
-		if d.progress != nil && len(d.data) > 0 {
-			d.progress(float64(pos) / float64(len(d.data)))
+		if size := d.inputSize(); d.progress != nil && size > 0 {
+			d.progress(min(1, float64(pos)/float64(size)))
 		}
 	}
 	return nil
@@ -466,7 +471,7 @@ func (d *decoder) run() (val, error) {
 			if err := d.atEnd(); err != nil {
 				return val{}, err
 			}
-			pos, stack, end = d.pos, d.stack, d.end
+			data, pos, stack, end = d.data, d.pos, d.stack, d.end
 			continue
 		}
 		op := data[pos]
