@@ -3,6 +3,7 @@
 package snapshot
 
 import (
+	"context"
 	"errors"
 	"os"
 )
@@ -17,3 +18,9 @@ func dropPages([]byte) func(from, to int) { return nil }
 
 // memAvailable is unknown outside Linux: the default ceiling applies.
 func memAvailable() int64 { return 0 }
+
+// openGzipStream is implemented on Linux only: elsewhere a gzip input is
+// inflated whole, then decoded.
+func openGzipStream(context.Context, string, func(float64)) (*Snapshot, error, bool) {
+	return nil, nil, false
+}

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -11,6 +10,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+
+	"github.com/klauspost/compress/gzip"
 
 	"memscope/snapshot/pickle"
 )
@@ -59,6 +60,12 @@ func Open(ctx context.Context, path string) (*Snapshot, error) {
 // cancels a long decode.
 func OpenProgress(ctx context.Context, path string, progress func(float64)) (*Snapshot, error) {
 	if s, err, ok := openMapped(ctx, path, progress); ok {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return s, nil
+	}
+	if s, err, ok := openGzipStream(ctx, path, progress); ok {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -240,12 +247,7 @@ func gunzip(ctx context.Context, data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
-	limit := int64(len(data))*maxGzipRatio + 1<<20
-	why := fmt.Sprintf("expands more than %dx", maxGzipRatio)
-	if abs := InflateMax(ctx); abs < limit {
-		limit = abs
-		why = fmt.Sprintf("expands past %d MiB (--max-inflate)", abs>>20)
-	}
+	limit, why := inflateLimit(ctx, len(data))
 	var out bytes.Buffer
 	// The trailer's size (mod 4 GiB) is only a hint for the first
 	// allocation, never trusted: the limit is checked on what comes out.
@@ -264,6 +266,18 @@ func gunzip(ctx context.Context, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("gzip: %s; refusing (a decompression bomb?)", why)
 	}
 	return out.Bytes(), nil
+}
+
+// inflateLimit is the most a gzip member of size bytes may inflate to, and
+// why (for the error that refuses it).
+func inflateLimit(ctx context.Context, size int) (int64, string) {
+	limit := int64(size)*maxGzipRatio + 1<<20
+	why := fmt.Sprintf("expands more than %dx", maxGzipRatio)
+	if abs := InflateMax(ctx); abs < limit {
+		limit = abs
+		why = fmt.Sprintf("expands past %d MiB (--max-inflate)", abs>>20)
+	}
+	return limit, why
 }
 
 // ctxReader stops reading once ctx is done: Ctrl-C while a large member
