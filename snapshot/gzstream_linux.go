@@ -88,7 +88,10 @@ func openGzipStream(ctx context.Context, path string, progress func(float64)) (s
 	if pickle.Framed(buf[:got]) {
 		stream := &pickle.Stream{Buf: buf, Wait: z.wait, Size: hint, Keep: dropLag}
 		s, err = pickle.DecodeStream(ctx, stream, z.drop, progress)
-	} else {
+	} else if got, err = z.wait(64); err == nil && got > 0 && unknownForm(buf[:got]) {
+		// Refused at once, not once a bomb of it has inflated.
+		err = unrecognised(buf[0])
+	} else if err == nil {
 		var all int
 		if all, err = z.wait(len(buf)); err == nil {
 			raw := buf[:all]

@@ -87,7 +87,8 @@ func TestOpenGzipStreamRefuses(t *testing.T) {
 		"truncated":         {whole[:len(whole)/2], ctx, "truncated"},
 		"corrupt":           {append(bytes.Clone(whole[:20]), bytes.Repeat([]byte{0xff}, 4000)...), ctx, "gzip"},
 		"past the ceiling":  {whole, WithInflateMax(ctx, int64(len(raw)-1)), "--max-inflate"},
-		"a bomb":            {gz(t, make([]byte, 64<<20)), ctx, "decompression bomb"},
+		"a bomb":            {gz(t, append([]byte("["), make([]byte, 64<<20)...)), ctx, "decompression bomb"},
+		"a bomb of zeros":   {gz(t, make([]byte, 64<<20)), ctx, "unrecognised content (first byte 0x00"},
 		"a bomb in a frame": {gz(t, append(bytes.Clone(raw[:11]), make([]byte, 64<<20)...)), ctx, "pickle byte"},
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".pickle.gz")

@@ -239,7 +239,28 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 		s.Format += format
 		return s, nil
 	}
-	return nil, fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON or HTML): %w", data[0], ErrNotSnapshot)
+	return nil, unrecognised(data[0])
+}
+
+func unrecognised(first byte) error {
+	return fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON or HTML): %w", first, ErrNotSnapshot)
+}
+
+// unknownForm reports whether head, the start of an input, can begin none
+// of the forms decode reads (it may begin one only after head, past
+// whitespace, when head is all whitespace).
+func unknownForm(head []byte) bool {
+	trimmed := bytes.TrimLeft(head, jsonSpace)
+	if len(trimmed) == 0 {
+		return false
+	}
+	switch {
+	case pickle.IsPickle(head), len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+		return false
+	case trimmed[0] == '<' || trimmed[0] == '{' || trimmed[0] == '[':
+		return false
+	}
+	return true
 }
 
 func gunzip(ctx context.Context, data []byte) ([]byte, error) {
