@@ -71,7 +71,7 @@ func TestUnknownForm(t *testing.T) {
 	for head, want := range map[string]bool{
 		"\x80\x04\x95": false, "\x80\x02}": false, "\x1f\x8b\x08": false, // pickles, a gzip inside
 		"{\"segments\"": false, "  \n[": false, "\xef\xbb\xbf{": false, "\t<html>": false, // JSON, HTML
-		"     ": false, // all whitespace: it may begin any of them later
+		"     ":        false, // all whitespace: it may begin any of them later
 		"\x00\x00\x00": true, "I1\n.": true, "hello": true, " x": true,
 	} {
 		if got := unknownForm([]byte(head)); got != want {
