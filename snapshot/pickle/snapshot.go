@@ -95,6 +95,11 @@ func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(f
 	if err != nil {
 		return nil, err
 	}
+	return bindDecoded(g, root, size)
+}
+
+// bindDecoded binds what a machine decoded from size bytes of input.
+func bindDecoded(g *graph, root val, size int) (*schema.Snapshot, error) {
 	var typed map[uint32][]schema.TraceEntry
 	if size > GCThreshold {
 		// The input (when read into the heap) and the decoder's memo,

@@ -58,18 +58,9 @@ func DecodeStream(ctx context.Context, s *Stream, drop func(from, to int), progr
 	if err != nil {
 		return nil, err
 	}
-	g := d.g
-	size := d.streamed
-	var typed map[uint32][]schema.TraceEntry
-	if size > GCThreshold {
-		typed = traceArrays(g, root) // as decodeSnapshot does
-	}
-	st, err := bindGraphInto(g, root, size, typed)
-	if err != nil {
-		return nil, err
-	}
-	st.Format = fmt.Sprintf("pickle protocol %d", g.proto)
-	return st, nil
+	// As decodeSnapshot binds, its collections included (d is not used
+	// after this: its memo and stack are garbage for them).
+	return bindDecoded(d.g, root, d.streamed)
 }
 
 // more makes the next frame of a stream the machine's input, when run has
