@@ -110,7 +110,8 @@ func TestMappedFileTruncatedWhileDecoding(t *testing.T) {
 // enough for two decoding machines (≥ parallelMin, written by
 // pickle.dump) while Open decodes it, at several moments: the decode ends
 // with a snapshot or an error, never a crash (a fault on either machine's
-// goroutine would kill the process). Run under -race in CI.
+// goroutine would kill the process). The same for its .gz, read as it
+// inflates. Run under -race in CI.
 func TestFileChangedMidDecode(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not found: the file is written by pickle.dump")
@@ -128,6 +129,16 @@ func TestFileChangedMidDecode(t *testing.T) {
 	if len(data) < 12<<20 {
 		t.Fatalf("%d bytes: under the size that maps the file and splits the decode", len(data))
 	}
+	plain := data
+	for _, ext := range []string{"", ".gz"} {
+		if ext == ".gz" {
+			data = gz(t, plain)
+		}
+		changeMidDecode(t, dir, ext, data)
+	}
+}
+
+func changeMidDecode(t *testing.T, dir, ext string, data []byte) {
 	mutations := map[string]func(path string) error{
 		"truncate to nothing": func(p string) error { return os.Truncate(p, 0) },
 		"truncate to half":    func(p string) error { return os.Truncate(p, int64(len(data)/2)) },
@@ -148,7 +159,7 @@ func TestFileChangedMidDecode(t *testing.T) {
 	}
 	for name, mutate := range mutations {
 		for _, delay := range []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond} {
-			path := filepath.Join(dir, "s.pickle")
+			path := filepath.Join(dir, "s.pickle"+ext)
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -168,10 +179,10 @@ func TestFileChangedMidDecode(t *testing.T) {
 			select {
 			case r := <-done:
 				if r.err == nil && len(r.s.Trace(0)) == 0 {
-					t.Errorf("%s after %v: no error and no trace", name, delay)
+					t.Errorf("s.pickle%s, %s after %v: no error and no trace", ext, name, delay)
 				}
 			case <-time.After(60 * time.Second):
-				t.Fatalf("%s after %v: the decode never ended", name, delay)
+				t.Fatalf("s.pickle%s, %s after %v: the decode never ended", ext, name, delay)
 			}
 		}
 	}
