@@ -172,3 +172,42 @@ func TestInflaterReusesPages(t *testing.T) {
 		t.Errorf("the inflater ran %d bytes ahead of the reader", ahead)
 	}
 }
+
+// TestInflaterWindow: the inflater stops inflateAhead bytes past what the
+// reader has given back, and goes past that when the reader waits for more
+// (a frame longer than the window, or content read whole).
+func TestInflaterWindow(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), (inflateAhead+8<<20)/16)
+	run := func() (*inflater, func()) {
+		zr, err := gzip.NewReader(bytes.NewReader(gz(t, data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, unmap, err := reserve(int64(len(data)) + 1<<20)
+		if err != nil {
+			t.Skip("no mapping:", err)
+		}
+		z := newInflater(context.Background(), buf)
+		go z.run(zr, "too big")
+		return z, func() { z.stop(); unmap() }
+	}
+	z, stop := run()
+	if _, err := z.wait(1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for z.avail.Load() < inflateAhead && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // what it would inflate past the window, were it not waiting
+	if a := z.avail.Load(); a < inflateAhead || a > inflateAhead+segment {
+		t.Errorf("nothing given back: %d bytes inflated, want %d to %d", a, inflateAhead, inflateAhead+segment)
+	}
+	stop()
+
+	z, stop = run()
+	defer stop()
+	if n, err := z.wait(len(data)); err != nil || n != len(data) || !bytes.Equal(z.buf[:n], data) {
+		t.Errorf("waiting for all of it: %d bytes, %v", n, err)
+	}
+}

@@ -201,3 +201,37 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamKeep: a stream's machine compares a frame list with the list
+// before only while that one lies within Keep bytes behind it: with Keep
+// large the repeats of a real file's lists are taken from the list before,
+// with Keep 0 none is, and both decode what the whole input gives.
+func TestStreamKeep(t *testing.T) {
+	data := streamInputs(t)["train_cpp_stacks.pickle.gz"]
+	whole := bytes.Clone(data)
+	want, err := DecodeSnapshot(context.Background(), &whole, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []int{0, 1 << 20} {
+		s, _, drop := newFakeStream(data, 5, 4096, keep)
+		if _, err := s.Wait(streamHead); err != nil {
+			t.Fatal(err)
+		}
+		d, root, err := decodeWith(context.Background(), s.Buf[:2], nil, nil, drop, &offHeapPool{}, func(d *decoder) { d.stream = s })
+		if err != nil {
+			t.Fatal(err)
+		}
+		repeats := d.spans.repeats
+		got, err := bindDecoded(d.g, root, d.streamed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("keep %d: not the whole file's snapshot", keep)
+		}
+		if (repeats > 0) != (keep > 0) {
+			t.Errorf("keep %d: %d lists taken from the list before", keep, repeats)
+		}
+	}
+}
