@@ -33,6 +33,9 @@ type Stream struct {
 // FRAME's opcode.
 const streamHead = 3
 
+// frameHeader is a FRAME opcode and its 8-byte length.
+const frameHeader = 9
+
 // Framed reports whether head, the start of a pickle, is protocol 4 or
 // later with its opcodes in frames: the form DecodeStream reads as it
 // arrives. Anything else is decoded once it has all arrived.
@@ -54,6 +57,7 @@ func DecodeStream(ctx context.Context, s *Stream, drop func(from, to int), progr
 	if !Framed(s.Buf[:n]) {
 		return nil, fmt.Errorf("not a framed pickle (protocol 4 or later): %w", ErrNotSnapshot)
 	}
+	// The machine starts with PROTO alone; more gives it each frame.
 	d, root, err := decodeWith(ctx, s.Buf[:2], progress, nil, drop, &offHeapPool{}, func(d *decoder) { d.stream = s })
 	if err != nil {
 		return nil, err
@@ -71,7 +75,7 @@ func (d *decoder) more() (bool, error) {
 	if d.end != at {
 		return false, nil
 	}
-	n, err := s.Wait(at + 9)
+	n, err := s.Wait(at + frameHeader)
 	if err != nil {
 		return false, err
 	}
@@ -79,14 +83,15 @@ func (d *decoder) more() (bool, error) {
 		return false, nil // the input ends here
 	}
 	var size uint64
-	if n >= at+9 && s.Buf[at] == opFrame {
+	if n >= at+frameHeader && s.Buf[at] == opFrame {
 		size = binary.LittleEndian.Uint64(s.Buf[at+1:])
 	}
-	if size > 0 && size <= uint64(len(s.Buf)-at-9) {
+	if size > 0 && size <= uint64(len(s.Buf)-at-frameHeader) {
 		// A frame: decoded once all of it is there (or all there is,
 		// when the input ends inside it).
-		n, err = s.Wait(at + 9 + int(size))
-		n = min(n, at+9+int(size))
+		end := at + frameHeader + int(size)
+		n, err = s.Wait(end)
+		n = min(n, end)
 	} else {
 		// Outside the frames (a large string, written whole), an empty
 		// frame, or one longer than the input can be: the rest, once it
