@@ -285,7 +285,7 @@ func Analyze(s *Snapshot, cat *Categorizer) *Analysis {
 	}
 	a := &Analysis{Snapshot: s, cat: cat, timelines: map[int]*Timeline{}}
 	var share *stackShare
-	if traced := tracedDevices(s); traced > 1 {
+	if tracedDevices(s) > 1 {
 		share = &stackShare{}
 	}
 	for _, d := range s.Devices() {
