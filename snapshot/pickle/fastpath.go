@@ -251,7 +251,7 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 	}
 	pos += p - 1 // as if the put were MEMOIZE: the list's items start at pos+2
 	from := pos + 2
-	if l, ok := d.againNear(data, from, end); ok {
+	if l, ok := d.spans.again(data, from, end); ok {
 		// The same bytes as the list before (see spanCache.last).
 		d.spans.read(from, from+l.to-l.from, l.start, l.n)
 		return from + l.to - l.from, d.fastList(l.start, l.n), true

@@ -53,6 +53,10 @@ type spanCache struct {
 	// also in a trace whose stacks are too many to keep (where the cache
 	// is off). Its bytes are compared where they lie: nothing is copied.
 	last lastList
+	// keep, when not 0, is how far back the last list may lie and still
+	// be compared: a stream keeps only that much behind the machine
+	// (Stream.Keep).
+	keep int
 }
 
 // lastList is a list's bytes, data[from:to] (to is 0 for none), and what
@@ -66,7 +70,7 @@ type lastList struct {
 func (c *spanCache) again(data []byte, from, end int) (lastList, bool) {
 	l := c.last
 	n := l.to - l.from
-	if l.to == 0 || n > end-from || !bytes.Equal(data[from:from+n], data[l.from:l.to]) {
+	if l.to == 0 || n > end-from || c.keep > 0 && from-l.from > c.keep || !bytes.Equal(data[from:from+n], data[l.from:l.to]) {
 		return l, false
 	}
 	c.repeats++
@@ -209,7 +213,7 @@ func (c *spanCache) put(h uint64, span []byte, start, n uint32) (spanSlot, bool)
 	}
 	c.misses++
 	if c.misses >= spanGiveUp && c.hits < spanHitsPerMiss*c.misses && (c.full || c.misses >= spanTrial) {
-		*c = spanCache{off: true, last: c.last, repeats: c.repeats}
+		*c = spanCache{off: true, last: c.last, repeats: c.repeats, keep: c.keep}
 		return spanSlot{}, false
 	}
 	if c.bytes+len(span) > spanMaxBytes {

@@ -58,7 +58,7 @@ func DecodeStream(ctx context.Context, s *Stream, drop func(from, to int), progr
 		return nil, fmt.Errorf("not a framed pickle (protocol 4 or later): %w", ErrNotSnapshot)
 	}
 	// The machine starts with PROTO alone; more gives it each frame.
-	d, root, err := decodeWith(ctx, s.Buf[:2], progress, nil, drop, &offHeapPool{}, func(d *decoder) { d.stream = s })
+	d, root, err := decodeWith(ctx, s.Buf[:2], progress, nil, drop, &offHeapPool{}, s.machine)
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +114,6 @@ func (d *decoder) inputSize() int {
 	return len(d.data)
 }
 
-// againNear is spans.again where the list before may still be read: a
-// stream keeps only Keep bytes behind the machine.
-func (d *decoder) againNear(data []byte, from, end int) (lastList, bool) {
-	if d.stream != nil && from-d.spans.last.from > d.stream.Keep {
-		return lastList{}, false
-	}
-	return d.spans.again(data, from, end)
-}
+// machine makes d a machine that reads s: the list before is compared only
+// within Keep bytes (spanCache.keep; 1 when nothing is kept).
+func (s *Stream) machine(d *decoder) { d.stream, d.spans.keep = s, max(1, s.Keep) }

@@ -218,7 +218,7 @@ func TestStreamKeep(t *testing.T) {
 		if _, err := s.Wait(streamHead); err != nil {
 			t.Fatal(err)
 		}
-		d, root, err := decodeWith(context.Background(), s.Buf[:2], nil, nil, drop, &offHeapPool{}, func(d *decoder) { d.stream = s })
+		d, root, err := decodeWith(context.Background(), s.Buf[:2], nil, nil, drop, &offHeapPool{}, s.machine)
 		if err != nil {
 			t.Fatal(err)
 		}
