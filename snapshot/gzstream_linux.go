@@ -43,20 +43,14 @@ const segment = 2 << 20
 // protocols, JSON, HTML) once it has all arrived, as before. ok is false
 // when path is not gzip or no mapping could be reserved.
 func openGzipStream(ctx context.Context, path string, progress func(float64)) (s *Snapshot, err error, ok bool) {
-	f, err := os.Open(path)
-	if err != nil {
+	f, size, head, ok := openRegular(path, 2)
+	if !ok {
 		return nil, nil, false
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
+	if len(head) < 2 || head[0] != 0x1f || head[1] != 0x8b {
 		return nil, nil, false
 	}
-	head := make([]byte, 2)
-	if n, _ := f.ReadAt(head, 0); n < 2 || head[0] != 0x1f || head[1] != 0x8b {
-		return nil, nil, false
-	}
-	size := st.Size()
 	limit, why := inflateLimit(ctx, int(size))
 	hint := 0
 	if trailer := make([]byte, 4); size >= 4 {

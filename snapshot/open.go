@@ -90,26 +90,22 @@ const mapMin = 8 << 20
 // mapping of the file. ok is false when the file is small, cannot be mapped
 // or is another form (gzip, HTML), which are read instead.
 func openMapped(ctx context.Context, path string, progress func(float64)) (s *Snapshot, err error, ok bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, false
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() < mapMin || int64(int(st.Size())) != st.Size() {
-		return nil, nil, false
-	}
 	// The form is judged from bytes read, not mapped: the mapping is only
 	// read under decodeMapped's fault guard (the file may be cut short
 	// between the Stat and here).
-	head := make([]byte, 64)
-	n, _ := f.ReadAt(head, 0)
-	head = head[:n]
+	f, size, head, ok := openRegular(path, 64)
+	if !ok {
+		return nil, nil, false
+	}
+	defer f.Close()
+	if size < mapMin || int64(int(size)) != size {
+		return nil, nil, false
+	}
 	json := jsonStart(head)
 	if !pickle.IsPickle(head) && json < 0 {
 		return nil, nil, false
 	}
-	data, unmap, err := mapFile(f, int(st.Size()))
+	data, unmap, err := mapFile(f, int(size))
 	if err != nil {
 		return nil, nil, false
 	}
@@ -122,6 +118,24 @@ func openMapped(ctx context.Context, path string, progress func(float64)) (s *Sn
 	}
 	s, err = decodeMapped(ctx, data, unmap, f.ReadAt, progress)
 	return s, err, true
+}
+
+// openRegular opens path when it is a regular file and reads its first n
+// bytes (fewer when it is shorter); ok is false otherwise. The caller
+// closes f.
+func openRegular(path string, n int) (f *os.File, size int64, head []byte, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, nil, false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, nil, false
+	}
+	head = make([]byte, n)
+	k, _ := f.ReadAt(head, 0)
+	return f, st.Size(), head[:k], true
 }
 
 // jsonStart is where a JSON snapshot's value begins in head (past
