@@ -140,7 +140,7 @@ func TestInflaterReusesPages(t *testing.T) {
 	limit := int64(len(data)) + 1<<20
 	buf, unmap, err := reserve(limit + 1)
 	if err != nil {
-		t.Skip("no mapping:", err)
+		t.Skipf("this machine will not reserve %d bytes of address space for the inflater (openGzipStream then inflates whole): %v", limit+1, err)
 	}
 	defer unmap()
 	z := newInflater(context.Background(), buf)
@@ -185,7 +185,7 @@ func TestInflaterWindow(t *testing.T) {
 		}
 		buf, unmap, err := reserve(int64(len(data)) + 1<<20)
 		if err != nil {
-			t.Skip("no mapping:", err)
+			t.Skipf("this machine will not reserve %d bytes of address space for the inflater (openGzipStream then inflates whole): %v", len(data)+1<<20, err)
 		}
 		z := newInflater(context.Background(), buf)
 		go z.run(zr, "too big")

@@ -512,5 +512,11 @@ func TestSharedStackFacts(t *testing.T) {
 		if &a.Timeline(1).siteID[0] != &shared.siteID[0] {
 			t.Errorf("%s: cuda:1 numbered the sites again", p)
 		}
+		// One traced device shares nothing: its traits go with its
+		// classification.
+		s.Traces = [][]TraceEntry{tr}
+		if one := Analyze(s, nil).Timeline(0); one == nil || one.share != nil {
+			t.Errorf("%s: one traced device, a share", p)
+		}
 	}
 }
