@@ -41,7 +41,9 @@ const segment = 2 << 20
 // read. A pickle of protocol 4 or later (PyTorch's default) is decoded
 // frame by frame as it comes, on one machine; any other content (older
 // protocols, JSON, HTML) once it has all arrived, as before. ok is false
-// when path is not gzip or no mapping could be reserved.
+// when path is not gzip, no mapping could be reserved, or the stream must
+// be decoded again (pickle.ErrStacksAlike): the caller then inflates it
+// whole.
 func openGzipStream(ctx context.Context, path string, progress func(float64)) (s *Snapshot, err error, ok bool) {
 	f, size, head, ok := openRegular(path, 2)
 	if !ok {
@@ -82,6 +84,11 @@ func openGzipStream(ctx context.Context, path string, progress func(float64)) (s
 	if pickle.Framed(buf[:got]) {
 		stream := &pickle.Stream{Buf: buf, Wait: z.wait, Size: hint, Keep: dropLag}
 		s, err = pickle.DecodeStream(ctx, stream, z.drop, progress)
+		if errors.Is(err, pickle.ErrStacksAlike) {
+			// What it read is gone: the file is read again, inflated
+			// whole, by a decode that compares every stack.
+			return nil, nil, false
+		}
 	} else if got, err = z.wait(64); err == nil && got > 0 && unknownForm(buf[:got]) {
 		// Refused at once, not once a bomb of it has inflated.
 		err = unrecognised(buf[0])

@@ -15,7 +15,7 @@ import "encoding/binary"
 func (d *decoder) fastList(start, n uint32) val {
 	m := d.memo.len()
 	d.puts++
-	if start < 1<<29 && !(d.region && hasPlaceholders(d.g.stacks.get(start))) {
+	if start < 1<<29 && !(d.region && d.g.stacks.isNamed(start)) {
 		v := val{k: kStack, ref: start}
 		if m < len(d.small) {
 			d.small[m] = v
@@ -325,7 +325,13 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 				return 0, val{}, false
 			}
 			d.scratch = ids
-			start := d.g.stacks.intern(ids)
+			var start uint32
+			if t := &d.g.stacks; d.exact {
+				start = t.intern(ids)
+			} else {
+				t.ready()
+				start = t.claim(t.hash(ids), ids)
+			}
 			if spanEnd == j+1 {
 				if s, ok := d.spans.put(h, data[pos+2:spanEnd], start, uint32(len(ids))); ok {
 					d.spans.remember(key, s, end-(pos+2) >= spanPrefix)

@@ -305,6 +305,7 @@ func (d *decoder) startHelpers(split splitFunc) {
 		ctx = context.Background()
 	}
 	data := d.data // decodeWith clears d.data while helpers may run
+	modes := d.modes()
 	for _, p := range plans {
 		hctx, cancel := context.WithCancel(ctx)
 		h := &helper{at: p.at, done: make(chan *decoder, 1), cancel: cancel}
@@ -324,7 +325,7 @@ func (d *decoder) startHelpers(split splitFunc) {
 				h.done <- out
 			}()
 			debug.SetPanicOnFault(true)
-			out = runHelper(hctx, data, p, d.drop, d.g.traces.pool, d.noFast)
+			out = runHelper(hctx, data, p, d.drop, d.g.traces.pool, modes)
 		}()
 	}
 	d.joinAt, d.end = plans[0].at, plans[0].at
@@ -372,11 +373,18 @@ func (d *decoder) joinNext() {
 	}
 }
 
-// runHelper runs a helper: the prefix, then the region. It returns nil
-// when the helper gave up.
-func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool, noFast bool) (out *decoder) {
+// machineModes is how a machine reads lists, which its helpers copy.
+type machineModes struct{ noFast, exact, weakHashes bool }
+
+func (d *decoder) modes() machineModes {
+	return machineModes{noFast: d.noFast, exact: d.exact, weakHashes: d.g.stacks.weak}
+}
+
+// runHelper runs a helper: the prefix, then the region, reading lists as
+// its main machine does (m). It returns nil when the helper gave up.
+func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool, m machineModes) (out *decoder) {
 	h := newDecoder(data)
-	h.noFast = noFast
+	h.noFast, h.exact, h.g.stacks.weak = m.noFast, m.exact, m.weakHashes
 	h.ctx, h.end = ctx, p.prefix
 	h.g.traces.pool = pool
 	defer func() {
@@ -396,8 +404,8 @@ func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to
 		return nil
 	}
 	h.drop, h.dropped = drop, p.at
-	if _, err := h.run(); err != errRegion {
-		return nil
+	if _, err := h.run(); err != errRegion || !h.g.stacks.settleClaims() {
+		return nil // a wrong claim too: main runs the region itself
 	}
 	if drop != nil {
 		drop(h.dropped, h.pos) // the last pages of the region

@@ -161,7 +161,10 @@ func (j *joiner) internStacks(procs int) {
 	parts := joinParts(procs, n)
 	// missed holds, per part, the stacks to intern: a stack's number,
 	// with its hash when the first pass read all its frames.
-	type miss struct{ i, h uint32 }
+	type miss struct {
+		i uint32
+		h uint64
+	}
 	const unread = 1 << 31 // in miss.i: a placeholder stopped the first pass
 	missed := make([][]miss, parts)
 	look := func(p int) {
@@ -169,7 +172,7 @@ func (j *joiner) internStacks(procs int) {
 		// A batch of stacks for findMany: their numbers, hashes, ids.
 		var (
 			is    [findBatch]uint32
-			hs    [findBatch]uint32
+			hs    [findBatch]uint64
 			idss  [findBatch][]uint32
 			got   [findBatch]uint32
 			found [findBatch]bool
@@ -201,7 +204,7 @@ func (j *joiner) internStacks(procs int) {
 			for k, f := range ids {
 				ids[k] = j.frames[f]
 			}
-			is[nb], hs[nb], idss[nb] = uint32(i), t.hash32(ids), ids
+			is[nb], hs[nb], idss[nb] = uint32(i), t.hash(ids), ids
 			if nb++; nb == findBatch {
 				lookBatch()
 			}
@@ -266,7 +269,7 @@ func (j *joiner) internStacks(procs int) {
 				}
 				ids = append(ids, v.ref)
 			}
-			j.stacks[i] = t.internHashed(t.hash32(ids), ids)
+			j.stacks[i] = t.internHashed(t.hash(ids), ids)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package pickle
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -114,7 +115,11 @@ type decoder struct {
 	// noFast turns the fast paths (frameList, frameDict, traceEntry) off
 	// (tests compare both ways); fastLists, fastDicts and fastTraces
 	// count what they took (traceEntry: entries read to their end).
-	noFast     bool
+	noFast bool
+	// exact makes frameList compare every list it finds in the stack
+	// table at once, not claim it (see claims.go): a decode again after
+	// a claim was wrong.
+	exact      bool
 	fastDicts  int
 	fastLists  int
 	fastTraces int
@@ -159,6 +164,29 @@ func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), d
 // On an error (or a panic, such as a fault reading a mapped file) the
 // records it holds off the heap are freed.
 func decodeWith(ctx context.Context, data []byte, progress func(float64), split splitFunc, drop func(from, to int), pool *offHeapPool, opts ...func(*decoder)) (d *decoder, root val, err error) {
+	d, root, err = decodeOnce(ctx, data, progress, split, drop, pool, opts...)
+	if err == errClaims && !d.exact && d.stream == nil {
+		// The input is still there (a stream's is not: see
+		// ErrStacksAlike): decode it again, comparing every list.
+		return decodeOnce(ctx, data, progress, split, drop, pool, append(opts, exactly)...)
+	}
+	return d, root, err
+}
+
+// exactly is the option of a decode again after a wrong claim.
+func exactly(d *decoder) { d.exact = true }
+
+// errClaims is decodeOnce's error when a claim was wrong (see claims.go).
+var errClaims = fmt.Errorf("two distinct call stacks hashed alike: %w", ErrStacksAlike)
+
+// ErrStacksAlike is DecodeStream's error when two distinct call stacks had
+// the same 64-bit hash, which happens one time in 2^64 (see claims.go): what
+// it decoded is wrong, and the input must be decoded again from its start
+// by DecodeSnapshot or DecodeMapped, which then compare every stack.
+var ErrStacksAlike = errors.New("decode again, comparing every call stack")
+
+// decodeOnce is decodeWith without a second decode after a wrong claim.
+func decodeOnce(ctx context.Context, data []byte, progress func(float64), split splitFunc, drop func(from, to int), pool *offHeapPool, opts ...func(*decoder)) (d *decoder, root val, err error) {
 	d = newDecoder(data)
 	for _, o := range opts {
 		o(d) // before the helper starts: it copies what it needs
@@ -176,6 +204,9 @@ func decodeWith(ctx context.Context, data []byte, progress func(float64), split 
 		defer d.stopHelpers()
 	}
 	root, err = d.run()
+	if err == nil && !d.g.stacks.settleClaims() {
+		err = errClaims
+	}
 	d.data = nil
 	// The graph outlives the decoder (the binder reads it): chunks kept
 	// for joins that will not come go with the decoder.

@@ -21,16 +21,37 @@ type stackTable struct {
 	// refs says where each stack's ids are in slabs.
 	refs  []stackRef
 	slabs [][]uint32
-	// slots is an open-addressing table (linear probing) by hash: a slot
-	// is 0 when empty, else the stack's hash (32 bits) above its id + 1.
-	// Go's map of hash chains was a fifth of the decode of a trace of
-	// 124k distinct stacks; slices of ids per stack and separate arrays of
+	// slots is an open-addressing table (linear probing) by hash. Go's
+	// map of hash chains was a fifth of the decode of a trace of 124k
+	// distinct stacks; slices of ids per stack and separate arrays of
 	// hashes were a cache miss each.
-	slots []uint64
+	slots []stackSlot
 	seed  maphash.Seed
 	// slabSize is the size of the next slab (0: stackSlab).
 	slabSize int
+	// claims are the stacks claim returned unchecked, checked in batches
+	// (see claim).
+	claims claimLog
+	// named marks the stacks that hold a frame read by its memo index
+	// (frameMemoRef), a bit a stack: fastList asks for each list, and
+	// reading the stack's ids for it was a cache miss a list where
+	// stacks are many.
+	named []uint64
+	// weak, for tests, keeps 20 bits of each hash: distinct stacks then
+	// share hashes, as they would by chance one time in 2^64.
+	weak bool
 }
+
+// stackSlot is a slot of the table: a stack's hash, in two halves (12
+// bytes a slot, not 16), and its id + 1 (0 for an empty slot).
+type stackSlot struct{ lo, hi, id uint32 }
+
+func slotOf(h uint64, id uint32) stackSlot {
+	return stackSlot{lo: uint32(h), hi: uint32(h >> 32), id: id}
+}
+
+// is says whether the slot's hash is h.
+func (s stackSlot) is(h uint64) bool { return s.lo == uint32(h) && s.hi == uint32(h>>32) }
 
 // stackRef locates a stack's ids: slabs[slab][off : off+n].
 type stackRef struct{ slab, off, n uint32 }
@@ -51,6 +72,9 @@ const stackSlotsMin = 256
 // len is the number of stacks.
 func (t *stackTable) len() int { return len(t.refs) }
 
+// isNamed says whether stack id holds a frame read by its memo index.
+func (t *stackTable) isNamed(id uint32) bool { return t.named[id>>6]&(1<<(id&63)) != 0 }
+
 // get returns stack id's frame ids; they must not be changed.
 func (t *stackTable) get(id uint32) []uint32 {
 	r := t.refs[id]
@@ -68,40 +92,45 @@ func (t *stackTable) heapBytes() int64 {
 
 // indexBytes is the memory of the table less its slabs.
 func (t *stackTable) indexBytes() int64 {
-	return int64(cap(t.refs))*int64(unsafe.Sizeof(stackRef{})) + int64(cap(t.slots))*8
+	return int64(cap(t.refs))*int64(unsafe.Sizeof(stackRef{})) + int64(cap(t.slots))*int64(unsafe.Sizeof(stackSlot{})) +
+		int64(cap(t.claims.ids))*4 + int64(cap(t.named))*8 + int64(cap(t.claims.at))*int64(unsafe.Sizeof(claimed{}))
 }
 
-// hash32 is ids' hash: what a slot keeps and where its probe starts.
-func (t *stackTable) hash32(ids []uint32) uint32 {
+// hash is ids' hash: where a probe starts (its low bits) and what a slot
+// keeps.
+func (t *stackTable) hash(ids []uint32) uint64 {
 	if len(ids) == 0 {
 		return 0
 	}
 	h := maphash.Bytes(t.seed, idBytes(ids))
-	return uint32(h>>32) ^ uint32(h)
+	if t.weak {
+		h &= 0xff000000_00000fff
+	}
+	return h
 }
 
 // ready makes an empty table's slots and seed: lookups (find) and hashes
 // from several goroutines at once need them made before.
 func (t *stackTable) ready() {
 	if t.slots == nil {
-		t.slots = make([]uint64, stackSlotsMin)
+		t.slots = make([]stackSlot, stackSlotsMin)
 		t.seed = maphash.MakeSeed()
 	}
 }
 
 func (t *stackTable) intern(ids []uint32) uint32 {
 	t.ready()
-	return t.internHashed(t.hash32(ids), ids)
+	return t.internHashed(t.hash(ids), ids)
 }
 
-// find is the id of the stack equal to ids, whose hash32 is h, if the
+// find is the id of the stack equal to ids, whose hash is h, if the
 // table has one. It only reads the table (made ready): goroutines may call
 // it at once while none interns.
-func (t *stackTable) find(h uint32, ids []uint32) (uint32, bool) {
+func (t *stackTable) find(h uint64, ids []uint32) (uint32, bool) {
 	mask := len(t.slots) - 1
-	for i := int(h) & mask; t.slots[i] != 0; i = (i + 1) & mask {
-		if s := t.slots[i]; uint32(s>>32) == h && equalIDs(t.get(uint32(s)-1), ids) {
-			return uint32(s) - 1, true
+	for i := int(h) & mask; t.slots[i].id != 0; i = (i + 1) & mask {
+		if s := t.slots[i]; s.is(h) && equalIDs(t.get(s.id-1), ids) {
+			return s.id - 1, true
 		}
 	}
 	return 0, false
@@ -110,19 +139,19 @@ func (t *stackTable) find(h uint32, ids []uint32) (uint32, bool) {
 // findBatch is how many stacks findMany looks up together.
 const findBatch = 16
 
-// findMany is find for up to findBatch stacks: ids[k], whose hash32 is
+// findMany is find for up to findBatch stacks: ids[k], whose hash is
 // hs[k], into out[k] and found[k]. Finding a stack the table holds is
 // three dependent cache misses (its slot, its ref, its ids), and a join
 // finds a helper's hundreds of thousands: each level is read here for
 // every stack before the next, so that the misses of different stacks
 // overlap rather than follow one another. A stack not settled by its
 // first slot goes through find.
-func (t *stackTable) findMany(hs []uint32, ids [][]uint32, out []uint32, found []bool) {
+func (t *stackTable) findMany(hs []uint64, ids [][]uint32, out []uint32, found []bool) {
 	mask := len(t.slots) - 1
 	var cand [findBatch]uint32 // the first slot's id + 1, when its hash matches
 	for k, h := range hs {
-		if s := t.slots[int(h)&mask]; s != 0 && uint32(s>>32) == h && len(ids[k]) > 0 {
-			cand[k] = uint32(s)
+		if s := t.slots[int(h)&mask]; s.id != 0 && s.is(h) && len(ids[k]) > 0 {
+			cand[k] = s.id
 		}
 	}
 	var refs [findBatch]stackRef
@@ -146,8 +175,8 @@ func (t *stackTable) findMany(hs []uint32, ids [][]uint32, out []uint32, found [
 	}
 }
 
-// internHashed is intern for ids whose hash32 is h, in a ready table.
-func (t *stackTable) internHashed(h uint32, ids []uint32) uint32 {
+// internHashed is intern for ids whose hash is h, in a ready table.
+func (t *stackTable) internHashed(h uint64, ids []uint32) uint32 {
 	return t.internAt(h, ids, stackRef{}, false)
 }
 
@@ -162,7 +191,7 @@ func (t *stackTable) adoptSlabs(o *stackTable) uint32 {
 // adopt is internHashed for ids that lie in a slab adoptSlabs gave t, at
 // o's ref (its slab numbered from base): a new stack keeps them there
 // instead of a copy. Nothing may change them after.
-func (t *stackTable) adopt(h uint32, ids []uint32, ref stackRef, base uint32) uint32 {
+func (t *stackTable) adopt(h uint64, ids []uint32, ref stackRef, base uint32) uint32 {
 	ref.slab += base
 	return t.internAt(h, ids, ref, true)
 }
@@ -229,25 +258,38 @@ func (p *slabPacker) finish() {
 
 // internAt is internHashed, storing a new stack's ids (or, adopted, taking
 // ref for them).
-func (t *stackTable) internAt(h uint32, ids []uint32, ref stackRef, adopted bool) uint32 {
+func (t *stackTable) internAt(h uint64, ids []uint32, ref stackRef, adopted bool) uint32 {
 	mask := len(t.slots) - 1
 	i := int(h) & mask
-	for ; t.slots[i] != 0; i = (i + 1) & mask {
-		if s := t.slots[i]; uint32(s>>32) == h && equalIDs(t.get(uint32(s)-1), ids) {
-			return uint32(s) - 1
+	for ; t.slots[i].id != 0; i = (i + 1) & mask {
+		if s := t.slots[i]; s.is(h) && equalIDs(t.get(s.id-1), ids) {
+			return s.id - 1
 		}
 	}
-	id := uint32(len(t.refs))
 	if !adopted {
 		ref = t.store(ids)
 	}
+	return t.add(i, h, ref, hasPlaceholders(ids))
+}
+
+// add makes the stack at ref a new one, in the free slot i of its probe;
+// named says whether it holds a frame read by its memo index.
+func (t *stackTable) add(i int, h uint64, ref stackRef, named bool) uint32 {
+	id := uint32(len(t.refs))
 	t.refs = append(t.refs, ref)
+	if int(id>>6) == len(t.named) {
+		t.named = append(t.named, 0)
+	}
+	if named {
+		t.named[id>>6] |= 1 << (id & 63)
+	}
+	s := slotOf(h, id+1)
 	if 4*len(t.refs) > 3*len(t.slots) { // load over 3/4: double, then place it
 		t.grow()
-		t.place(uint64(h)<<32 | uint64(id+1))
+		t.place(s)
 		return id
 	}
-	t.slots[i] = uint64(h)<<32 | uint64(id+1)
+	t.slots[i] = s
 	return id
 }
 
@@ -271,20 +313,20 @@ func (t *stackTable) grow() { t.resize(2 * len(t.slots)) }
 // resize places every stack in a table of size slots (a power of two).
 func (t *stackTable) resize(size int) {
 	slots := t.slots
-	t.slots = make([]uint64, size)
+	t.slots = make([]stackSlot, size)
 	pages.Prefault(t.slots)
 	for _, s := range slots {
-		if s != 0 {
+		if s.id != 0 {
 			t.place(s)
 		}
 	}
 }
 
 // place puts slot s in the first free slot of its probe.
-func (t *stackTable) place(s uint64) {
+func (t *stackTable) place(s stackSlot) {
 	mask := len(t.slots) - 1
-	i := int(s>>32) & mask
-	for t.slots[i] != 0 {
+	i := int(s.lo) & mask
+	for t.slots[i].id != 0 {
 		i = (i + 1) & mask
 	}
 	t.slots[i] = s

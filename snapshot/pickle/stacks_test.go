@@ -123,10 +123,10 @@ func TestFindMany(t *testing.T) {
 	var tab stackTable
 	tab.ready()
 	var held [][]uint32
-	var hashes []uint32
+	var hashes []uint64
 	for i := range 300 {
 		// 300 stacks over 40 hashes: chains of several stacks per hash.
-		h := uint32(rng.IntN(40)) * 7919
+		h := uint64(rng.IntN(40)) * 7919
 		ids := []uint32{uint32(i), uint32(rng.IntN(50))}
 		if i%50 == 0 {
 			ids = nil // the empty stack, once per hash it gets
@@ -135,7 +135,7 @@ func TestFindMany(t *testing.T) {
 		held, hashes = append(held, ids), append(hashes, h)
 	}
 	type query struct {
-		h   uint32
+		h   uint64
 		ids []uint32
 	}
 	var qs []query
@@ -145,14 +145,14 @@ func TestFindMany(t *testing.T) {
 		qs = append(qs, query{hashes[i], []uint32{ids0(ids), 999}})      // lacked, same first frame
 	}
 	for i := range 20 {
-		qs = append(qs, query{uint32(1e6 + i), []uint32{uint32(i)}}) // lacked, empty slot
-		qs = append(qs, query{uint32(1e6 + i), nil})
+		qs = append(qs, query{uint64(1e6 + i), []uint32{uint32(i)}}) // lacked, empty slot
+		qs = append(qs, query{uint64(1e6 + i), nil})
 	}
 	rng.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
 	for size := 1; size <= findBatch; size++ {
 		for lo := 0; lo < len(qs); lo += size {
 			batch := qs[lo:min(lo+size, len(qs))]
-			hs := make([]uint32, len(batch))
+			hs := make([]uint64, len(batch))
 			idss := make([][]uint32, len(batch))
 			for k, q := range batch {
 				hs[k], idss[k] = q.h, q.ids
@@ -202,7 +202,7 @@ func TestReserve(t *testing.T) {
 		}
 		for i := range c.have + c.add {
 			ids := stack(i)
-			if id, ok := tb.find(tb.hash32(ids), ids); !ok || id != uint32(i) {
+			if id, ok := tb.find(tb.hash(ids), ids); !ok || id != uint32(i) {
 				t.Fatalf("%d+%d: stack %d found as %d, %v", c.have, c.add, i, id, ok)
 			}
 		}

@@ -48,7 +48,8 @@ func Framed(head []byte) bool {
 // splits an opcode between frames), and a large object written outside the
 // frames waits for the whole input. drop is called, as for DecodeMapped,
 // with ranges the machine has read past; nothing decoded refers to Buf, and
-// once this returns nothing reads it.
+// once this returns nothing reads it. An error wrapping ErrStacksAlike asks
+// for the input to be decoded again from its start, another way.
 func DecodeStream(ctx context.Context, s *Stream, drop func(from, to int), progress func(float64)) (*schema.Snapshot, error) {
 	n, err := s.Wait(streamHead)
 	if err != nil {
