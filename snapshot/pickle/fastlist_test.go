@@ -44,6 +44,8 @@ func TestFrameListFastPath(t *testing.T) {
 	list() // MARK APPENDS with nothing
 	w.Put("d")
 	list([]byte{pt.OpBinGet, 2}) // BINGET of a frame: taken at once
+	w.Put("e")
+	list(pt.Ref(4), pt.Ref(2)) // list "a" (a stack in the memo) among frames
 	w.Op(pt.OpSetItems, pt.OpStop)
 	inputs["crafted lists"] = w.Bytes()
 	// A get of the pending dict's slot inside its own frames list.

@@ -285,8 +285,23 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 	// appending to ids keeps the compiler from assuming so (the frame
 	// pool's 900k distinct lists are 27M memo reads).
 	pend, refFrom, memoLen, memo := int64(d.pendMemo), d.refFrom, int64(d.memo.len()), d.memo.chunks
+	// below is where a LONG_BINGET's index needs no other check than the
+	// pending dict's: a placeholder (refFrom) or past the memo is rarer.
+	below := uint32(min(memoLen, refFrom, 1<<32-1))
 	for j := pos + 2; j < end; {
-		switch data[j] {
+		op := data[j]
+		if op == opLongBinGet && j+5 <= end {
+			if idx := binary.LittleEndian.Uint32(data[j+1 : j+5]); idx < below && int64(idx) != pend {
+				r := memo[idx>>chunkBits][idx&chunkMask]
+				if r&^memoIDFrame != memoFrame {
+					return 0, val{}, false // not a frame (a stack is 111 in the tag)
+				}
+				ids = append(ids, r&^memoFrame)
+				j += 5
+				continue
+			}
+		}
+		switch op {
 		case opBinGet:
 			if j+2 > end || int64(data[j+1]) == pend {
 				return 0, val{}, false
@@ -302,23 +317,14 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 				return 0, val{}, false
 			}
 			idx := binary.LittleEndian.Uint32(data[j+1 : j+5])
-			if int64(idx) >= refFrom {
-				if idx&frameMemoRef != 0 {
-					return 0, val{}, false
-				}
-				d.refGap = max(d.refGap, int64(idx)-memoLen)
-				ids = append(ids, frameMemoRef|idx)
-				j += 5
-				continue
+			if int64(idx) < refFrom {
+				return 0, val{}, false // past the memo, or the pending dict
 			}
-			if int64(idx) == pend || int64(idx) >= memoLen {
+			if idx&frameMemoRef != 0 {
 				return 0, val{}, false
 			}
-			r := memo[idx>>chunkBits][idx&chunkMask]
-			if r < memoFrame {
-				return 0, val{}, false
-			}
-			ids = append(ids, r&^memoFrame)
+			d.refGap = max(d.refGap, int64(idx)-memoLen)
+			ids = append(ids, frameMemoRef|idx)
 			j += 5
 		case opAppends:
 			if len(ids) == 0 {

@@ -9,10 +9,13 @@ package pickle
 // list without a container (kStack); memoTrace | index for a trace record
 // without one (kTrace); memoOther | index into memoVals for anything else.
 const (
-	memoOther     = 1 << 31
-	memoTrace     = memoOther | 1<<29
-	memoFrame     = 3 << 30
-	memoStack     = 7 << 29
+	memoOther = 1 << 31
+	memoTrace = memoOther | 1<<29
+	memoFrame = 3 << 30
+	memoStack = 7 << 29
+	// memoIDFrame is the id bits of a frame's entry: an entry less them
+	// is memoFrame for a frame and only then.
+	memoIDFrame   = 1<<29 - 1
 	memoKindShift = 29
 	memoIDMask    = 1<<memoKindShift - 1
 	// maxMemoVals bounds memoVals so that its indices stay below
