@@ -276,6 +276,12 @@ func (t *stackTable) internAt(h uint64, ids []uint32, ref stackRef, adopted bool
 // named says whether it holds a frame read by its memo index.
 func (t *stackTable) add(i int, h uint64, ref stackRef, named bool) uint32 {
 	id := uint32(len(t.refs))
+	if len(t.refs) == cap(t.refs) {
+		// Doubled, where append grows a large slice by a quarter: the
+		// 217 MB frame pool's 120k stacks a machine allocated 5x their
+		// refs, none of it reused at report's collector pace.
+		t.refs = slices.Grow(t.refs, max(stackSlotsMin, len(t.refs)))
+	}
 	t.refs = append(t.refs, ref)
 	if int(id>>6) == len(t.named) {
 		t.named = append(t.named, 0)
