@@ -3,6 +3,7 @@ package pages
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,6 +102,7 @@ func hugePages(t *testing.T, advise bool) (got, refused int64) {
 // Huge advised gets them and other memory does not, and Huge leaves alone
 // the huge pages a slice covers only in part.
 func TestHuge(t *testing.T) {
+	skipWhereHostReclaims(t)
 	switch mode := thpMode(); mode {
 	case "madvise":
 	case "always":
@@ -139,7 +141,7 @@ func TestHugeSmall(t *testing.T) {
 // setting is read at start).
 func TestHugeDisabled(t *testing.T) {
 	if os.Getenv("PAGES_TEST_CHILD") == "1" {
-		if !hugeOff {
+		if !thpDisabled || !hugeOff {
 			t.Fatal("GODEBUG=disablethp=1 not seen")
 		}
 		if thpMode() == "madvise" {
@@ -149,8 +151,8 @@ func TestHugeDisabled(t *testing.T) {
 		}
 		return
 	}
-	if hugeOff {
-		t.Fatal("hugeOff without GODEBUG's disablethp=1")
+	if thpDisabled {
+		t.Fatal("disablethp seen without GODEBUG's disablethp=1")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHugeDisabled$", "-test.v")
 	cmd.Env = append(os.Environ(), "PAGES_TEST_CHILD=1", "GODEBUG=madvdontneed=1,disablethp=1")
@@ -164,6 +166,7 @@ func TestHugeDisabled(t *testing.T) {
 // hugeMin bytes or more, and not for a smaller one (each side of the
 // bound), where huge pages are given to those who ask.
 func TestPrefaultHugeMin(t *testing.T) {
+	skipWhereHostReclaims(t)
 	if mode := thpMode(); mode != "madvise" {
 		t.Skipf("transparent huge pages are %q here, not madvise: the advice cannot be seen", mode)
 	}
@@ -189,6 +192,64 @@ func TestPrefaultHugeMin(t *testing.T) {
 			t.Errorf("%d bytes: no huge page after Prefault", c.size)
 		case !c.huge && n != 0:
 			t.Errorf("%d bytes (under hugeMin): %d huge pages after Prefault", c.size, n)
+		}
+	}
+}
+
+// skipWhereHostReclaims skips a test of Huge's advice on a machine where
+// Huge gives none (its host takes back free pages: reportsFreePages).
+func skipWhereHostReclaims(t *testing.T) {
+	t.Helper()
+	if hostReclaims {
+		t.Skip("this machine's balloon reports free pages to its host: Huge advises nothing here (TestReportsFreePages)")
+	}
+}
+
+// TestReportsFreePages: a virtio balloon with free page reporting (bit 5
+// of its features) in blocks of a huge page or less turns huge pages off;
+// without the bit, reporting larger blocks only, another device with bit
+// 5, or no virtio device at all, they stay.
+func TestReportsFreePages(t *testing.T) {
+	bits := func(on ...int) string {
+		b := []byte(strings.Repeat("0", 64))
+		for _, i := range on {
+			b[i] = '1'
+		}
+		return string(b) + "\n"
+	}
+	type dev struct{ id, features string }
+	cases := []struct {
+		name  string
+		devs  []dev
+		order string // page_reporting_order; "" for no file
+		want  bool
+	}{
+		{"balloon reporting", []dev{{"0x0002", bits(0)}, {"0x0005", bits(1, 2, 5, 7)}}, "", true},
+		{"balloon reporting huge pages", []dev{{"0x0005", bits(5)}}, "9\n", true},
+		{"balloon reporting smaller blocks", []dev{{"0x0005", bits(5)}}, "5", true},
+		{"balloon reporting larger blocks", []dev{{"0x0005", bits(5)}}, "10", false},
+		{"balloon without reporting", []dev{{"0x0005", bits(1, 2, 7)}}, "", false},
+		{"another device with bit 5", []dev{{"0x0001", bits(5)}}, "", false},
+		{"features cut short", []dev{{"0x0005", "0110"}}, "", false},
+		{"no virtio", nil, "", false},
+	}
+	for _, c := range cases {
+		root := t.TempDir()
+		for i, d := range c.devs {
+			dir := filepath.Join(root, "bus/virtio/devices", "virtio"+strconv.Itoa(i))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_ = os.WriteFile(filepath.Join(dir, "device"), []byte(d.id+"\n"), 0o644)
+			_ = os.WriteFile(filepath.Join(dir, "features"), []byte(d.features), 0o644)
+		}
+		if c.order != "" {
+			dir := filepath.Join(root, "module/page_reporting/parameters")
+			_ = os.MkdirAll(dir, 0o755)
+			_ = os.WriteFile(filepath.Join(dir, "page_reporting_order"), []byte(c.order), 0o644)
+		}
+		if got := reportsFreePages(root); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
 }
