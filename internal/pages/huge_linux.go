@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -12,15 +13,16 @@ import (
 // madvHugepage is MADV_HUGEPAGE.
 const madvHugepage = 14
 
-// hugeOff is GODEBUG's disablethp=1, which asks Go's runtime to keep its
-// heap off huge pages (for systems where they cost memory): Huge obeys it
-// too. It is also set on a virtual machine whose host takes back free huge
-// pages (reportsFreePages). Read once, at start.
+// Huge advises nothing (hugeOff) under GODEBUG's disablethp=1, which asks
+// Go's runtime to keep its heap off huge pages (for systems where they cost
+// memory), or on a virtual machine whose host takes back free huge pages
+// (reportsFreePages). Each is read once.
 var (
 	thpDisabled  = strings.Contains(","+os.Getenv("GODEBUG")+",", ",disablethp=1,")
-	hostReclaims = reportsFreePages("/sys")
-	hugeOff      = thpDisabled || hostReclaims
+	hostReclaims = sync.OnceValue(func() bool { return reportsFreePages("/sys") }) // at the first Huge, not at start
 )
+
+func hugeOff() bool { return thpDisabled || hostReclaims() }
 
 // reportsFreePages says whether the machine is a virtual one whose memory
 // balloon reports free pages to its host (virtio's
@@ -66,7 +68,7 @@ const (
 // transparent huge pages are off, GODEBUG has disablethp=1, or s holds no
 // whole huge page.
 func Huge[T any](s []T) {
-	if hugeOff {
+	if hugeOff() {
 		return
 	}
 	var zero T

@@ -141,7 +141,7 @@ func TestHugeSmall(t *testing.T) {
 // setting is read at start).
 func TestHugeDisabled(t *testing.T) {
 	if os.Getenv("PAGES_TEST_CHILD") == "1" {
-		if !thpDisabled || !hugeOff {
+		if !thpDisabled || !hugeOff() {
 			t.Fatal("GODEBUG=disablethp=1 not seen")
 		}
 		if thpMode() == "madvise" {
@@ -200,7 +200,7 @@ func TestPrefaultHugeMin(t *testing.T) {
 // Huge gives none (its host takes back free pages: reportsFreePages).
 func skipWhereHostReclaims(t *testing.T) {
 	t.Helper()
-	if hostReclaims {
+	if hostReclaims() {
 		t.Skip("this machine's balloon reports free pages to its host: Huge advises nothing here (TestReportsFreePages)")
 	}
 }
