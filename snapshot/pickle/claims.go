@@ -51,29 +51,25 @@ func (t *stackTable) claim(h uint64, ids []uint32) uint32 {
 	return t.add(i, h, t.store(ids), hasPlaceholders(ids))
 }
 
-// checkClaims compares the logged claims, each level of them (ref, first
-// id, all ids) for all before the next, and empties the log.
+// checkClaims compares the logged claims (claim keeps at most claimBatch),
+// each level of them (ref, first id, all ids) for all before the next, and
+// empties the log.
 func (t *stackTable) checkClaims() {
 	c := &t.claims
 	var refs [claimBatch]stackRef
-	at := c.at
-	for len(at) > 0 {
-		b := at[:min(claimBatch, len(at))]
-		at = at[len(b):]
-		for k, a := range b {
-			refs[k] = t.refs[a.id]
+	var first [claimBatch]uint32
+	for k, a := range c.at {
+		refs[k] = t.refs[a.id]
+	}
+	for k, r := range refs[:len(c.at)] {
+		if r.n > 0 {
+			first[k] = t.slabs[r.slab][r.off]
 		}
-		var first [claimBatch]uint32
-		for k, r := range refs[:len(b)] {
-			if r.n > 0 {
-				first[k] = t.slabs[r.slab][r.off]
-			}
-		}
-		for k, a := range b {
-			r, list := refs[k], c.ids[a.off:a.off+a.n]
-			if r.n != a.n || a.n > 0 && first[k] != list[0] || !equalIDs(t.slabs[r.slab][r.off:r.off+r.n], list) {
-				c.wrong = true
-			}
+	}
+	for k, a := range c.at {
+		r, list := refs[k], c.ids[a.off:a.off+a.n]
+		if r.n != a.n || a.n > 0 && first[k] != list[0] || !equalIDs(t.slabs[r.slab][r.off:r.off+r.n], list) {
+			c.wrong = true
 		}
 	}
 	c.ids, c.at = c.ids[:0], c.at[:0]
