@@ -65,8 +65,9 @@ const (
 
 // Huge asks the kernel to back s's whole 2 MiB pages with huge pages where
 // it maps them from now on. It changes no byte, and does nothing where
-// transparent huge pages are off, GODEBUG has disablethp=1, or s holds no
-// whole huge page.
+// transparent huge pages are off, GODEBUG has disablethp=1, the machine's
+// host takes back free pages (reportsFreePages), or s holds no whole huge
+// page.
 func Huge[T any](s []T) {
 	if hugeOff() {
 		return
