@@ -48,6 +48,16 @@ func TestFrameListFastPath(t *testing.T) {
 	list(pt.Ref(4), pt.Ref(2)) // list "a" (a stack in the memo) among frames
 	w.Op(pt.OpSetItems, pt.OpStop)
 	inputs["crafted lists"] = w.Bytes()
+	// A frame, then a LONG_BINGET past the memo's end: the fast path's
+	// one compare sends it to the machine, which reports the error.
+	w = &pt.Writer{}
+	w.Op(pt.OpProto, 4, pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
+	w.Put("frames")
+	list(pt.Memoize(f)) // memo 1 the list, 2 the frame
+	w.Put("a")
+	list(pt.Ref(2), pt.Ref(1<<20)) // past every memo chunk
+	w.Op(pt.OpSetItems, pt.OpStop)
+	inputs["a get past the memo in a list"] = w.Bytes()
 	// A get of the pending dict's slot inside its own frames list.
 	w = &pt.Writer{}
 	w.Op(pt.OpProto, 4, pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
