@@ -1,6 +1,10 @@
 package pickle
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"memscope/internal/pages"
+)
 
 // chunked is an append-only array stored in fixed-size chunks. Growing a
 // single slice to millions of elements copies it over and over (half of the
@@ -63,6 +67,19 @@ func (c *chunked[T]) freeChunk(k int) {
 		freeOffHeap(c.chunks[k])
 		c.pool.live.Add(-1)
 	}
+	c.chunks[k] = nil
+}
+
+// giveChunk is freeChunk for a chunk whose pages sup may move onto memory
+// about to be written (pages.Supply): one off the heap goes to sup, which
+// unmaps what it does not move.
+func (c *chunked[T]) giveChunk(k int, sup *pages.Supply) {
+	if c.chunks[k] == nil || !c.mapped[k] {
+		c.freeChunk(k)
+		return
+	}
+	pages.Give(sup, c.chunks[k])
+	c.pool.live.Add(-1)
 	c.chunks[k] = nil
 }
 

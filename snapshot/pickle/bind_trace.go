@@ -154,17 +154,25 @@ func (b *binder) traceParts(start, n uint32) []tracePart {
 // the graph's read-only tables, and copies the others aside.
 func (p *tracePart) bindQuick(b *binder, start uint32, t []schema.TraceEntry, last bool, framed []uint64) {
 	actions := actionCache{more: map[uint32]schema.Action{}}
+	// The chunks of records read are moved under the entries still to
+	// write (the same 48 bytes a record as an entry): only the first
+	// chunk's entries take fresh pages.
+	var sup pages.Supply
+	defer sup.Release()
 	for i := p.lo; i < p.hi; i++ {
 		if (i-p.lo)%populateStep == 0 {
-			pages.Populate(t[i:min(i+populateStep, p.hi)])
+			next := t[i:min(i+populateStep, p.hi)]
+			pages.Cover(&sup, next)
+			pages.Populate(next)
 		}
 		idx := start + i
 		r := b.g.traces.at(idx)
 		if !b.quickTrace(r, &t[i], &actions, framed) {
 			p.later = append(p.later, laterTrace{i: i, r: *r})
+			t[i] = schema.TraceEntry{} // covered pages hold old bytes
 		}
 		if last && (idx+1)&chunkMask == 0 {
-			b.g.traces.freeChunk(int(idx >> chunkBits))
+			b.g.traces.giveChunk(int(idx>>chunkBits), &sup)
 		}
 	}
 }

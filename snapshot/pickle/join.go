@@ -547,7 +547,14 @@ func (j *joiner) records(workers int) map[uint32]val {
 func (j *joiner) copyRecords(lo, hi uint32) map[uint32]val {
 	d, hg := j.d, j.h.g
 	var odd map[uint32]val
+	// The helper's chunks copied are moved under the records still to
+	// write: only the first chunk's copies take fresh pages.
+	var sup pages.Supply
+	defer sup.Release()
 	for i := lo; i < hi; i++ {
+		if i&chunkMask == 0 || i == lo {
+			j.coverRecords(&sup, i, min(hi, (i|chunkMask)+1))
+		}
 		r := *hg.traces.at(i)
 		r.action = j.strs[r.action]
 		if x := r.extra(); x != 0 {
@@ -580,8 +587,20 @@ func (j *joiner) copyRecords(lo, hi uint32) map[uint32]val {
 		}
 		*d.g.traces.at(j.traces + i) = r
 		if (i+1)&chunkMask == 0 {
-			hg.traces.freeChunk(int(i >> chunkBits)) // copied
+			hg.traces.giveChunk(int(i>>chunkBits), &sup) // copied
 		}
 	}
 	return odd
+}
+
+// coverRecords moves pages from sup under the main machine's records that
+// the helper's [lo, hi) are copied to (pages.Cover: the copy writes each).
+func (j *joiner) coverRecords(sup *pages.Supply, lo, hi uint32) {
+	t := &j.d.g.traces
+	for at, end := j.traces+lo, j.traces+hi; at < end; {
+		k := at >> chunkBits
+		n := min(end-at, chunkLen-at&chunkMask)
+		pages.Cover(sup, t.chunks[k][at&chunkMask:at&chunkMask+n])
+		at += n
+	}
 }
