@@ -151,7 +151,10 @@ func TestBadInputs(t *testing.T) {
 		{"negative size", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 16, pickletest.BlockDict(0, -5, 0, "inactive", nil))}}}), "segments[0].blocks[0].size: negative size -5"},
 		{"size of wrong type", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 16, pickletest.BlockDict(0, 16, 0, "inactive", nil))}}, {"device_traces", []any{[]any{pickletest.Dict{{"action", "alloc"}, {"size", "big"}}}}}}), "device_traces[0][0].size: expected an int, found str"},
 		{"top level an int", pickletest.Of(5), "top level: expected a dict"},
-		{"frames not frames", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 16, pickletest.BlockDict(0, 16, 0, "inactive", []any{1}))}}}), "frames[0]: expected a frame dict, found int"},
+		{"frames not frames", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 16, pickletest.BlockDict(0, 16, 0, "inactive", []any{1}))}}}), "segments[0].blocks[0].frames[0]: expected a frame dict, found int"},
+		// A block's errors name their place in full (block binds with
+		// paths relative to the block and its segment prefixes them).
+		{"second block's state", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 32, pickletest.BlockDict(0, 16, 0, "inactive", nil), pickletest.Dict{{"address", 16}, {"size", 16}, {"requested_size", 0}, {"state", 5}})}}}), "segments[0].blocks[1].state: expected a string, found int"},
 		{"unsupported protocol", []byte{pickletest.OpProto, 9, pickletest.OpNone, pickletest.OpStop}, "unsupported pickle protocol 9"},
 		{"protocol 0 text", []byte("I1\n."), "unrecognised content"},
 		{"gzip truncated", gzipTrunc(t), "gzip"},
