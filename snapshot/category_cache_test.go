@@ -368,3 +368,84 @@ func TestDecideAllTables(t *testing.T) {
 		}
 	}
 }
+
+// TestCategorizeSharedStacks: categorize decides each distinct stack once
+// (by its ids' address and length) and gives every allocation the
+// decision its own stack gets: allocations that share a stack, that hold
+// equal ids elsewhere, that have no frames, and whose stack is too long
+// for the key (1<<16 frames or more), below and from decideAllMin.
+func TestCategorizeSharedStacks(t *testing.T) {
+	files := []string{"/ws/model/attention.py", "/ws/train.py", "/usr/lib/python3/site-packages/torch/optim/adam.py", "/ws/moe/experts.py"}
+	names := []string{"forward", "step", "softmax", "expert_mlp", "backward"}
+	table := &FrameTable{}
+	for i := range 400 {
+		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	shared := make([]Stack, 60)
+	for i := range shared {
+		ids := make([]uint32, 1+rng.IntN(8))
+		for k := range ids {
+			ids[k] = uint32(rng.IntN(len(table.Frames)))
+		}
+		shared[i] = NewStack(table, ids)
+	}
+	long := make([]uint32, 1<<16+3)
+	for k := range long {
+		long[k] = uint32(k % len(table.Frames))
+	}
+	longStacks := []Stack{NewStack(table, long), NewStack(table, long[:1<<16]), NewStack(table, long[:1<<16-1])}
+	// Five frames no rule matches, then an optimizer's.
+	table.Frames = append(table.Frames, Frame{Filename: "??", Name: "x"}, Frame{Filename: "/ws/optimizer.py", Name: "step"})
+	prefixed := []uint32{400, 400, 400, 400, 400, 401}
+	longPrefixed := make([]uint32, 1<<16+5)
+	copy(longPrefixed, prefixed)
+	for k := len(prefixed); k < len(longPrefixed); k++ {
+		longPrefixed[k] = 401
+	}
+	if ref := NewCategorizer(nil); matchReference(ref, NewStack(table, prefixed[:5])) == matchReference(ref, NewStack(table, prefixed)) {
+		t.Fatal("the stack and its prefix decide alike: the case is not the one meant")
+	}
+	for _, n := range []int{100, 3 * decideAllMin} {
+		allocs := make([]Allocation, n)
+		for i := range allocs {
+			switch r := rng.IntN(10); {
+			case r == 0:
+				// No frames.
+			case r == 1:
+				// The same ids as a shared stack, in an array of their own.
+				s := shared[rng.IntN(len(shared))]
+				ids := make([]uint32, s.Len())
+				for k := range ids {
+					ids[k] = s.ID(k)
+				}
+				allocs[i].Frames = NewStack(table, ids)
+			default:
+				allocs[i].Frames = shared[rng.IntN(len(shared))]
+			}
+		}
+		// Stacks too long for the key, and a stack and its prefix (same
+		// address, other length) that decide differently.
+		for k, st := range longStacks {
+			allocs[2+k].Frames, allocs[n-1-k].Frames = st, st
+		}
+		allocs[0].Frames = NewStack(table, prefixed[:5])
+		allocs[1].Frames = NewStack(table, prefixed)
+		allocs[n/2].Frames = NewStack(table, prefixed[:5])
+		// 1<<16 frames more than its prefix: the same key, were long
+		// stacks keyed too.
+		allocs[n/2+1].Frames = NewStack(table, longPrefixed[:5])
+		allocs[n/2+2].Frames = NewStack(table, longPrefixed)
+		categorize(allocs, NewCategorizer(nil))
+		ref := NewCategorizer(nil)
+		for i, a := range allocs {
+			want := matchReference(ref, a.Frames)
+			if a.Frames.Len() == 0 {
+				want = Decision{Category: Unknown, Frame: -1}
+			}
+			if got := (Decision{Category: a.Category, Frame: a.CategoryFrame, Keyword: a.CategoryKeyword}); got != want {
+				t.Fatalf("%d allocations: allocation %d (%d frames): %+v, want %+v", n, i, a.Frames.Len(), got, want)
+			}
+		}
+	}
+}
