@@ -611,8 +611,8 @@ func (t *Timeline) classifyRole(c *roleClassifier, byStack, byBlock []stackTrait
 	default:
 		alloc = c.traits(t.FramesOf(iv))
 	}
-	lt := lifetime{known: !iv.PreWindow, alive: iv.End == n}
-	if iv.PreWindow && iv.End < n {
+	lt := lifetime{known: !iv.PreWindow(), alive: iv.End == n}
+	if iv.PreWindow() && iv.End < n {
 		// Its frames are the free's: the alloc is unknown.
 		alloc = &c.empty
 	}
