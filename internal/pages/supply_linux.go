@@ -46,8 +46,10 @@ func Give[T any](sup *Supply, s []T) {
 // s, from its start, while the supply lasts, and returns how many bytes
 // of s it covered. What the covered bytes hold is undefined (the given
 // memory's old bytes): the caller must write every element of s before
-// anything reads it. A page only partly inside s is left alone, so s may
-// begin or end beside memory that other goroutines write.
+// anything reads it, and T must hold no pointers (the collector could
+// read the old bytes as pointers before they are written). A page only
+// partly inside s is left alone, so s may begin or end beside memory that
+// other goroutines write.
 func Cover[T any](sup *Supply, s []T) uintptr {
 	at, n := bytesOf(s)
 	page := uintptr(syscall.Getpagesize())
