@@ -653,13 +653,11 @@ func categorize(allocs []Allocation, cat *Categorizer) {
 			which[i] = -1
 			continue
 		}
-		// A user-space address fits in 48 bits; a longer stack than the
-		// key can name is decided on its own.
-		k := uint64(uintptr(unsafe.Pointer(st.Key()))) | uint64(st.Len())<<48
+		k, keyed := stackKeyOf(uintptr(unsafe.Pointer(st.Key())), st.Len())
 		j, ok := index.Get(k)
-		if !ok || st.Len() >= 1<<16 {
+		if !ok || !keyed {
 			j = int32(len(first))
-			if st.Len() < 1<<16 {
+			if keyed {
 				index.Put(k, j)
 			}
 			first = append(first, int32(i))
@@ -675,6 +673,16 @@ func categorize(allocs []Allocation, cat *Categorizer) {
 		}
 		allocs[i].Category, allocs[i].CategoryFrame, allocs[i].CategoryKeyword = d.Category, d.Frame, d.Keyword
 	}
+}
+
+// stackKeyOf is the key of a stack whose ids lie at address p and are n:
+// both in one word, or false for a stack the key cannot name (an address
+// past 48 bits, 1<<16 frames or more), which categorize decides on its own.
+func stackKeyOf(p uintptr, n int) (uint64, bool) {
+	if uint64(p) >= 1<<48 || n >= 1<<16 || n < 0 {
+		return 0, false
+	}
+	return uint64(p) | uint64(n)<<48, true
 }
 
 // assignRoles sets the role of the snapshot's active blocks: the role the
