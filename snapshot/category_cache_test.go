@@ -197,10 +197,7 @@ func TestDecideLiveAtOnce(t *testing.T) {
 		"/ws/train.py", "??", "/ws/memory_profiler/hook.py", "/usr/lib/libc10_cuda.so", "/ws/Linear.py"}
 	names := []string{"forward", "all_gather_into_tensor", "_multi_tensor_adam", "c10::cuda::CUDACachingAllocator::malloc",
 		"__torch_dispatch__", "expert_mlp", "softmax", "<module>", "step"}
-	table := &FrameTable{}
-	for i := range 200 {
-		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
-	}
+	table := cycledFrames(files, names, 200)
 	user := []Rule{{Name: "A", Keywords: []string{"forward", "attention"}}, {Name: "B", Keywords: []string{"adam", "train"}}}
 	for _, distinct := range []int{decideAllMin - 1, 2 * decideAllMin} {
 		for _, rules := range [][]Rule{nil, user} {
@@ -272,10 +269,7 @@ func TestDecideLiveAtOnce(t *testing.T) {
 func TestCategorizeBlocks(t *testing.T) {
 	files := []string{"/ws/model/attention.py", "/ws/train.py", "??", "/usr/lib/python3/site-packages/torch/optim/adam.py"}
 	names := []string{"forward", "c10::cuda::CUDACachingAllocator::malloc", "step", "softmax", "expert_mlp"}
-	table := &FrameTable{}
-	for i := range 100 {
-		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
-	}
+	table := cycledFrames(files, names, 100)
 	for _, n := range []int{decideAllMin - 1, decideAllMin} {
 		rng := rand.New(rand.NewPCG(uint64(n), 8))
 		seg := Segment{Address: 1 << 30, TotalSize: int64(n) << 10, Type: "large"}
@@ -340,10 +334,7 @@ func TestDecideAllTables(t *testing.T) {
 	files := []string{"/ws/model/attention.py", "/ws/train.py", "??", "/usr/lib/python3/site-packages/torch/optim/adam.py", "/ws/moe/experts.py"}
 	names := []string{"forward", "c10::cuda::CUDACachingAllocator::malloc", "step", "softmax", "expert_mlp", "backward"}
 	for _, frames := range []int{300, 200000} {
-		table := &FrameTable{}
-		for i := range frames {
-			table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
-		}
+		table := cycledFrames(files, names, frames)
 		for _, n := range []int{decideAllMin - 1, decideAllMin, 3 * decideAllMin} {
 			rng := rand.New(rand.NewPCG(uint64(frames), uint64(n)))
 			stacks := make([]Stack, n)
@@ -377,10 +368,7 @@ func TestDecideAllTables(t *testing.T) {
 func TestCategorizeSharedStacks(t *testing.T) {
 	files := []string{"/ws/model/attention.py", "/ws/train.py", "/usr/lib/python3/site-packages/torch/optim/adam.py", "/ws/moe/experts.py"}
 	names := []string{"forward", "step", "softmax", "expert_mlp", "backward"}
-	table := &FrameTable{}
-	for i := range 400 {
-		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
-	}
+	table := cycledFrames(files, names, 400)
 	rng := rand.New(rand.NewPCG(7, 11))
 	shared := make([]Stack, 60)
 	for i := range shared {
@@ -480,4 +468,15 @@ func TestStackKeyOf(t *testing.T) {
 		}
 		seen[k] = i
 	}
+}
+
+// cycledFrames is a table of n frames whose files and function names cycle
+// through files and names (each name for a run of len(files) frames), and
+// whose line is the frame's index.
+func cycledFrames(files, names []string, n int) *FrameTable {
+	table := &FrameTable{}
+	for i := range n {
+		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
+	}
+	return table
 }
