@@ -641,8 +641,9 @@ func (c *Categorizer) Categorized(a Allocation) Allocation {
 // stacks of a few thousand call sites, and a generated one of 300k live
 // blocks over 5,000 stacks spent 140 ms of CPU deciding each block's
 // stack again. Blocks bound from a pickle share their stack's ids, so the
-// ids' address and length name a stack (in an addrMap: a Go map of 300k
-// distinct stacks left 30 MB more garbage).
+// ids' address and length name a stack. On 300k distinct stacks, a Go map
+// and a slice of the distinct stacks peaked at 363 MiB; an addrMap and the
+// index of each stack's first allocation at 307 (without grouping: 289).
 func categorize(allocs []Allocation, cat *Categorizer) {
 	index := newAddrMap(64)
 	var first []int32                   // the first allocation of each distinct stack
