@@ -660,14 +660,19 @@ func numberSites(byStack []stackTraits, stacks []Stack) siteNumbers {
 	byFrame := newFrameCache[int32]()
 	byFrame.useTable(tableOf(stacks))
 	for k := range byStack {
-		f := byStack[k].siteFrame
-		if f == nil || byStack[k].site == "" {
+		p := byStack[k].sitePos
+		if p == 0 {
 			continue // site 0
 		}
+		f := stacks[k].At(int(p - 1))
 		id, ok := byFrame.Get(f)
 		if !ok {
 			// Frames of one text (C++ overloads) share a site.
-			name := byStack[k].site
+			name := SiteText(*f)
+			if name == "" {
+				byFrame.Put(f, 0)
+				continue
+			}
 			if id, ok = n.index[name]; !ok {
 				id = int32(len(n.name))
 				n.name = append(n.name, name)

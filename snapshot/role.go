@@ -56,33 +56,45 @@ func RoleNames() []string {
 }
 
 // stackTraits is what the role rules read from one stack. Equal stacks
-// share storage, so traits are cached per stack.
+// share storage, so traits are cached per stack. It is 8 bytes: a
+// snapshot of 900k distinct stacks keeps one per stack for its analysis.
 type stackTraits struct {
-	empty    bool // no frames at all
-	python   bool // any Python frame
-	backward bool // made on the autograd engine (a backward pass)
-	// accumulate: AccumulateGrad made it (a .grad being created).
-	accumulate bool
-	// setGrad: the stack assigns or clears a .grad (zero_grad, p.grad = None):
-	// on a free, the tensor freed was a gradient.
-	setGrad   bool
-	optimizer bool // optimizer code (torch.optim, fused/distributed optimizers)
-	paramInit bool // module construction, .to()/.cuda(), load_state_dict, init
-	forward   bool // inside a module's forward (or recomputing one)
-	workspace bool // cuBLAS/cuDNN workspace, NCCL buffers
-	dataLoad  bool // torch.utils.data, pin_memory, host-to-device copies
-	// factory: a tensor factory or copy called from Python (torch.randint,
-	// torch.tensor, .to(device)) with no torch op around it.
-	factory bool
-	// torchOp: a torch computation encloses the allocation (a Python frame
-	// in torch, or an aten operator that is not a factory or copy).
-	torchOp bool
+	bits traitBits
 	// user is the role the user's role rules give the innermost matching
 	// frame (RoleUnknown: none).
-	user      Role
-	site      string // the site frame as text ("" when none)
-	siteFrame *Frame // the site frame (nil when none)
+	user Role
+	// sitePos is 1 + the site frame's index in the stack (0: none). Sites
+	// are compared by number (Timeline.siteID), not here.
+	sitePos int32
 }
+
+// traitBits are the facts of a stack the rules read, one bit each.
+type traitBits uint16
+
+const (
+	tEmpty    traitBits = 1 << iota // no frames at all
+	tPython                         // any Python frame
+	tBackward                       // made on the autograd engine (a backward pass)
+	// tAccumulate: AccumulateGrad made it (a .grad being created).
+	tAccumulate
+	// tSetGrad: the stack assigns or clears a .grad (zero_grad, p.grad =
+	// None): on a free, the tensor freed was a gradient.
+	tSetGrad
+	tOptimizer // optimizer code (torch.optim, fused/distributed optimizers)
+	tParamInit // module construction, .to()/.cuda(), load_state_dict, init
+	tForward   // inside a module's forward (or recomputing one)
+	tWorkspace // cuBLAS/cuDNN workspace, NCCL buffers
+	tDataLoad  // torch.utils.data, pin_memory, host-to-device copies
+	// tFactory: a tensor factory or copy called from Python (torch.randint,
+	// torch.tensor, .to(device)) with no torch op around it.
+	tFactory
+	// tTorchOp: a torch computation encloses the allocation (a Python frame
+	// in torch, or an aten operator that is not a factory or copy).
+	tTorchOp
+)
+
+// is reports whether t has every bit of b.
+func (t *stackTraits) is(b traitBits) bool { return t.bits&b == b }
 
 // roleClassifier decides roles, caching traits per stack and per frame.
 type roleClassifier struct {
@@ -125,7 +137,7 @@ const (
 
 func newRoleClassifier(cat *Categorizer) *roleClassifier {
 	return &roleClassifier{cat: cat, stacks: map[stackKey]*stackTraits{}, frames: map[frameName]frameInfo{},
-		byFrame: newFrameCache[frameInfo](), sites: newSiteNames(), empty: stackTraits{empty: true}}
+		byFrame: newFrameCache[frameInfo](), sites: newSiteNames(), empty: stackTraits{bits: tEmpty}}
 }
 
 func (c *roleClassifier) traits(st Stack) *stackTraits {
@@ -158,22 +170,25 @@ func (c *roleClassifier) read(st Stack, t *stackTraits) {
 		}
 		site = siteIndex(st, c.sites.siteKind)
 	}
-	t.python = all&ftPython != 0
-	t.backward = all&ftBackward != 0
-	t.accumulate = all&ftAccumulate != 0
-	t.setGrad = all&ftSetGrad != 0
-	t.optimizer = all&ftOptimizer != 0
-	t.paramInit = all&ftParamInit != 0
-	t.forward = all&ftForward != 0
-	// A raw allocation (the caching allocator called without a tensor being
-	// made) is library scratch: cuBLAS/cuDNN workspaces, cub temp storage.
-	t.workspace = all&ftWorkspace != 0 || (all&ftAllocator != 0 && all&ftTensor == 0)
-	t.dataLoad = all&ftDataLoad != 0
-	t.factory = all&ftFactory != 0 && all&ftTorchOp == 0
-	t.torchOp = all&ftTorchOp != 0
-	if site >= 0 {
-		t.site, t.siteFrame = c.sites.frameText(st.At(site)), st.At(site)
+	t.bits = bitIf(all&ftPython != 0, tPython) | bitIf(all&ftBackward != 0, tBackward) |
+		bitIf(all&ftAccumulate != 0, tAccumulate) | bitIf(all&ftSetGrad != 0, tSetGrad) |
+		bitIf(all&ftOptimizer != 0, tOptimizer) | bitIf(all&ftParamInit != 0, tParamInit) |
+		bitIf(all&ftForward != 0, tForward) |
+		// A raw allocation (the caching allocator called without a tensor
+		// being made) is library scratch: cuBLAS/cuDNN workspaces, cub
+		// temp storage.
+		bitIf(all&ftWorkspace != 0 || (all&ftAllocator != 0 && all&ftTensor == 0), tWorkspace) |
+		bitIf(all&ftDataLoad != 0, tDataLoad) |
+		bitIf(all&ftFactory != 0 && all&ftTorchOp == 0, tFactory) |
+		bitIf(all&ftTorchOp != 0, tTorchOp)
+	t.sitePos = int32(site + 1)
+}
+
+func bitIf(ok bool, b traitBits) traitBits {
+	if ok {
+		return b
 	}
+	return 0
 }
 
 // readDense is read's walk of st's frames by id, in the caches' arrays by
@@ -451,6 +466,9 @@ type lifetime struct {
 	// the autograd engine's thread (backward), which has no Python frames.
 	// framelessFree is the same of its free.
 	frameless, framelessFree bool
+	// sameSite: it was freed at the line that made it (both stacks have a
+	// site, of one text).
+	sameSite bool
 }
 
 // decide is the role of an allocation made at stack alloc with lifetime lt.
@@ -475,28 +493,28 @@ type lifetime struct {
 //  8. made at the line that then freed it: Temporary.
 func (c *roleClassifier) decide(alloc *stackTraits, lt lifetime) Role {
 	free := lt.free
-	freedInBackward := free != nil && (free.backward || lt.framelessFree)
-	sameSite := free != nil && alloc.site != "" && free.site == alloc.site
+	freedInBackward := free != nil && (free.is(tBackward) || lt.framelessFree)
+	sameSite := free != nil && lt.sameSite
 	switch {
 	case alloc.user != RoleUnknown:
 		return alloc.user
-	case alloc.workspace:
+	case alloc.is(tWorkspace):
 		return RoleWorkspace
-	case alloc.accumulate, free != nil && free.setGrad, lt.zeroGradFree:
+	case alloc.is(tAccumulate), free != nil && free.is(tSetGrad), lt.zeroGradFree:
 		return RoleGradient
-	case alloc.optimizer || lt.inStep:
-		if lt.stepFree || (free != nil && free.optimizer) {
+	case alloc.is(tOptimizer) || lt.inStep:
+		if lt.stepFree || (free != nil && free.is(tOptimizer)) {
 			return RoleTemporary
 		}
 		return RoleOptimizerState
-	case alloc.paramInit && !alloc.forward && !alloc.backward:
+	case alloc.is(tParamInit) && !alloc.is(tForward) && !alloc.is(tBackward):
 		return RoleParameter
-	case (alloc.backward || lt.frameless) && !alloc.forward:
+	case (alloc.is(tBackward) || lt.frameless) && !alloc.is(tForward):
 		if freedInBackward {
 			return RoleTemporary
 		}
 		return RoleGradient
-	case alloc.forward:
+	case alloc.is(tForward):
 		switch {
 		case lt.alive || !lt.known:
 			return RoleActivation
@@ -504,12 +522,12 @@ func (c *roleClassifier) decide(alloc *stackTraits, lt lifetime) Role {
 			return RoleActivation
 		}
 		return RoleTemporary
-	case alloc.python && (alloc.factory || alloc.dataLoad):
+	case alloc.is(tPython) && (alloc.is(tFactory) || alloc.is(tDataLoad)):
 		if freedInBackward {
 			return RoleActivation
 		}
 		return RoleInput
-	case alloc.python && lt.known && !lt.alive:
+	case alloc.is(tPython) && lt.known && !lt.alive:
 		switch {
 		case freedInBackward:
 			return RoleActivation
@@ -624,15 +642,19 @@ func (t *Timeline) classifyRole(c *roleClassifier, byStack, byBlock []stackTrait
 		lt.free = &c.empty
 		if k := iv.FreeStack; k != 0 {
 			lt.free = &byStack[k-1]
+			if a := iv.Stack; a != 0 && lt.known {
+				site := t.siteID[a-1]
+				lt.sameSite = site != 0 && site == t.siteID[k-1]
+			}
 		}
-		lt.framelessFree = withFrames && lt.free.empty
+		lt.framelessFree = withFrames && lt.free.is(tEmpty)
 		_, lt.zeroGradFree = within(zeroGrads, int(fi))
 	}
 	if lt.known {
 		// alloc is the interval's own stack's traits here (only an
 		// interval from before the window has another): empty says it has
 		// no frames, without reading the stack (a cache miss an interval).
-		lt.frameless = withFrames && alloc.empty
+		lt.frameless = withFrames && alloc.is(tEmpty)
 		if w, ok := within(steps, int(iv.Start)); ok {
 			lt.inStep = true
 			lt.stepFree = iv.End < n && int(iv.End) < w.last

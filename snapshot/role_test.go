@@ -192,7 +192,9 @@ func TestRoleRules(t *testing.T) {
 		{"torch.empty at the top level is no gradient", tr("??|torch::autograd::THPVariable_empty(_object*, _object*, _object*)",
 			"??|at::_ops::empty_memory_format::call()", "/home/u/train.py|main"), lifetime{alive: true}, RoleInput},
 		{"top-level op freed at its own line → Temporary", tr("??|at::_ops::add_Tensor::call()", "/home/u/train.py|main"),
-			lifetime{known: true, free: userFree}, RoleTemporary},
+			lifetime{known: true, free: userFree, sameSite: true}, RoleTemporary},
+		{"top-level op freed at another line", tr("??|at::_ops::add_Tensor::call()", "/home/u/train.py|main"),
+			lifetime{known: true, free: userFree}, RoleUnknown},
 	}
 	for _, tc := range cases {
 		if got := c.decide(tc.alloc, tc.lt); got != tc.want {
@@ -227,6 +229,12 @@ func TestRolesFromTrace(t *testing.T) {
 		ev(ActionAlloc, 0x7000, 14, user),                 // a last alloc
 		ev(ActionFreeCompleted, 0x7000, 15, user),         // freed at its line
 		ev(ActionAlloc, 0x8000, 16, frames(forwardPy...)), // alive at the end
+		// An op at the top level freed at its own line, by another stack
+		// (the dealloc's), and one freed at another line.
+		ev(ActionAlloc, 0x9000, 17, frames("??|at::_ops::add_Tensor::call()", "/home/u/train.py|main")),
+		ev(ActionFreeCompleted, 0x9000, 18, frames("??|THPVariable_dealloc(_object*)", "/home/u/train.py|main")),
+		ev(ActionAlloc, 0xa000, 19, frames("??|at::_ops::add_Tensor::call()", "/home/u/train.py|main")),
+		ev(ActionFreeCompleted, 0xa000, 20, frames("??|THPVariable_dealloc(_object*)", "/home/u/data.py|main")),
 	}
 	s.Traces = [][]TraceEntry{trace}
 	s.Annotations = []Annotation{
@@ -235,7 +243,8 @@ func TestRolesFromTrace(t *testing.T) {
 	}
 	tl := Replay(s, 0, nil)
 	want := map[uint64]Role{0x1000: RoleActivation, 0x2000: RoleTemporary, 0x3000: RoleTemporary, 0x4000: RoleGradient,
-		0x5000: RoleOptimizerState, 0x6000: RoleTemporary, 0x7000: RoleTemporary, 0x8000: RoleActivation}
+		0x5000: RoleOptimizerState, 0x6000: RoleTemporary, 0x7000: RoleTemporary, 0x8000: RoleActivation,
+		0x9000: RoleTemporary, 0xa000: RoleUnknown}
 	for j, iv := range tl.Intervals {
 		if w, ok := want[iv.Addr]; ok && tl.Role(j) != w {
 			t.Errorf("%#x: %s, want %s", iv.Addr, tl.Role(j), w)
@@ -464,8 +473,8 @@ func TestReadDenseAfterGrowth(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: %+v, by address %+v", c.name, got, want)
 		}
-		if i := SiteIndex(st); (i < 0) != (got.site == "") || (i >= 0 && got.siteFrame != st.At(i)) {
-			t.Errorf("%s: site %q at %p, SiteIndex %d", c.name, got.site, got.siteFrame, i)
+		if i := SiteIndex(st); int(got.sitePos) != i+1 {
+			t.Errorf("%s: site at %d, SiteIndex %d", c.name, got.sitePos-1, i)
 		}
 	}
 }
