@@ -751,3 +751,82 @@ func TestLiveStatsSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockStacksShared: blocks alive before the trace that share a stack
+// share its blockStacks entry, and whatever blockStackCache remembers or
+// forgets, every block's frames, category and role are what they are when
+// no two blocks share a stack. Both sides of the cache's size: a few
+// stacks shared by many blocks, and more distinct stacks than it holds.
+func TestBlockStacksShared(t *testing.T) {
+	files := []string{"/ws/model/attention.py", "/ws/train.py", "??", "/usr/lib/python3/site-packages/torch/optim/adam.py"}
+	names := []string{"forward", "c10::cuda::CUDACachingAllocator::malloc", "step", "softmax", "__init__"}
+	table := cycledFrames(files, names, 300)
+	for _, c := range []struct {
+		name           string
+		blocks, stacks int
+		maxEntries     int // blockStacks entries at most
+	}{
+		{"few stacks", 3 * decideAllMin, 20, 20 + 20}, // a collision may add one again
+		{"more stacks than the cache holds", 3 * blockStackWays, 2 * blockStackWays, 3 * blockStackWays},
+	} {
+		rng := rand.New(rand.NewPCG(uint64(c.stacks), 9))
+		stacks := make([][]uint32, c.stacks)
+		for k := range stacks {
+			stacks[k] = make([]uint32, 1+rng.IntN(8))
+			for i := range stacks[k] {
+				stacks[k][i] = uint32(rng.IntN(len(table.Frames)))
+			}
+		}
+		build := func(clone bool) *Snapshot {
+			seg := Segment{Address: 1 << 30, TotalSize: int64(c.blocks) << 10, Type: "large"}
+			for i := range c.blocks {
+				ids := stacks[rng.IntN(c.stacks)]
+				if clone {
+					ids = slices.Clone(ids)
+				}
+				seg.Blocks = append(seg.Blocks, Block{Address: seg.Address + uint64(i)<<10, Size: 1 << 10,
+					RequestedSize: 1 << 10, State: StateActiveAllocated, Frames: NewStack(table, ids)})
+			}
+			// One allocation in the trace, so that the blocks are replayed.
+			s := &Snapshot{Segments: []Segment{seg}}
+			s.Traces = [][]TraceEntry{{{Action: ActionAlloc, Addr: 1 << 40, Size: 512}}}
+			return s
+		}
+		seed := rng.Uint64()
+		rng = rand.New(rand.NewPCG(seed, 1))
+		shared := build(false)
+		rng = rand.New(rand.NewPCG(seed, 1))
+		apart := build(true)
+		a, b := Analyze(shared, nil), Analyze(apart, nil)
+		tl := a.Timeline(0)
+		if n := len(tl.blockStacks); n > c.maxEntries {
+			t.Errorf("%s: %d blockStacks entries for %d stacks", c.name, n, c.stacks)
+		}
+		for j := range tl.Intervals {
+			iv := &tl.Intervals[j]
+			if iv.Addr == 1<<40 {
+				continue
+			}
+			want := shared.Segments[0].Blocks[(iv.Addr-(1<<30))>>10].Frames
+			if got := tl.FramesOf(iv); got.Len() != want.Len() || got.Key() != want.Key() {
+				t.Fatalf("%s: block %#x has frames %v, want %v", c.name, iv.Addr, got, want)
+			}
+		}
+		for i, x := range a.Devices[0].Allocations {
+			y := b.Devices[0].Allocations[i]
+			if x.Address != y.Address || x.Category != y.Category || x.CategoryFrame != y.CategoryFrame || x.Role != y.Role {
+				t.Fatalf("%s: block %#x: %s/%d/%s shared, %s/%d/%s apart", c.name, x.Address,
+					x.Category, x.CategoryFrame, x.Role, y.Category, y.CategoryFrame, y.Role)
+			}
+		}
+		px, py := tl.PeakTop(0), b.Timeline(0).PeakTop(0)
+		if len(px) != len(py) {
+			t.Fatalf("%s: %d live at the peak shared, %d apart", c.name, len(px), len(py))
+		}
+		for i := range px {
+			if px[i].Address != py[i].Address || px[i].Category != py[i].Category || px[i].Role != py[i].Role {
+				t.Fatalf("%s: live %#x: %s/%s shared, %s/%s apart", c.name, px[i].Address, px[i].Category, px[i].Role, py[i].Category, py[i].Role)
+			}
+		}
+	}
+}
