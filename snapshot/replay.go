@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"unsafe"
 
 	"memscope/internal/pages"
 	"memscope/internal/par"
@@ -616,145 +615,8 @@ func (t *Timeline) ReservedRange(from, to int) []int64 {
 	return out
 }
 
-// siteOf is the site of iv's stack: read by stack number when it has one,
-// else from names.
-func (t *Timeline) siteOf(iv *Interval, names *siteNames) string {
-	if k := int(iv.Stack); k != 0 && k <= len(t.siteID) {
-		return t.siteName[t.siteID[k-1]]
-	}
-	return names.of(t.FramesOf(iv))
-}
-
-// siteNumber is siteOf as a site number, or -1 with the site's text for a
-// site no stack of the snapshot has.
-func (t *Timeline) siteNumber(iv *Interval, names *siteNames) (int32, string) {
-	if k := int(iv.Stack); k != 0 && k <= len(t.siteID) {
-		return t.siteID[k-1], ""
-	}
-	name := names.of(t.FramesOf(iv))
-	if id, ok := t.siteIndex[name]; ok {
-		return id, ""
-	}
-	return -1, name
-}
-
-// numberSites numbers the sites of the snapshot's stacks: sites are frames,
-// a few thousand, where stacks may be hundreds of thousands, so tallies by
-// site add into arrays instead of hashing a name per allocation. A
-// timeline that shares its stacks' facts (stackShare) takes the numbers
-// made for the first device.
-func (t *Timeline) numberSites(byStack []stackTraits) {
-	if t.share != nil {
-		t.share.sitesOnce.Do(func() { t.share.sites = numberSites(byStack, t.stacks) })
-		t.siteID, t.siteName, t.siteIndex = t.share.sites.id, t.share.sites.name, t.share.sites.index
-		return
-	}
-	n := numberSites(byStack, t.stacks)
-	t.siteID, t.siteName, t.siteIndex = n.id, n.name, n.index
-}
-
-// siteNumbers is the site of each stack by stack number less one (id),
-// each site's text (name) and the number of each text (index).
-type siteNumbers struct {
-	id    []int32
-	name  []string
-	index map[string]int32
-}
-
-func numberSites(byStack []stackTraits, stacks []Stack) siteNumbers {
-	n := siteNumbers{id: make([]int32, len(byStack)), name: []string{noStack}, index: map[string]int32{noStack: 0}}
-	byFrame := newFrameCache[int32]()
-	byFrame.useTable(tableOf(stacks))
-	for k := range byStack {
-		p := byStack[k].sitePos
-		if p == 0 {
-			continue // site 0
-		}
-		f := stacks[k].At(int(p - 1))
-		id, ok := byFrame.Get(f)
-		if !ok {
-			// Frames of one text (C++ overloads) share a site.
-			name := SiteText(*f)
-			if name == "" {
-				byFrame.Put(f, 0)
-				continue
-			}
-			if id, ok = n.index[name]; !ok {
-				id = int32(len(n.name))
-				n.name = append(n.name, name)
-				n.index[name] = id
-			}
-			byFrame.Put(f, id)
-		}
-		n.id[k] = id
-	}
-	return n
-}
-
-// stackID is e's stack number when it names one of the snapshot's stacks,
-// else 0.
-func (t *Timeline) stackID(e *TraceEntry) uint32 {
-	if int(e.Stack) <= len(t.stacks) {
-		return e.Stack
-	}
-	return 0
-}
-
 // reservedStep is the reserved memory after event at, until the next step.
 type reservedStep struct {
 	at    int32
 	level int64
-}
-
-// blockStackCache remembers, by stack, the blockStacks entry of the
-// stacks added last: a direct-mapped table keyed as categorize keys stacks
-// (stackKeyOf), so its memory is fixed. A stack it has forgotten is added
-// again, which costs a decision, not a wrong one: 300k blocks on distinct
-// stacks kept in a table that grows were 23 MiB more at the peak, for
-// nothing.
-type blockStackCache struct {
-	keys [blockStackWays]uint64
-	at   [blockStackWays]uint32
-}
-
-// blockStackWays is the stacks blockStackCache remembers at most.
-const (
-	blockStackBits = 13
-	blockStackWays = 1 << blockStackBits
-)
-
-// blockStack is 1 + the index of st in blockStacks, added unless recent
-// has it.
-func (t *Timeline) blockStack(st Stack, recent *blockStackCache) uint32 {
-	k, keyed := stackKeyOf(uintptr(unsafe.Pointer(st.Key())), st.Len())
-	slot := (k * 0x9e3779b97f4a7c15) >> (64 - blockStackBits)
-	if keyed && recent.keys[slot] == k && recent.at[slot] != 0 {
-		return recent.at[slot]
-	}
-	t.blockStacks = append(t.blockStacks, st)
-	if keyed {
-		recent.keys[slot], recent.at[slot] = k, uint32(len(t.blockStacks))
-	}
-	return uint32(len(t.blockStacks))
-}
-
-// FramesOf returns the call stack of iv's alloc (that of its free for an
-// interval whose alloc came before the trace; the block's for a block alive
-// before it).
-func (t *Timeline) FramesOf(iv *Interval) Stack {
-	if k := iv.Stack; k != 0 && int(k) <= len(t.stacks) {
-		return t.stacks[k-1]
-	}
-	if k := iv.block; k != 0 && int(k) <= len(t.blockStacks) {
-		return t.blockStacks[k-1]
-	}
-	return Stack{}
-}
-
-// FramesAt returns the call stack of event i.
-func (t *Timeline) FramesAt(i int) Stack {
-	if k := t.Events[i].Stack; k != 0 && int(k) <= len(t.stacks) {
-		return t.stacks[k-1]
-	}
-	return Stack{}
 }
