@@ -830,3 +830,39 @@ func TestBlockStacksShared(t *testing.T) {
 		}
 	}
 }
+
+// TestStateSegmentStreams: a segment the state rebuilds from the trace
+// (undoing its unmap or free) has the stream of that entry, which the
+// trace keeps with its rare fields (Snapshot.StreamOf); neighbouring
+// segments of an expandable pool merge on one stream only.
+func TestStateSegmentStreams(t *testing.T) {
+	const a = uint64(1) << 32
+	for _, c := range []struct {
+		name    string
+		streams [2]uint64
+		want    []StateSegment
+	}{
+		{"one stream", [2]uint64{7, 7}, []StateSegment{{Addr: a, Size: 4 * tMiB, Stream: 7}}},
+		{"two streams", [2]uint64{7, 9}, []StateSegment{{Addr: a, Size: 2 * tMiB, Stream: 7}, {Addr: a + 2*tMiB, Size: 2 * tMiB, Stream: 9}}},
+		{"the default stream", [2]uint64{0, 0}, []StateSegment{{Addr: a, Size: 4 * tMiB}}},
+	} {
+		s := &Snapshot{}
+		extra := func(stream uint64) uint32 {
+			if stream == 0 {
+				return 0
+			}
+			s.TraceExtras = append(s.TraceExtras, TraceExtra{Stream: stream})
+			return uint32(len(s.TraceExtras))
+		}
+		s.Traces = [][]TraceEntry{{
+			{Action: ActionSegmentMap, Addr: a, Size: 2 * tMiB, Extra: extra(c.streams[0])},
+			{Action: ActionSegmentMap, Addr: a + 2*tMiB, Size: 2 * tMiB, Extra: extra(c.streams[1])},
+			{Action: ActionSegmentUnmap, Addr: a, Size: 2 * tMiB, Extra: extra(c.streams[0])},
+			{Action: ActionSegmentUnmap, Addr: a + 2*tMiB, Size: 2 * tMiB, Extra: extra(c.streams[1])},
+		}}
+		tl := Replay(s, 0, nil)
+		if got := tl.StateAt(s, 1).Segments; !slices.Equal(got, c.want) {
+			t.Errorf("%s: segments after both maps %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}

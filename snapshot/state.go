@@ -137,9 +137,9 @@ func undoTo[V any, K blockKind[V]](t *Timeline, s *Snapshot, i int, kind K) ([]S
 		case ActionAlloc:
 			blocks.delete(e.Addr)
 		case ActionSegmentFree, ActionSegmentUnmap:
-			segs = mapSegment(segs, e.Action == ActionSegmentUnmap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: e.Stream})
+			segs = mapSegment(segs, e.Action == ActionSegmentUnmap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: s.StreamOf(e)})
 		case ActionSegmentAlloc, ActionSegmentMap:
-			segs = unmapSegment(segs, e.Action == ActionSegmentMap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: e.Stream})
+			segs = unmapSegment(segs, e.Action == ActionSegmentMap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: s.StreamOf(e)})
 		}
 	}
 	return segs, blocks

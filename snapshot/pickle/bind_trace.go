@@ -155,7 +155,7 @@ func (b *binder) traceParts(start, n uint32) []tracePart {
 func (p *tracePart) bindQuick(b *binder, start uint32, t []schema.TraceEntry, last bool, framed []uint64) {
 	actions := actionCache{more: map[uint32]schema.Action{}}
 	// The chunks of records read are moved under the entries still to
-	// write (the same 48 bytes a record as an entry): only the first
+	// write (the same 40 bytes a record as an entry): only the first
 	// chunk's entries take fresh pages.
 	var sup pages.Supply
 	defer sup.Release()
@@ -244,7 +244,7 @@ func (b *binder) quickTrace(r *rawTrace, e *schema.TraceEntry, actions *actionCa
 	if x := r.extra(); x != 0 {
 		extra = b.extraOfRaw[x-1]
 	}
-	*e = schema.TraceEntry{Action: a, Addr: r.addr, Size: r.size, Stream: r.stream, TimeUS: r.time, Stack: stack, Extra: extra}
+	*e = schema.TraceEntry{Action: a, Addr: r.addr, Size: r.size, TimeUS: r.time, Stack: stack, Extra: extra}
 	return true
 }
 
@@ -329,7 +329,7 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 		case keySize:
 			e.Size, err = b.size(x, "")
 		case keyStream:
-			e.Stream, err = b.addr(x, "")
+			extra.Stream, err = b.addr(x, "")
 		case keyTimeUS:
 			e.TimeUS, err = b.integer(x, "")
 		case keyFrames:
@@ -382,7 +382,7 @@ func (b *binder) action(id uint32) schema.Action {
 // rawTraceEntry binds a trace entry recognised while decoding.
 func (b *binder) rawTraceEntry(r *rawTrace, e *schema.TraceEntry, dpath string, i int) error {
 	e.Action = b.action(r.action)
-	e.Addr, e.Size, e.Stream, e.TimeUS = r.addr, r.size, r.stream, r.time
+	e.Addr, e.Size, e.TimeUS = r.addr, r.size, r.time
 	if x := r.extra(); x != 0 {
 		e.Extra = b.rawExtra(x)
 	}
@@ -566,7 +566,7 @@ func (b *binder) rawExtra(id uint32) uint32 {
 		return e
 	}
 	r := b.g.extras[id-1]
-	x := schema.TraceExtra{DeviceFree: r.devFree}
+	x := schema.TraceExtra{Stream: r.stream, DeviceFree: r.devFree}
 	if r.cc != noRef {
 		x.CompileContext = b.g.strs[r.cc]
 	}

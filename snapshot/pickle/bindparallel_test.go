@@ -95,8 +95,8 @@ pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'),
 	}
 	want := func(i int, action func(int) string, devFree bool) (schema.TraceEntry, schema.Stack, schema.TraceExtra) {
 		a, _ := schema.ParseAction(action(i))
-		e := schema.TraceEntry{Action: a, Addr: uint64(4096 * (i % 5000)), Size: int64(512 * (1 + i%9)), Stream: uint64(i % 3), TimeUS: int64(i)}
-		var x schema.TraceExtra
+		e := schema.TraceEntry{Action: a, Addr: uint64(4096 * (i % 5000)), Size: int64(512 * (1 + i%9)), TimeUS: int64(i)}
+		x := schema.TraceExtra{Stream: uint64(i % 3)}
 		if i%5 == 0 {
 			x.CompileContext = fmt.Sprintf("ctx%d", i%13)
 		}

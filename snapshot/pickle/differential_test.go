@@ -156,7 +156,7 @@ func traceCanon(g *graph, r *rawTrace, sub func(val) string) string {
 		bit  uint8
 		v    string
 	}{{"addr", hasAddr, strconv.FormatUint(r.addr, 10)}, {"size", hasSize, strconv.FormatInt(r.size, 10)},
-		{"stream", hasStream, strconv.FormatUint(r.stream, 10)}, {"time_us", hasTime, strconv.FormatInt(r.time, 10)},
+		{"stream", hasStream, strconv.FormatUint(x.stream, 10)}, {"time_us", hasTime, strconv.FormatInt(r.time, 10)},
 		{"device_free", hasDevFree, strconv.FormatInt(x.devFree, 10)}} {
 		if r.has()&f.bit != 0 {
 			parts = append(parts, key(f.name)+"i"+f.v)

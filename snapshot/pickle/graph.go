@@ -87,11 +87,12 @@ type rawFrame struct {
 }
 
 // rawTrace is a trace entry dict recognised while decoding: a million of
-// them would otherwise take 16 vals each. It is 48 bytes: the fields few
-// entries have are in graph.extras. String fields are string ids, frames
-// the id of the frames list's container; noRef marks absent ones.
+// them would otherwise take 16 vals each. It is 40 bytes: the fields few
+// entries have, or have but share (the stream), are in graph.extras.
+// String fields are string ids, frames the id of the frames list's
+// container; noRef marks absent ones.
 type rawTrace struct {
-	addr, stream uint64
+	addr         uint64
 	size, time   int64
 	action, fram uint32
 	// cid is the dict's container, which a list of trace records
@@ -104,9 +105,11 @@ type rawTrace struct {
 	ex uint32
 }
 
-// rawExtra holds a trace entry's rarely present fields: device_free (an
+// rawExtra holds a trace entry's rarely present or rarely distinct fields:
+// the stream (0 in every entry of the real traces here), device_free (an
 // oom entry's), compile_context and user_metadata (string ids, or noRef).
 type rawExtra struct {
+	stream  uint64
 	devFree int64
 	cc, um  uint32
 }

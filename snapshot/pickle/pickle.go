@@ -287,7 +287,8 @@ const (
 func (d *decoder) cost(stack int) int64 {
 	g := d.g
 	return 16*int64(stack) + 8*int64(len(d.marks)) + 16*int64(g.items.len()) + 24*int64(g.conts.len()) +
-		16*int64(d.memoVals.len()) + 4*int64(d.memo.len()) + 56*int64(g.traces.len()) +
+		16*int64(d.memoVals.len()) + 4*int64(d.memo.len()) + 48*int64(g.traces.len()) +
+		72*int64(len(g.extras)) + // a rawExtra and its entry in extraIDs
 		32*g.spilled + // a spill slice grows by doubling
 		strCost*int64(len(g.strs)) + d.strBytes +
 		sparseCost*int64(len(d.memoSparse))

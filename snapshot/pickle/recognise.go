@@ -100,7 +100,7 @@ func (d *decoder) traceToDict(cid uint32, r *rawTrace, frames val) {
 		name string
 		bit  uint8
 		v    int64
-	}{{"addr", hasAddr, int64(r.addr)}, {"size", hasSize, r.size}, {"stream", hasStream, int64(r.stream)},
+	}{{"addr", hasAddr, int64(r.addr)}, {"size", hasSize, r.size}, {"stream", hasStream, int64(x.stream)},
 		{"time_us", hasTime, r.time}, {"device_free", hasDevFree, x.devFree}}
 	for _, f := range ints {
 		if r.has()&f.bit != 0 {
@@ -259,7 +259,7 @@ func (d *decoder) traceRecord(kv []val) (rawTrace, bool) {
 			r.addr, ok = uint64(v.i), (v.k == kInt && v.i >= 0) || v.k == kUint
 			has |= hasAddr
 		case keyStream:
-			r.stream, ok = uint64(v.i), (v.k == kInt && v.i >= 0) || v.k == kUint
+			x.stream, ok = uint64(v.i), (v.k == kInt && v.i >= 0) || v.k == kUint
 			has |= hasStream
 		case keySize:
 			r.size, ok = v.i, v.k == kInt && v.i >= 0
