@@ -232,13 +232,24 @@ func batchStart(data []byte, pos int) (int, bool) {
 // machinesFor(data) (see splitCores). Input that one machine decodes is not
 // sampled.
 func splitEven(data []byte) splitFunc {
-	machines := 1
-	if len(data) >= parallelMin {
-		machines = machinesFor(data)
-	}
+	machines := machinesOn(data, runtime.GOMAXPROCS(0))
 	return func(n int) (prefix int, targets []int) {
-		return splitCores(n, min(runtime.GOMAXPROCS(0), machines))
+		return splitCores(n, machines)
 	}
+}
+
+// machinesOn is how many machines decode data on cores cores: one per
+// core, up to machinesFor(data). The sample is read only where it can
+// change the count, past maxMachines cores: on fewer it was 1-3 ms before
+// either machine started.
+func machinesOn(data []byte, cores int) int {
+	switch {
+	case len(data) < parallelMin:
+		return 1
+	case cores <= maxMachines:
+		return cores
+	}
+	return min(cores, machinesFor(data))
 }
 
 // prefixCost is what a helper's byte of prefix costs, in bytes of region:

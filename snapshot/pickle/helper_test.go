@@ -789,3 +789,37 @@ func TestMachinesFor(t *testing.T) {
 		}
 	}
 }
+
+// TestMachinesOn: a machine per core, on input of parallelMin bytes or more
+// (one below), and past maxMachines cores as many as the sample allows
+// (machinesFor); up to maxMachines cores, whatever the sample says.
+func TestMachinesOn(t *testing.T) {
+	repeated := bytes.Repeat([]byte{opNone}, parallelMin)
+	mid := len(repeated)/2 - sampleLen/2
+	for i := range 10 * sampleMinLists {
+		copy(repeated[mid+i*16:], []byte{opEmptyList, opMemoize, opMark, opBinGet, 1, opBinGet, 2, opAppends})
+	}
+	distinct := bytes.Repeat([]byte{opNone}, parallelMin)
+	if machinesFor(repeated) != repeatedMachines || machinesFor(distinct) != maxMachines {
+		t.Fatal("the inputs do not sample as meant")
+	}
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		cores int
+		want  int
+	}{
+		{"under parallelMin", repeated[:parallelMin-1], 8, 1},
+		{"one core", repeated, 1, 1},
+		{"two cores", repeated, 2, 2},
+		{"maxMachines cores, repeated", repeated, maxMachines, maxMachines},
+		{"maxMachines cores, distinct", distinct, maxMachines, maxMachines},
+		{"one core more, repeated", repeated, maxMachines + 1, maxMachines + 1},
+		{"one core more, distinct", distinct, maxMachines + 1, maxMachines},
+		{"many cores, repeated", repeated, 64, repeatedMachines},
+	} {
+		if got := machinesOn(c.data, c.cores); got != c.want {
+			t.Errorf("%s: %d machines, want %d", c.name, got, c.want)
+		}
+	}
+}
