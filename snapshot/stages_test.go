@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -492,8 +493,10 @@ func TestByStart(t *testing.T) {
 // chosen here (in order, repeated, at -1 and at the last event, which read
 // a table; and out of order, which take binary searches), each site's live
 // bytes at each boundary are those of the intervals live there, counted
-// one by one.
+// one by one; on one core, and on four with a few intervals each (the
+// table filled in parts, the workers' arrays added up).
 func TestLiveBySiteAtAnyBoundaries(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	eachRealTimeline(t, func(p string, tl *Timeline) {
 		n := len(tl.Events)
 		var sorted []int
@@ -503,17 +506,20 @@ func TestLiveBySiteAtAnyBoundaries(t *testing.T) {
 		sorted = append(sorted, n-1)
 		unsorted := []int{n / 2, -1, n - 1, n / 3, n / 5}
 		for _, ev := range [][]int{sorted, unsorted} {
-			got, want := tl.liveBySite(ev), liveReference(tl, ev)
+			want := liveReference(tl, ev)
 			if len(want) < 3 {
 				t.Fatalf("%s: %d sites live at the boundaries: the test needs more", p, len(want))
 			}
-			if !maps.EqualFunc(got, want, slices.Equal) {
-				for site, w := range want {
-					if !slices.Equal(got[site], w) {
-						t.Fatalf("%s cuda:%d, boundaries %v: %s live %v, want %v", p, tl.Device, ev, site, got[site], w)
+			for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
+				got := tl.liveBySiteBy(ev, perWorker)
+				if !maps.EqualFunc(got, want, slices.Equal) {
+					for site, w := range want {
+						if !slices.Equal(got[site], w) {
+							t.Fatalf("%s cuda:%d, boundaries %v, %d a worker: %s live %v, want %v", p, tl.Device, ev, perWorker, site, got[site], w)
+						}
 					}
+					t.Fatalf("%s cuda:%d, boundaries %v, %d a worker: %d sites, want %d", p, tl.Device, ev, perWorker, len(got), len(want))
 				}
-				t.Fatalf("%s cuda:%d, boundaries %v: %d sites, want %d", p, tl.Device, ev, len(got), len(want))
 			}
 		}
 	})
