@@ -463,6 +463,12 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if a.overlay != nil {
+		// No overlay takes text, so ? is the help here too, as the footer
+		// says: it lists the overlay's keys ("This view").
+		if key.Matches(msg, a.keys.help) {
+			a.showHelp, a.helpOff = true, 0
+			return nil
+		}
 		return a.overlayUpdate(msg)
 	}
 	t := a.tab(a.active)

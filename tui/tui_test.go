@@ -1125,6 +1125,42 @@ func TestHelpListsEveryKey(t *testing.T) {
 	}
 }
 
+// TestHelpOverOverlays: ? over an overlay (the Timeline's stages, a stack,
+// the sources) opens the help with the overlay's own keys, and a key then
+// closes the help and leaves the overlay open.
+func TestHelpOverOverlays(t *testing.T) {
+	a := newTestApp(t, 100, 40, testInputs...)
+	for _, c := range []struct {
+		name string
+		open []string
+		mark string // a line of the overlay's own view
+	}{
+		{"stages", []string{"5", "s"}, "annotated ranges"},
+		{"sources", []string{"o"}, "sources"},
+	} {
+		press(a, c.open...)
+		if a.overlay == nil {
+			t.Fatalf("%s: %v opened no overlay", c.name, c.open)
+		}
+		o := a.overlay
+		press(a, "?")
+		s := screen(a)
+		if !strings.Contains(s, "This view") {
+			t.Fatalf("%s: ? shows no help:\n%s", c.name, s)
+		}
+		for _, b := range o.help() {
+			if !strings.Contains(s, b.Help().Key+" ") {
+				t.Errorf("%s: the help lacks %q:\n%s", c.name, b.Help().Key, s)
+			}
+		}
+		press(a, "x")
+		if a.showHelp || a.overlay != o || !strings.Contains(screen(a), c.mark) {
+			t.Errorf("%s: after the help closed, the overlay is not shown:\n%s", c.name, screen(a))
+		}
+		press(a, "esc")
+	}
+}
+
 // TestLiveFilterIsShown: a Live filter says it is on and esc clears it;
 // e exports the history and processes; a tab change drops the message.
 func TestLiveFilterIsShown(t *testing.T) {
