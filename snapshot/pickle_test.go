@@ -117,6 +117,28 @@ func TestBadInputs(t *testing.T) {
 		p.Op(pickletest.OpAppends, pickletest.OpSetItem, pickletest.OpStop)
 		return p.Bytes()
 	}
+	// A trace entry that names its frames twice, first as a list of frames,
+	// then as a list of something else: CPython keeps the last value.
+	dupFrames := func() []byte {
+		p := &pickletest.Writer{}
+		p.Op(pickletest.OpProto, 4, pickletest.OpEmptyDict, pickletest.OpMark)
+		p.Put("device_traces")
+		p.Op(pickletest.OpEmptyList, pickletest.OpMark, pickletest.OpEmptyList, pickletest.OpMark)
+		p.Put(pickletest.Dict{{"action", "alloc"}, {"addr", 4096}, {"size", 8},
+			{"frames", []any{pickletest.Memoize(pickletest.FrameDict("/w/a.py", 1, "f"))}}}) // memo 0
+		p.Op(pickletest.OpEmptyDict, pickletest.OpMark)
+		for _, x := range []any{"action", "alloc", "addr", 8192, "size", 8, "frames"} {
+			p.Put(x)
+		}
+		p.Op(pickletest.OpEmptyList, pickletest.OpMemoize, pickletest.OpMark) // memo 1: frames, read at once
+		p.Put(pickletest.Ref(0))
+		p.Put(pickletest.Ref(0))
+		p.Op(pickletest.OpAppends)
+		p.Put("frames")
+		p.Put([]any{"not a frame"})
+		p.Op(pickletest.OpSetItems, pickletest.OpAppends, pickletest.OpAppends, pickletest.OpSetItems, pickletest.OpStop)
+		return p.Bytes()
+	}
 	rng := rand.New(rand.NewSource(1))
 	random := make([]byte, 4096)
 	rng.Read(random)
@@ -155,6 +177,7 @@ func TestBadInputs(t *testing.T) {
 		// A block's errors name their place in full (block binds with
 		// paths relative to the block and its segment prefixes them).
 		{"second block's state", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 32, pickletest.BlockDict(0, 16, 0, "inactive", nil), pickletest.Dict{{"address", 16}, {"size", 16}, {"requested_size", 0}, {"state", 5}})}}}), "segments[0].blocks[1].state: expected a string, found int"},
+		{"frames given twice, the last no frames", dupFrames(), "device_traces[0][1].frames[0]: expected a frame dict, found str"},
 		{"unsupported protocol", []byte{pickletest.OpProto, 9, pickletest.OpNone, pickletest.OpStop}, "unsupported pickle protocol 9"},
 		{"protocol 0 text", []byte("I1\n."), "unrecognised content"},
 		{"gzip truncated", gzipTrunc(t), "gzip"},

@@ -276,6 +276,9 @@ func (d *decoder) traceRecord(kv []val) (rawTrace, bool) {
 			x.um, ok = v.ref, v.k == kStr
 		case keyFrames:
 			r.fram, ok = v.ref, v.k == kList || v.k == kRef || v.k == kStack
+			// A key met again replaces its value (CPython's dict): what
+			// the first frames value was must not stay in has.
+			has &^= hasFramesRef | hasFramesStack
 			switch v.k {
 			case kRef:
 				has |= hasFramesRef
