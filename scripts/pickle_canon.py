@@ -82,9 +82,20 @@ def canon(x, out, stack):
         out.append("?" + type(x).__name__)
 
 
+# CPython sizes its memo to the largest index a PUT names: a 15-byte pickle
+# with LONG_BINPUT 0x427d7d7d asked for 17 GB and hung the fuzzer. Capped,
+# such an input is a MemoryError (an ERR line) like any other refusal.
+ADDRESS_SPACE = 4 << 30
+
+
 def main():
     full = "--full" in sys.argv
     sys.setrecursionlimit(100000)
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    except (ImportError, ValueError, OSError):
+        pass  # not on Linux, or a lower limit already
     for path in [a for a in sys.argv[1:] if a != "--full"]:
         try:
             with open(path, "rb") as f:
