@@ -519,7 +519,7 @@ func sortCategoryTotals(out []CategoryTotal, cat *Categorizer) {
 func lastAllocFrames(s *Snapshot, trace []TraceEntry) map[uint64]Stack {
 	m := map[uint64]Stack{}
 	for i := range trace {
-		if e := &trace[i]; e.Action == ActionAlloc && e.Stack != 0 {
+		if e := &trace[i]; e.Action() == ActionAlloc && e.Stack != 0 {
 			m[e.Addr] = s.FramesOf(e)
 		}
 	}
@@ -540,7 +540,7 @@ func analyzeTrace(s *Snapshot, trace []TraceEntry, tl *Timeline, st *DeviceStats
 		}
 	} else {
 		for i := range trace {
-			if trace[i].Action == ActionOOM {
+			if trace[i].Action() == ActionOOM {
 				oom(i)
 			}
 		}

@@ -213,11 +213,11 @@ func TestDecideLiveAtOnce(t *testing.T) {
 				if key := fmt.Sprint(ids); !seen[key] {
 					seen[key] = true
 					k := s.AddStack(NewStack(table, ids))
-					events = append(events, TraceEntry{Action: ActionAlloc, Addr: uint64(len(events)+1) << 12, Size: int64(1 + rng.IntN(1<<20)), Stack: k})
+					events = append(events, TraceEntry{Addr: uint64(len(events)+1) << 12, Size: int64(1 + rng.IntN(1<<20)), Stack: k}.With(ActionAlloc))
 				}
 				if rng.IntN(10) == 0 { // a stack again, or no frames
 					k := uint32(rng.IntN(len(s.Stacks) + 1))
-					events = append(events, TraceEntry{Action: ActionAlloc, Addr: uint64(len(events)+1) << 12, Size: 512, Stack: k})
+					events = append(events, TraceEntry{Addr: uint64(len(events)+1) << 12, Size: 512, Stack: k}.With(ActionAlloc))
 				}
 			}
 			s.Traces = [][]TraceEntry{events}
@@ -313,7 +313,7 @@ func TestManyUndecided(t *testing.T) {
 		var events []TraceEntry
 		for i := range c.live {
 			k := s.AddStack(NewStack(table, []uint32{0}))
-			events = append(events, TraceEntry{Action: ActionAlloc, Addr: uint64(i+1) << 12, Size: 512, Stack: k})
+			events = append(events, TraceEntry{Addr: uint64(i+1) << 12, Size: 512, Stack: k}.With(ActionAlloc))
 		}
 		s.Traces = [][]TraceEntry{events}
 		tl := Replay(s, 0, nil)

@@ -53,7 +53,7 @@ func TestDecodeBuiltSnapshot(t *testing.T) {
 	if len(s.Annotations) != 1 || s.Annotations[0].Name != "ProfilerStep#3" || s.Annotations[0].TimeUS != 4 {
 		t.Errorf("annotations: %+v", s.Annotations)
 	}
-	if tr := s.Trace(0); len(tr) != 1 || tr[0].Action != ActionAlloc || tr[0].Addr != 4096 {
+	if tr := s.Trace(0); len(tr) != 1 || tr[0].Action() != ActionAlloc || tr[0].Addr != 4096 {
 		t.Errorf("trace: %+v", tr)
 	}
 }
@@ -267,7 +267,7 @@ func TestUnknownThingsAreKeptAndNamed(t *testing.T) {
 	if len(s.Segments[0].Blocks) != 2 || s.Segments[0].Blocks[1].State != StateOther {
 		t.Errorf("unknown-state block not kept: %+v", s.Segments[0].Blocks)
 	}
-	if tr := s.Trace(0); len(tr) != 3 || tr[1].Action != ActionOther || tr[2].Action != ActionOOM || s.ExtraOf(&tr[2]).DeviceFree != 1<<20 {
+	if tr := s.Trace(0); len(tr) != 3 || tr[1].Action() != ActionOther || tr[2].Action() != ActionOOM || s.ExtraOf(&tr[2]).DeviceFree != 1<<20 {
 		t.Errorf("trace: %+v", tr)
 	}
 }

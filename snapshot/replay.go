@@ -254,7 +254,7 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 	}
 	for i := int32(0); i < n; i++ {
 		e := &events[i]
-		switch e.Action {
+		switch e.Action() {
 		case ActionAlloc:
 			if requested.Len() > 0 { // nearly always empty: spare the hash
 				requested.Delete(e.Addr)
@@ -262,7 +262,7 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 			open.Put(e.Addr, int32(len(t.Intervals)))
 			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Stack: t.stackID(e)})
 		case ActionFreeRequested:
-			if i+1 < n && events[i+1].Action == ActionFreeCompleted && events[i+1].Addr == e.Addr {
+			if i+1 < n && events[i+1].Action() == ActionFreeCompleted && events[i+1].Addr == e.Addr {
 				// One free: memory_viz merges the pair at the free_requested.
 				if requested.Len() > 0 {
 					requested.Delete(e.Addr)
@@ -468,7 +468,7 @@ func countActions(events []TraceEntry, procs int) (allocs, frees int) {
 	a, f := make([]int, workers), make([]int, workers)
 	count := func(w int) {
 		for i := w * len(events) / workers; i < (w+1)*len(events)/workers; i++ {
-			switch events[i].Action {
+			switch events[i].Action() {
 			case ActionAlloc:
 				a[w]++
 			case ActionFreeCompleted:

@@ -20,16 +20,16 @@ import (
 func TestReplaySemantics(t *testing.T) {
 	const MiB = 1 << 20
 	alloc := func(addr uint64, size int64) TraceEntry {
-		return TraceEntry{Action: ActionAlloc, Addr: addr, Size: size}
+		return TraceEntry{Addr: addr, Size: size}.With(ActionAlloc)
 	}
 	freeReq := func(addr uint64, size int64) TraceEntry {
-		return TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: size}
+		return TraceEntry{Addr: addr, Size: size}.With(ActionFreeRequested)
 	}
 	freeDone := func(addr uint64, size int64) TraceEntry {
-		return TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: size}
+		return TraceEntry{Addr: addr, Size: size}.With(ActionFreeCompleted)
 	}
 	seg := func(a Action, addr uint64, size int64) TraceEntry {
-		return TraceEntry{Action: a, Addr: addr, Size: size}
+		return TraceEntry{Addr: addr, Size: size}.With(a)
 	}
 	cases := []struct {
 		name     string
@@ -85,7 +85,7 @@ func TestReplaySemantics(t *testing.T) {
 		{
 			// No alloc or free at all: memory_viz draws the final blocks flat.
 			name:  "no actions",
-			trace: []TraceEntry{{Action: ActionSnapshot}},
+			trace: []TraceEntry{TraceEntry{}.With(ActionSnapshot)},
 			segments: []Segment{{Address: 0x1000, TotalSize: 4 * MiB, Blocks: []Block{
 				{Address: 0x1000, Size: 2 * MiB, RequestedSize: 2*MiB - 100, State: StateActiveAllocated},
 				{Address: 0x1000 + 2*MiB, Size: 2 * MiB, State: StateInactive}}}},
@@ -111,7 +111,7 @@ func TestReplaySemantics(t *testing.T) {
 			}
 			for i, want := range c.active {
 				if tl.Active[i] != want {
-					t.Errorf("active after event %d (%s): %d, want %d", i, c.trace[i].Action, tl.Active[i], want)
+					t.Errorf("active after event %d (%s): %d, want %d", i, c.trace[i].Action(), tl.Active[i], want)
 				}
 			}
 			for i, want := range c.reserved {
@@ -595,8 +595,8 @@ func TestCountActions(t *testing.T) {
 		events := make([]TraceEntry, n)
 		wantA, wantF := 0, 0
 		for i := range events {
-			events[i].Action = Action(i * 7 % 9)
-			switch events[i].Action {
+			events[i].SetAction(Action(i * 7 % 9))
+			switch events[i].Action() {
 			case ActionAlloc:
 				wantA++
 			case ActionFreeCompleted:
@@ -789,7 +789,7 @@ func TestBlockStacksShared(t *testing.T) {
 			}
 			// One allocation in the trace, so that the blocks are replayed.
 			s := &Snapshot{Segments: []Segment{seg}}
-			s.Traces = [][]TraceEntry{{{Action: ActionAlloc, Addr: 1 << 40, Size: 512}}}
+			s.Traces = [][]TraceEntry{{TraceEntry{Addr: 1 << 40, Size: 512}.With(ActionAlloc)}}
 			return s
 		}
 		seed := rng.Uint64()
@@ -855,10 +855,10 @@ func TestStateSegmentStreams(t *testing.T) {
 			return uint32(len(s.TraceExtras))
 		}
 		s.Traces = [][]TraceEntry{{
-			{Action: ActionSegmentMap, Addr: a, Size: 2 * tMiB, Extra: extra(c.streams[0])},
-			{Action: ActionSegmentMap, Addr: a + 2*tMiB, Size: 2 * tMiB, Extra: extra(c.streams[1])},
-			{Action: ActionSegmentUnmap, Addr: a, Size: 2 * tMiB, Extra: extra(c.streams[0])},
-			{Action: ActionSegmentUnmap, Addr: a + 2*tMiB, Size: 2 * tMiB, Extra: extra(c.streams[1])},
+			TraceEntry{Addr: a, Size: 2 * tMiB}.With(ActionSegmentMap).WithExtra(extra(c.streams[0])),
+			TraceEntry{Addr: a + 2*tMiB, Size: 2 * tMiB}.With(ActionSegmentMap).WithExtra(extra(c.streams[1])),
+			TraceEntry{Addr: a, Size: 2 * tMiB}.With(ActionSegmentUnmap).WithExtra(extra(c.streams[0])),
+			TraceEntry{Addr: a + 2*tMiB, Size: 2 * tMiB}.With(ActionSegmentUnmap).WithExtra(extra(c.streams[1])),
 		}}
 		tl := Replay(s, 0, nil)
 		if got := tl.StateAt(s, 1).Segments; !slices.Equal(got, c.want) {

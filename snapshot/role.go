@@ -181,7 +181,7 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 	n := int32(len(t.Events))
 	withFrames := false
 	for i := range t.Events {
-		if t.Events[i].Action == ActionAlloc && t.FramesAt(i).Len() > 0 {
+		if t.Events[i].Action() == ActionAlloc && t.FramesAt(i).Len() > 0 {
 			withFrames = true
 			break
 		}

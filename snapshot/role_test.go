@@ -212,7 +212,7 @@ func TestRolesFromTrace(t *testing.T) {
 	zero := frames(sp+"torch/optim/optimizer.py|zero_grad", "/home/u/train.py|main")
 	s := &Snapshot{}
 	ev := func(a Action, addr uint64, us int64, st Stack) TraceEntry {
-		return TraceEntry{Action: a, Addr: addr, Size: 1 << 20, TimeUS: us, Stack: s.AddStack(st)}
+		return TraceEntry{Addr: addr, Size: 1 << 20, TimeUS: us, Stack: s.AddStack(st)}.With(a)
 	}
 	trace := []TraceEntry{
 		ev(ActionAlloc, 0x1000, 1, fwd),                   // activation

@@ -45,20 +45,20 @@ func (p *program) ev(e TraceEntry) {
 
 func (p *program) alloc(addr uint64, size int64, where string) {
 	p.sizes[addr], p.sites[addr] = size, site(where)
-	p.ev(TraceEntry{Action: ActionAlloc, Addr: addr, Size: size, Stack: p.s.AddStack(p.sites[addr])})
+	p.ev(TraceEntry{Addr: addr, Size: size, Stack: p.s.AddStack(p.sites[addr])}.With(ActionAlloc))
 }
 
 func (p *program) free(addr uint64) {
-	p.ev(TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])})
-	p.ev(TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])})
+	p.ev(TraceEntry{Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])}.With(ActionFreeRequested))
+	p.ev(TraceEntry{Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])}.With(ActionFreeCompleted))
 }
 
 func (p *program) freeRequest(addr uint64) {
-	p.ev(TraceEntry{Action: ActionFreeRequested, Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])})
+	p.ev(TraceEntry{Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])}.With(ActionFreeRequested))
 }
 
 func (p *program) freeComplete(addr uint64) {
-	p.ev(TraceEntry{Action: ActionFreeCompleted, Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])})
+	p.ev(TraceEntry{Addr: addr, Size: p.sizes[addr], Stack: p.s.AddStack(p.sites[addr])}.With(ActionFreeCompleted))
 }
 
 func (p *program) wait(us int64) { p.now += us }
@@ -336,7 +336,7 @@ func TestPendingFrees(t *testing.T) {
 					if i == 0 {
 						p.alloc(2, tMiB, "x")
 					} else {
-						p.ev(TraceEntry{Action: ActionSnapshot})
+						p.ev(TraceEntry{}.With(ActionSnapshot))
 					}
 				}
 			} else {

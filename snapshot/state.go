@@ -116,9 +116,9 @@ func undoTo[V any, K blockKind[V]](t *Timeline, s *Snapshot, i int, kind K) ([]S
 	ev := t.Events
 	for j := len(ev) - 1; j > i && j >= 0; j-- {
 		e := &ev[j]
-		switch e.Action {
+		switch e.Action() {
 		case ActionFreeCompleted:
-			if j > 0 && ev[j-1].Action == ActionFreeRequested && ev[j-1].Addr == e.Addr {
+			if j > 0 && ev[j-1].Action() == ActionFreeRequested && ev[j-1].Addr == e.Addr {
 				if j-1 > i {
 					// The pair is one free, and both are undone.
 					blocks.set(e.Addr, kind.fromFree(e, false))
@@ -137,9 +137,9 @@ func undoTo[V any, K blockKind[V]](t *Timeline, s *Snapshot, i int, kind K) ([]S
 		case ActionAlloc:
 			blocks.delete(e.Addr)
 		case ActionSegmentFree, ActionSegmentUnmap:
-			segs = mapSegment(segs, e.Action == ActionSegmentUnmap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: s.StreamOf(e)})
+			segs = mapSegment(segs, e.Action() == ActionSegmentUnmap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: s.StreamOf(e)})
 		case ActionSegmentAlloc, ActionSegmentMap:
-			segs = unmapSegment(segs, e.Action == ActionSegmentMap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: s.StreamOf(e)})
+			segs = unmapSegment(segs, e.Action() == ActionSegmentMap, StateSegment{Addr: e.Addr, Size: e.Size, Stream: s.StreamOf(e)})
 		}
 	}
 	return segs, blocks

@@ -27,7 +27,7 @@ func TestTraceWindow(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProgram()
 			p.alloc(0x1000, 1<<20, "a")
-			p.ev(TraceEntry{Action: ActionOOM, Size: 3 << 30})
+			p.ev(TraceEntry{Size: 3 << 30}.With(ActionOOM))
 			if c.unseen > 0 {
 				p.sizes[0x9000] = 4096
 				p.free(0x9000)
@@ -37,7 +37,7 @@ func TestTraceWindow(t *testing.T) {
 				p.freeComplete(0xa000)
 			}
 			p.free(0x1000)
-			p.ev(TraceEntry{Action: ActionOOM, Size: 5 << 30})
+			p.ev(TraceEntry{Size: 5 << 30}.With(ActionOOM))
 			for len(p.trace) < 8 {
 				p.alloc(uint64(0x100000+len(p.trace)), 512, "b")
 			}
@@ -50,7 +50,7 @@ func TestTraceWindow(t *testing.T) {
 				t.Errorf("truncated %v (%q), want %q", st.TraceTruncated, st.TruncationReason, c.wantTrunc)
 			}
 			if len(st.OOMs) != 2 || st.OOMs[0].Size != 3<<30 || st.OOMs[1].Size != 5<<30 || st.OOMs[0].Index != 1 || st.OOMs[1].Index <= st.OOMs[0].Index ||
-				p.trace[st.OOMs[1].Index].Action != ActionOOM {
+				p.trace[st.OOMs[1].Index].Action() != ActionOOM {
 				t.Errorf("OOMs %+v", st.OOMs)
 			}
 		})

@@ -41,22 +41,22 @@ func syntheticTrace(n int) *snapshot.Snapshot {
 			}
 		}
 		size := int64(512 * (1 + i%2048))
-		s.Traces[0] = append(s.Traces[0], snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr, Size: size, TimeUS: t, Stack: uint32(i%len(stacks)) + 1})
+		s.Traces[0] = append(s.Traces[0], snapshot.TraceEntry{Addr: addr, Size: size, TimeUS: t, Stack: uint32(i%len(stacks)) + 1}.With(snapshot.ActionAlloc))
 		open = append(open, addr)
 		addr += uint64(size)
 		if len(open) > 300 {
 			a := open[0]
 			open = open[1:]
 			s.Traces[0] = append(s.Traces[0],
-				snapshot.TraceEntry{Action: snapshot.ActionFreeRequested, Addr: a, TimeUS: t + 1},
-				snapshot.TraceEntry{Action: snapshot.ActionFreeCompleted, Addr: a, TimeUS: t + 1})
+				snapshot.TraceEntry{Addr: a, TimeUS: t + 1}.With(snapshot.ActionFreeRequested),
+				snapshot.TraceEntry{Addr: a, TimeUS: t + 1}.With(snapshot.ActionFreeCompleted))
 		}
 	}
 	// Sizes of frees come from their allocs, as PyTorch writes them.
 	sizes := map[uint64]int64{}
 	for i := range s.Traces[0] {
 		e := &s.Traces[0][i]
-		if e.Action == snapshot.ActionAlloc {
+		if e.Action() == snapshot.ActionAlloc {
 			sizes[e.Addr] = e.Size
 		} else {
 			e.Size = sizes[e.Addr]

@@ -421,7 +421,7 @@ func (t *timelineTab) view(c *tabContext) string {
 	if cur >= 0 {
 		e := tl.Events[cur]
 		alloc, resv = tl.Active[cur], tl.ReservedAt(cur)
-		what = fmt.Sprintf("event %d: %s %s", cur, e.Action, bytesStr(e.Size))
+		what = fmt.Sprintf("event %d: %s %s", cur, e.Action(), bytesStr(e.Size))
 		if e.TimeUS > 0 && len(tl.Events) > 0 && tl.Events[0].TimeUS > 0 {
 			what += fmt.Sprintf(" at +%s", time.Duration(e.TimeUS-tl.Events[0].TimeUS)*time.Microsecond)
 		}

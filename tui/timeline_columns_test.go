@@ -17,7 +17,7 @@ func TestColumnsLinearInTime(t *testing.T) {
 		if i >= 10 {
 			us += 10_000_000
 		}
-		trace = append(trace, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(0x1000 * (i + 1)), Size: int64(1 << (i % 5)), TimeUS: us})
+		trace = append(trace, snapshot.TraceEntry{Addr: uint64(0x1000 * (i + 1)), Size: int64(1 << (i % 5)), TimeUS: us}.With(snapshot.ActionAlloc))
 	}
 	tl := snapshot.Replay(&snapshot.Snapshot{Traces: [][]snapshot.TraceEntry{trace}}, 0, nil)
 	byTime, ok := columnEvents(tl, 0, 20, 20, true)

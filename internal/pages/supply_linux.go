@@ -74,6 +74,27 @@ func Cover[T any](sup *Supply, s []T) uintptr {
 	return done
 }
 
+// Trim unmaps what the supply holds beyond keep bytes, the memory given
+// first going first: a worker that gives more than it will cover (40-byte
+// records under 32-byte entries) would otherwise hold the surplus, resident,
+// until Release.
+func (sup *Supply) Trim(keep uintptr) {
+	var held uintptr
+	for _, sp := range sup.spans {
+		held += sp.n
+	}
+	page := uintptr(syscall.Getpagesize())
+	for held > keep && len(sup.spans) > 0 {
+		sp := &sup.spans[0]
+		m := min(sp.n, (held-keep+page-1)&^(page-1))
+		_, _, _ = syscall.Syscall(syscall.SYS_MUNMAP, sp.at, m, 0)
+		sp.at, sp.n, held = sp.at+m, sp.n-m, held-min(held, m)
+		if sp.n == 0 {
+			sup.spans = sup.spans[1:]
+		}
+	}
+}
+
 // Release unmaps what the supply still holds.
 func (sup *Supply) Release() {
 	for _, sp := range sup.spans {

@@ -105,3 +105,52 @@ func TestSupplyRelease(t *testing.T) {
 		t.Errorf("%d spans held after Release", len(sup.spans))
 	}
 }
+
+// TestSupplyTrim: Trim unmaps what the supply holds past keep bytes, the
+// memory given first going first, page by page; keeping all it holds or
+// more unmaps nothing, and what is kept still covers.
+func TestSupplyTrim(t *testing.T) {
+	page := syscall.Getpagesize()
+	a, b := mapped(t, 4*page), mapped(t, 4*page)
+	defer syscall.Munmap(b)
+	var sup Supply
+	Give(&sup, a)
+	Give(&sup, b)
+	pages := func(s []byte) (n int) {
+		for i := 0; i < len(s); i += page {
+			if isMapped(unsafe.Pointer(&s[i])) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		keep         int // pages
+		inA, inB     int // pages of a and b still mapped after
+		spans, total int
+	}{
+		{keep: 9, inA: 4, inB: 4, spans: 2, total: 8}, // more than held
+		{keep: 8, inA: 4, inB: 4, spans: 2, total: 8}, // exactly held
+		{keep: 5, inA: 1, inB: 4, spans: 2, total: 5}, // a's first three pages go
+		{keep: 4, inA: 0, inB: 4, spans: 1, total: 4}, // a's last one too
+	} {
+		sup.Trim(uintptr(c.keep * page))
+		held := 0
+		for _, sp := range sup.spans {
+			held += int(sp.n) / page
+		}
+		if pages(a) != c.inA || pages(b) != c.inB || len(sup.spans) != c.spans || held != c.total {
+			t.Errorf("keep %d pages: a %d, b %d mapped, %d spans of %d pages; want %d, %d, %d, %d",
+				c.keep, pages(a), pages(b), len(sup.spans), held, c.inA, c.inB, c.spans, c.total)
+		}
+	}
+	dst := mapped(t, 4*page)
+	defer syscall.Munmap(dst)
+	if n := Cover(&sup, dst); n != uintptr(4*page) {
+		t.Errorf("after trimming, the supply covers %d bytes, want %d", n, 4*page)
+	}
+	sup.Trim(0)
+	if len(sup.spans) != 0 {
+		t.Errorf("Trim(0) left %d spans", len(sup.spans))
+	}
+}

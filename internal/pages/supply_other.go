@@ -12,5 +12,8 @@ func Give[T any](*Supply, []T) {}
 // Cover covers nothing here.
 func Cover[T any](*Supply, []T) uintptr { return 0 }
 
+// Trim has nothing to unmap.
+func (*Supply) Trim(uintptr) {}
+
 // Release has nothing to unmap.
 func (*Supply) Release() {}

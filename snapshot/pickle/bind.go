@@ -39,6 +39,7 @@ type binder struct {
 	// recognised entries, by the graph's extra id (extraOfRaw: 0 when not
 	// made yet).
 	extras       []schema.TraceExtra
+	extrasMax    int // tests: fewer TraceExtras than schema.MaxTraceExtras
 	extraByValue map[schema.TraceExtra]uint32
 	extraOfRaw   []uint32
 }

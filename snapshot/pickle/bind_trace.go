@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"memscope/internal/pages"
 	"memscope/internal/par"
@@ -155,8 +156,9 @@ func (b *binder) traceParts(start, n uint32) []tracePart {
 func (p *tracePart) bindQuick(b *binder, start uint32, t []schema.TraceEntry, last bool, framed []uint64) {
 	actions := actionCache{more: map[uint32]schema.Action{}}
 	// The chunks of records read are moved under the entries still to
-	// write (the same 40 bytes a record as an entry): only the first
-	// chunk's entries take fresh pages.
+	// write (a record is 40 bytes, an entry 32: the supply outlasts the
+	// part, and Release gives back the rest): only the first chunk's
+	// entries take fresh pages.
 	var sup pages.Supply
 	defer sup.Release()
 	for i := p.lo; i < p.hi; i++ {
@@ -173,6 +175,7 @@ func (p *tracePart) bindQuick(b *binder, start uint32, t []schema.TraceEntry, la
 		}
 		if last && (idx+1)&chunkMask == 0 {
 			b.g.traces.giveChunk(int(idx>>chunkBits), &sup)
+			sup.Trim(uintptr(p.hi-i-1) * unsafe.Sizeof(schema.TraceEntry{}))
 		}
 	}
 }
@@ -244,7 +247,7 @@ func (b *binder) quickTrace(r *rawTrace, e *schema.TraceEntry, actions *actionCa
 	if x := r.extra(); x != 0 {
 		extra = b.extraOfRaw[x-1]
 	}
-	*e = schema.TraceEntry{Action: a, Addr: r.addr, Size: r.size, TimeUS: r.time, Stack: stack, Extra: extra}
+	*e = schema.TraceEntry{Addr: r.addr, Size: r.size, TimeUS: r.time, Stack: stack}.With(a).WithExtra(extra)
 	return true
 }
 
@@ -309,7 +312,7 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 	}
 	kv := b.g.seq(v)
 	var extra schema.TraceExtra
-	defer func() { e.Extra = b.extra(extra) }()
+	defer func() { e.SetExtra(b.extra(extra)) }()
 	for j := 0; j < len(kv); j += 2 {
 		k, x := kv[j], kv[j+1]
 		var err error
@@ -319,8 +322,8 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 				err = fmt.Errorf("expected a string, found %s", x.k)
 				break
 			}
-			var ok bool
-			e.Action, ok = schema.ParseAction(b.str(x))
+			a, ok := schema.ParseAction(b.str(x))
+			e.SetAction(a)
 			if !ok {
 				b.warn(fmt.Sprintf("unknown trace action %q (kept)", b.str(x)))
 			}
@@ -381,10 +384,10 @@ func (b *binder) action(id uint32) schema.Action {
 
 // rawTraceEntry binds a trace entry recognised while decoding.
 func (b *binder) rawTraceEntry(r *rawTrace, e *schema.TraceEntry, dpath string, i int) error {
-	e.Action = b.action(r.action)
+	e.SetAction(b.action(r.action))
 	e.Addr, e.Size, e.TimeUS = r.addr, r.size, r.time
 	if x := r.extra(); x != 0 {
-		e.Extra = b.rawExtra(x)
+		e.SetExtra(b.rawExtra(x))
 	}
 	if r.fram != noRef {
 		if r.has()&hasFramesStack != 0 {
@@ -578,6 +581,15 @@ func (b *binder) rawExtra(id uint32) uint32 {
 	return e
 }
 
+// maxExtras is the most TraceExtras a snapshot holds: an entry's index
+// has 24 bits (schema.MaxTraceExtras); tests set fewer (extrasMax).
+func (b *binder) maxExtras() int {
+	if b.extrasMax > 0 {
+		return b.extrasMax
+	}
+	return schema.MaxTraceExtras
+}
+
 // extra interns x in the snapshot's TraceExtras and returns its
 // TraceEntry.Extra (0 for none).
 func (b *binder) extra(x schema.TraceExtra) uint32 {
@@ -586,6 +598,10 @@ func (b *binder) extra(x schema.TraceExtra) uint32 {
 	}
 	if id, ok := b.extraByValue[x]; ok {
 		return id
+	}
+	if len(b.extras) >= b.maxExtras() {
+		b.warn(fmt.Sprintf("more than %d distinct stream, device_free, compile_context and user_metadata values in the trace: the rest are dropped", b.maxExtras()))
+		return 0
 	}
 	if b.extraByValue == nil {
 		b.extraByValue = map[schema.TraceExtra]uint32{}

@@ -95,7 +95,7 @@ pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'),
 	}
 	want := func(i int, action func(int) string, devFree bool) (schema.TraceEntry, schema.Stack, schema.TraceExtra) {
 		a, _ := schema.ParseAction(action(i))
-		e := schema.TraceEntry{Action: a, Addr: uint64(4096 * (i % 5000)), Size: int64(512 * (1 + i%9)), TimeUS: int64(i)}
+		e := schema.TraceEntry{Addr: uint64(4096 * (i % 5000)), Size: int64(512 * (1 + i%9)), TimeUS: int64(i)}.With(a)
 		x := schema.TraceExtra{Stream: uint64(i % 3)}
 		if i%5 == 0 {
 			x.CompileContext = fmt.Sprintf("ctx%d", i%13)
@@ -181,7 +181,8 @@ func testTraceList(t *testing.T, name string, data []byte, pool *offHeapPool, wo
 	for i := range tr {
 		e, fr, x := want(i)
 		got := tr[i]
-		got.Stack, got.Extra = 0, 0
+		got.Stack = 0
+		got.SetExtra(0)
 		if got != e || !s.FramesOf(&tr[i]).Equal(fr) || s.ExtraOf(&tr[i]) != x {
 			t.Fatalf("%s: entry %d is %+v (frames %v, extra %+v), want %+v (%v, %+v)",
 				name, i, tr[i], s.FramesOf(&tr[i]), s.ExtraOf(&tr[i]), e, fr, x)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -54,11 +55,11 @@ pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'),
 			t.Errorf("entry %d: extra %+v, want %+v", i, got, w)
 		}
 	}
-	if tr[0].Extra != tr[3].Extra {
-		t.Errorf("equal extras not shared: %d and %d", tr[0].Extra, tr[3].Extra)
+	if tr[0].Extra() != tr[3].Extra() {
+		t.Errorf("equal extras not shared: %d and %d", tr[0].Extra(), tr[3].Extra())
 	}
-	if tr[4].Extra != 0 || len(s.TraceExtras) != 3 {
-		t.Errorf("extras %v, last entry's %d", s.TraceExtras, tr[4].Extra)
+	if tr[4].Extra() != 0 || len(s.TraceExtras) != 3 {
+		t.Errorf("extras %v, last entry's %d", s.TraceExtras, tr[4].Extra())
 	}
 }
 
@@ -110,15 +111,64 @@ pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'),
 	}
 }
 
-// TestRecordSizes: a trace record and a typed entry are 40 bytes each, the
+// TestTypedExtrasFull: a snapshot holds at most MaxTraceExtras distinct
+// TraceExtras (an entry's index has 24 bits): with the binder's bound set
+// to the four the trace has, every entry keeps its own; set to three, the
+// fourth is dropped (the entry has none) and a warning says so. Entries
+// recognised while decoding and generic ones both go through the bound.
+func TestTypedExtrasFull(t *testing.T) {
+	script := `
+import pickle, sys
+def e(cc):
+    return {'action': 'alloc', 'addr': 4096, 'size': 512, 'stream': 0, 'compile_context': cc, 'frames': []}
+trace = [e('A'), e('B'), e('A'), e('C'), e('B'), {'action': 'oom', 'device_free': 5, 'frames': [], 'x': 1}]
+pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'), protocol=4)
+`
+	data := pythonPickle(t, script)
+	all := []schema.TraceExtra{{CompileContext: "A"}, {CompileContext: "B"}, {CompileContext: "A"},
+		{CompileContext: "C"}, {CompileContext: "B"}, {DeviceFree: 5}}
+	for _, tc := range []struct {
+		bound int
+		kept  int // entries whose extra is kept, from the first
+		warn  bool
+	}{{4, 6, false}, {3, 5, true}} {
+		g, root, err := decodePickleCtx(context.Background(), data, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBinder(g, len(data))
+		b.extrasMax = tc.bound
+		s, err := b.bindRoot(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range all {
+			if i >= tc.kept {
+				w = schema.TraceExtra{}
+			}
+			if got := s.ExtraOf(&s.Traces[0][i]); got != w {
+				t.Errorf("bound %d, entry %d: extra %+v, want %+v", tc.bound, i, got, w)
+			}
+		}
+		warned := false
+		for _, w := range s.Warnings {
+			warned = warned || strings.Contains(w, "distinct stream, device_free")
+		}
+		if warned != tc.warn || len(s.TraceExtras) > tc.bound {
+			t.Errorf("bound %d: warnings %q, %d extras", tc.bound, s.Warnings, len(s.TraceExtras))
+		}
+	}
+}
+
+// TestRecordSizes: a trace record is 40 bytes and a typed entry 32, the
 // figure the memory of a million-entry trace is planned on (docs/
 // development.md): a field added to either must move a rare one out.
 func TestRecordSizes(t *testing.T) {
 	if n := unsafe.Sizeof(rawTrace{}); n != 40 {
 		t.Errorf("rawTrace is %d bytes, want 40", n)
 	}
-	if n := unsafe.Sizeof(schema.TraceEntry{}); n != 40 {
-		t.Errorf("TraceEntry is %d bytes, want 40", n)
+	if n := unsafe.Sizeof(schema.TraceEntry{}); n != 32 {
+		t.Errorf("TraceEntry is %d bytes, want 32", n)
 	}
 }
 

@@ -248,12 +248,13 @@ type Segment struct {
 // Private reports whether the segment belongs to a private memory pool.
 func (s *Segment) Private() bool { return s.PoolID != [2]int64{} }
 
-// TraceEntry is one event of the allocator's ring buffer. It is kept to 40
+// TraceEntry is one event of the allocator's ring buffer. It is kept to 32
 // bytes and free of pointers: a real trace holds a million of them, which
 // the collector then never scans. Its call stack is an index into
 // Snapshot.Stacks (see FramesOf), and the fields that most entries lack or
 // share (the stream, device_free, compile_context, user_metadata) are
-// interned in Snapshot.TraceExtras (see StreamOf, ExtraOf).
+// interned in Snapshot.TraceExtras (see StreamOf, ExtraOf). The action and
+// that index share a word: read them with Action and Extra.
 type TraceEntry struct {
 	Addr uint64
 	Size int64
@@ -262,10 +263,38 @@ type TraceEntry struct {
 	// Stack is 0 for an entry without frames, else 1 + the index of its
 	// call stack in Snapshot.Stacks.
 	Stack uint32
-	// Extra is 0 when the entry has none of TraceExtra's fields, else 1 +
-	// their index in Snapshot.TraceExtras.
-	Extra  uint32
-	Action Action
+	// kind is the action in its low byte, Extra above it.
+	kind uint32
+}
+
+// MaxTraceExtras is the most distinct TraceExtras a snapshot holds: an
+// entry's index into them has 24 bits.
+const MaxTraceExtras = 1<<24 - 1
+
+// Action is what the entry records.
+func (e TraceEntry) Action() Action { return Action(e.kind) }
+
+// Extra is 0 when the entry has none of TraceExtra's fields, else 1 +
+// their index in Snapshot.TraceExtras.
+func (e TraceEntry) Extra() uint32 { return e.kind >> 8 }
+
+// SetAction sets the entry's action.
+func (e *TraceEntry) SetAction(a Action) { e.kind = e.kind&^0xff | uint32(a) }
+
+// SetExtra sets the entry's Extra, at most MaxTraceExtras.
+func (e *TraceEntry) SetExtra(x uint32) { e.kind = e.kind&0xff | x<<8 }
+
+// With is e with action a, for entries written in code:
+// TraceEntry{Addr: a, Size: n}.With(ActionAlloc).
+func (e TraceEntry) With(a Action) TraceEntry {
+	e.SetAction(a)
+	return e
+}
+
+// WithExtra is e with Extra x (see SetExtra).
+func (e TraceEntry) WithExtra(x uint32) TraceEntry {
+	e.SetExtra(x)
+	return e
 }
 
 // TraceExtra holds a trace entry's rarely distinct fields.
@@ -345,10 +374,11 @@ func (s *Snapshot) AddStack(st Stack) uint32 {
 
 // ExtraOf returns e's stream, device_free, compile_context and user_metadata.
 func (s *Snapshot) ExtraOf(e *TraceEntry) TraceExtra {
-	if e.Extra == 0 || int(e.Extra) > len(s.TraceExtras) {
+	x := e.Extra()
+	if x == 0 || int(x) > len(s.TraceExtras) {
 		return TraceExtra{}
 	}
-	return s.TraceExtras[e.Extra-1]
+	return s.TraceExtras[x-1]
 }
 
 // StreamOf is e's stream.
