@@ -7,8 +7,8 @@ import (
 
 // Supply holds memory the process is done with, still mapped, and moves its
 // pages onto memory about to be written, in place of fresh ones: a decode
-// gives back a trace's records as it writes the typed trace, each 48
-// bytes an entry, and a fresh page costs a fault, a cleared page and,
+// gives back a trace's records (40 bytes an entry) as it writes the typed
+// trace (32), and a fresh page costs a fault, a cleared page and,
 // right after another process freed a lot (a VM whose host takes back free
 // pages), the host's fault too. Moving a page (mremap) costs none of that.
 // On the 166 MiB frame pool, the typed trace's and the join's copies took
