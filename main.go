@@ -48,7 +48,9 @@ Explorer flags: --replay DIR (drive the Live tab from recorded traces),
   --interval D (live sampling, default 1s, min 50ms), --history D (live
   history kept for the charts, default 30m, 1m to 24h), --categories FILE,
   --prometheus URL [--selector S] [--range D] (add the Fleet tab: the cluster's
-  GPUs from Prometheus; alone, it reads no files and opens on the Fleet tab).
+  GPUs from Prometheus; alone, it reads no files and opens on the Fleet tab),
+  --keep N (allocator snapshots kept analysed in memory, default 4: the one
+  shown and the last used; the others load again when shown).
 
 Exit status: 0 when every input was read, 1 when any failed (the others are
 still reported), 2 for usage errors.

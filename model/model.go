@@ -51,10 +51,14 @@ const (
 	Loading
 	Loaded
 	Failed
+	// Unloaded is an allocator snapshot that was loaded and whose
+	// analysis the workspace let go to bound its memory (see
+	// Workspace.SetKeep): its Summary stays, and Use loads it again.
+	Unloaded
 )
 
 func (s State) String() string {
-	return [...]string{"pending", "loading", "loaded", "failed"}[s]
+	return [...]string{"pending", "loading", "loaded", "failed", "not in memory"}[s]
 }
 
 // Source is one input of the workspace. Sources are published as
@@ -78,6 +82,9 @@ type Source struct {
 	Warnings []string
 
 	Analysis *snapshot.Analysis
+	// Summary is what the last good load of an allocator snapshot found:
+	// it outlives the analysis when the source is Unloaded.
+	Summary  Summary
 	Estimate *estimate.Analysis
 	// Real is the run of a KindTraceRun, the real side of a comparison;
 	// Sim the simulated side.
@@ -99,6 +106,27 @@ type Source struct {
 	// away (with the error), where a file met in a watched folder is
 	// dropped, so a folder whose snapshots rotate keeps memory bounded.
 	Pinned bool
+}
+
+// Summary describes an allocator snapshot in a line's worth of facts.
+type Summary struct {
+	Format   string // "pickle protocol 4", "JSON", ...
+	Devices  int
+	Reserved int64 // bytes over all devices
+}
+
+func summaryOf(a *snapshot.Analysis) Summary {
+	if a == nil {
+		return Summary{}
+	}
+	s := Summary{Devices: len(a.Devices)}
+	if a.Snapshot != nil {
+		s.Format = a.Snapshot.Format
+	}
+	for _, d := range a.Devices {
+		s.Reserved += d.ReservedBytes
+	}
+	return s
 }
 
 // Name is a short display name.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,10 +94,20 @@ func TestOpenSamplesDirectory(t *testing.T) {
 	if len(k[KindSnapshot]) < 7 || len(k[KindEstimate]) != 4 {
 		t.Errorf("snapshots %d estimates %d", len(k[KindSnapshot]), len(k[KindEstimate]))
 	}
+	analysed := 0
 	for _, s := range ws.Sources() {
+		if s.State == Unloaded && s.Kind == KindSnapshot && s.Summary.Format != "" {
+			continue // loaded, then let go: more snapshots than DefaultKeep
+		}
 		if s.State != Loaded {
 			t.Errorf("%s: %s %v", s.Path, s.State, s.Err)
 		}
+		if s.Kind == KindSnapshot {
+			analysed++
+		}
+	}
+	if analysed > DefaultKeep {
+		t.Errorf("%d snapshots analysed in memory, keep is %d", analysed, DefaultKeep)
 	}
 }
 
@@ -462,4 +473,146 @@ func TestWatchRotatingSnapshots(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// analysedIDs lists the allocator snapshots whose analyses are in memory,
+// checking that the others were let go with their summary kept.
+func analysedIDs(t *testing.T, ws *Workspace) []int {
+	t.Helper()
+	var ids []int
+	for _, s := range ws.Sources() {
+		if s.Kind != KindSnapshot {
+			continue
+		}
+		switch {
+		case s.State == Loaded && s.Analysis != nil:
+			ids = append(ids, s.ID)
+		case s.State == Unloaded:
+			if s.Analysis != nil || s.Generation == 0 || s.Summary.Format == "" || s.Summary.Devices == 0 {
+				t.Errorf("%s unloaded: analysis %v, generation %d, summary %+v", s.Path, s.Analysis != nil, s.Generation, s.Summary)
+			}
+		default:
+			t.Errorf("%s: %s %v", s.Path, s.State, s.Err)
+		}
+	}
+	return ids
+}
+
+// TestKeepBoundsAnalysedSnapshots: a folder of more snapshots than keep
+// leaves keep of them analysed (on both sides of the count), the last
+// loaded; Use loads one again and never lets go of those it names; a
+// watcher's reload of one not in memory waits for a use; one whose file
+// went bad while not in memory fails with the file's error.
+func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
+	sample, err := os.ReadFile("../testdata/snapshots/synthetic/two_devices.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const files = 6
+	dir := t.TempDir()
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("snap_%d.pickle", i)), sample, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, keep := range []int{2, files - 1, files, files + 1} {
+		ws := New(context.Background(), nil)
+		ws.SetKeep(keep)
+		ws.Open(dir)
+		ws.Wait()
+		if got, want := len(analysedIDs(t, ws)), min(keep, files); got != want {
+			t.Errorf("keep %d: %d analysed, want %d", keep, got, want)
+		}
+	}
+
+	ws := New(context.Background(), nil)
+	ws.SetKeep(2)
+	ws.Open(dir)
+	ws.Wait()
+	var unloaded []int
+	for _, s := range ws.Sources() {
+		if s.State == Unloaded {
+			unloaded = append(unloaded, s.ID)
+		}
+	}
+	if len(unloaded) != files-2 {
+		t.Fatalf("%d unloaded, want %d", len(unloaded), files-2)
+	}
+	want := ws.Source(analysedIDs(t, ws)[0]).Summary
+	a, b := unloaded[0], unloaded[1]
+	if got := ws.Source(a).Summary; got != want {
+		t.Errorf("summary kept %+v, want %+v (the same file)", got, want)
+	}
+	ws.Use(a)
+	ws.Wait()
+	if s := ws.Source(a); s.State != Loaded || s.Analysis == nil || s.Generation != 2 {
+		t.Fatalf("used: %s, generation %d", s.State, s.Generation)
+	}
+	ws.Use(a, b) // both in view: the other two go, whatever their age
+	ws.Wait()
+	if got := analysedIDs(t, ws); len(got) != 2 || !slices.Contains(got, a) || !slices.Contains(got, b) {
+		t.Errorf("in view %d and %d, analysed %v", a, b, got)
+	}
+
+	c := unloaded[2]
+	ws.Reload(c) // a file event for a source not in memory
+	ws.Wait()
+	if s := ws.Source(c); s.State != Unloaded || s.ChangedAt.IsZero() {
+		t.Errorf("reloaded while not in memory: %s, changed at %v", s.State, s.ChangedAt)
+	}
+	bad := ws.Source(c).Paths[0]
+	if err := os.WriteFile(bad, sample[:len(sample)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws.Use(c)
+	ws.Wait()
+	if s := ws.Source(c); s.State != Failed || s.Err == nil || !strings.Contains(s.Err.Error(), filepath.Base(bad)) {
+		t.Errorf("truncated while not in memory: %s, %v", s.State, s.Err)
+	}
+}
+
+// TestWatchAccumulatingSnapshots: a watched folder where training adds a
+// snapshot after another, keeping them all, keeps keep of them analysed.
+func TestWatchAccumulatingSnapshots(t *testing.T) {
+	sample, err := os.ReadFile("../testdata/snapshots/synthetic/two_devices.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "snap_0.pickle"), sample, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ws := New(ctx, nil)
+	ws.SetKeep(2)
+	ws.Open(dir)
+	ws.Wait()
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+	for i := 1; i < 6; i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("snap_%d.pickle", i)), sample, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("snapshot %d loaded", i), func() bool {
+			loaded := 0
+			for _, s := range ws.Sources() {
+				if s.Kind == KindSnapshot && s.Generation > 0 && s.State != Loading {
+					loaded++
+				}
+			}
+			return loaded == i+1
+		})
+		ws.Wait()
+		if got := analysedIDs(t, ws); len(got) > 2 {
+			t.Fatalf("after %d snapshots, %d analysed", i+1, len(got))
+		}
+	}
+	last := ws.Sources()[len(ws.Sources())-1]
+	if last.State != Loaded {
+		t.Errorf("the newest snapshot is %s", last.State)
+	}
 }

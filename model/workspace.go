@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +35,21 @@ type Workspace struct {
 	again     map[int]bool
 	// rankBudget bounds the memory of a rank folder's parallel loads.
 	rankBudget int64
+	// keep bounds the allocator snapshots whose analyses stay in memory
+	// (evict); used is each source's last use (a load or Use) by tick,
+	// and inView the sources Use named last.
+	keep   int
+	used   map[int]uint64
+	tick   uint64
+	inView map[int]bool
 }
+
+// DefaultKeep is how many allocator snapshots the explorer keeps analysed
+// in memory: the one shown and the last ones shown or loaded. A watched
+// folder where training writes a snapshot every few hundred steps, and
+// keeps them all, otherwise grew the explorer by each file's footprint
+// (80-600 MB) for as long as it ran.
+const DefaultKeep = 4
 
 // New returns an empty workspace. Loads stop when ctx is cancelled. rules
 // are the category rules (nil: the defaults).
@@ -47,6 +62,84 @@ func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
 		reloading:  map[int]bool{},
 		again:      map[int]bool{},
 		rankBudget: DefaultRankBudget,
+		keep:       DefaultKeep,
+		used:       map[int]uint64{},
+		inView:     map[int]bool{},
+	}
+}
+
+// SetKeep sets how many allocator snapshots stay analysed in memory: at
+// least two, the one shown and a new one the explorer may move to (n <= 0
+// restores DefaultKeep). Beyond it the least recently
+// used one that Use does not name is Unloaded: its analysis is let go,
+// its Summary stays, and Use loads it again.
+func (w *Workspace) SetKeep(n int) {
+	if n <= 0 {
+		n = DefaultKeep
+	}
+	w.mu.Lock()
+	w.keep = max(2, n)
+	w.mu.Unlock()
+	w.evict()
+}
+
+// Use says which sources are in view (the snapshot shown, a diff's two):
+// they are never unloaded, count as just used, and those Unloaded load
+// again. Each call replaces the last one's set.
+func (w *Workspace) Use(ids ...int) {
+	var load []int
+	w.mu.Lock()
+	w.inView = map[int]bool{}
+	for _, id := range ids {
+		if id == 0 || w.inView[id] {
+			continue
+		}
+		w.inView[id] = true
+		w.tick++
+		w.used[id] = w.tick
+		for _, s := range w.sources {
+			if s.ID == id && s.State == Unloaded && !w.reloading[id] {
+				load = append(load, id)
+			}
+		}
+	}
+	w.mu.Unlock()
+	for _, id := range load {
+		w.startLoad(id)
+	}
+}
+
+// evict unloads the least recently used allocator snapshots not in view
+// (nor loading) while more than keep are analysed in memory.
+func (w *Workspace) evict() {
+	w.mu.Lock()
+	var resident []int // indices into w.sources
+	for i, s := range w.sources {
+		if s.Kind == KindSnapshot && s.State == Loaded && s.Analysis != nil {
+			resident = append(resident, i)
+		}
+	}
+	extra := len(resident) - w.keep
+	if extra <= 0 {
+		w.mu.Unlock()
+		return
+	}
+	victims := slices.DeleteFunc(resident, func(i int) bool {
+		id := w.sources[i].ID
+		return w.inView[id] || w.reloading[id]
+	})
+	slices.SortStableFunc(victims, func(a, b int) int { return cmp.Compare(w.used[w.sources[a].ID], w.used[w.sources[b].ID]) })
+	n := 0
+	for _, i := range victims[:min(extra, len(victims))] {
+		c := *w.sources[i]
+		c.Analysis, c.State, c.Progress = nil, Unloaded, 0
+		w.sources[i] = &c
+		n++
+	}
+	w.mu.Unlock()
+	if n > 0 {
+		w.poke()
+		debug.FreeOSMemory() // the analyses' pages, now garbage
 	}
 }
 
@@ -173,6 +266,7 @@ func (w *Workspace) Regroup(dir, real, sim string) bool {
 func (w *Workspace) Remove(id int) {
 	w.mu.Lock()
 	w.sources = slices.DeleteFunc(w.sources, func(s *Source) bool { return s.ID == id })
+	delete(w.used, id)
 	w.mu.Unlock()
 	w.poke()
 }
@@ -205,9 +299,15 @@ func (w *Workspace) Reload(id int) {
 		w.mu.Unlock()
 		return
 	}
+	unloaded := false
+	for _, s := range w.sources {
+		unloaded = unloaded || s.ID == id && s.State == Unloaded
+	}
 	w.mu.Unlock()
 	w.update(id, func(s *Source) { s.ChangedAt = time.Now() })
-	w.startLoad(id)
+	if !unloaded {
+		w.startLoad(id) // an Unloaded source reads its files when used
+	}
 }
 
 func (w *Workspace) startLoad(id int) {
@@ -227,6 +327,7 @@ func (w *Workspace) startLoad(id int) {
 			}
 			delete(w.reloading, id)
 			w.mu.Unlock()
+			w.evict() // this source may go now, when it is not in view
 			return
 		}
 	}()
@@ -247,7 +348,7 @@ func (w *Workspace) load(id int) {
 	}
 	first := src.Generation == 0
 	w.update(id, func(s *Source) {
-		if first {
+		if first || s.State == Unloaded {
 			s.State = Loading
 		}
 		s.Progress = 0
@@ -276,20 +377,29 @@ func (w *Workspace) load(id int) {
 		s.Progress = 1
 		if err != nil {
 			s.Err = err
-			if s.Generation == 0 {
-				s.State = Failed
+			if s.Generation == 0 || s.State != Loaded {
+				s.State = Failed // nothing good to show (an Unloaded source's file went bad)
 			}
 			return
 		}
 		s.State = Loaded
 		s.Err = nil
 		s.Analysis, s.Estimate = res.Analysis, res.Estimate
+		if res.Analysis != nil {
+			s.Summary = summaryOf(res.Analysis)
+		}
 		s.Real, s.Sim, s.Comparison = res.Real, res.Sim, res.Comparison
 		s.Ranks = res.Ranks
 		s.Warnings = res.Warnings
 		s.Generation++
 		s.LoadedAt = time.Now()
 	})
+	if err == nil {
+		w.mu.Lock()
+		w.tick++
+		w.used[id] = w.tick
+		w.mu.Unlock()
+	}
 }
 
 func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error) {

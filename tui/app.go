@@ -15,6 +15,7 @@ import (
 
 	"memscope/model"
 	"memscope/nvml"
+	"memscope/snapshot"
 	"memscope/tui/widget"
 )
 
@@ -97,6 +98,9 @@ type App struct {
 	panics int
 	// cmd is the open command line (nil: closed).
 	cmd *cmdLine
+	// pendingDiff holds the two snapshots of a diff asked for while one
+	// was not loaded (0s: none); it opens when both are.
+	pendingDiff [2]int
 }
 
 type wsChangedMsg struct{}
@@ -213,7 +217,14 @@ func (a *App) handle(msg tea.Msg) tea.Cmd {
 		a.refresh()
 		a.setStatus("opening %s (%d new sources; o lists them)", safe(m.path), len(a.ws.Sources())-before)
 	case reloadMsg:
+		if s := a.source(m.id); s != nil && s.State == model.Unloaded {
+			a.ws.Use(append(a.inView(), m.id)...) // loads it; Reload waits for a use
+			return nil
+		}
 		a.ws.Reload(m.id)
+	case diffWhenLoadedMsg:
+		a.pendingDiff = [2]int{m.x, m.y}
+		a.refresh()
 	case openOverlayMsg:
 		a.overlay = m.o
 	case showHelpMsg:
@@ -259,6 +270,8 @@ func (a *App) refresh() {
 	a.c.sources = a.ws.Sources()
 	a.c.traceSel = a.pickDefault(a.c.traceSel, a.traceChosen, func(k model.SourceKind) bool { return k.IsTrace() })
 	a.c.snapSel = a.pickDefault(a.c.snapSel, a.snapChosen, func(k model.SourceKind) bool { return k.IsSnapshot() })
+	a.ws.Use(a.inView()...)
+	a.openPendingDiff()
 	snap := a.source(a.c.snapSel)
 	// The Snapshot tab first: a new file may change the device the
 	// others then follow.
@@ -274,6 +287,41 @@ func (a *App) refresh() {
 	})
 	if !a.tabChosen {
 		a.active = a.fitTab()
+	}
+}
+
+// inView lists the sources the explorer shows or waits for, which the
+// workspace keeps in memory (Workspace.Use): the snapshot tabs' source, a
+// pending diff's two and, for an estimate, the snapshots of its rank that
+// its view sets beside it.
+func (a *App) inView() []int {
+	ids := []int{a.c.snapSel, a.pendingDiff[0], a.pendingDiff[1]}
+	if s := a.source(a.c.snapSel); s != nil && s.Kind == model.KindEstimate {
+		if rank := snapshot.ParseLabel(s.Path).Rank; rank >= 0 {
+			for _, o := range a.c.sources {
+				if o.Kind == model.KindSnapshot && snapshot.ParseLabel(o.Path).Rank == rank {
+					ids = append(ids, o.ID)
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// openPendingDiff opens the diff asked for once both its snapshots are
+// loaded, and forgets it when one failed or went away.
+func (a *App) openPendingDiff() {
+	if a.pendingDiff[0] == 0 {
+		return
+	}
+	x, y := a.source(a.pendingDiff[0]), a.source(a.pendingDiff[1])
+	switch {
+	case x == nil || y == nil || x.State == model.Failed || y.State == model.Failed:
+		a.pendingDiff = [2]int{}
+		a.setStatus("diff cancelled: a marked snapshot failed to load or went away")
+	case x.State == model.Loaded && y.State == model.Loaded:
+		a.pendingDiff = [2]int{}
+		a.overlay = newDiffOverlay(x, y)
 	}
 }
 

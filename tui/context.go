@@ -91,6 +91,9 @@ type (
 	openPathMsg struct{ path string }
 	// reloadMsg reads a source again.
 	reloadMsg struct{ id int }
+	// diffWhenLoadedMsg opens the diff of two snapshots once both are
+	// loaded (one may be loading, or not in memory).
+	diffWhenLoadedMsg struct{ x, y int }
 	// openOverlayMsg shows a modal view over the tabs.
 	openOverlayMsg struct{ o overlay }
 	// showHelpMsg opens the help.

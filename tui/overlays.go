@@ -343,11 +343,18 @@ func (p *picker) update(c *tabContext, msg tea.Msg) (bool, tea.Cmd) {
 				return false, nil
 			}
 			x, y := c.source(p.marked[0]), c.source(p.marked[1])
-			if x == nil || y == nil || x.State != model.Loaded || y.State != model.Loaded {
-				c.setStatus("both marked snapshots must be loaded")
-				return false, nil
+			switch {
+			case x == nil || y == nil || x.State == model.Failed || y.State == model.Failed:
+				c.setStatus("both marked snapshots must load without errors")
+			case x.State == model.Loaded && y.State == model.Loaded:
+				c.send(openOverlayMsg{newDiffOverlay(x, y)})
+			default:
+				// Loading, or let go to bound memory: the diff opens
+				// once both are in.
+				c.send(diffWhenLoadedMsg{x.ID, y.ID})
+				c.setStatus("the diff opens once %s and %s are loaded", safe(x.Name()), safe(y.Name()))
+				return true, nil
 			}
-			c.send(openOverlayMsg{newDiffOverlay(x, y)})
 			return false, nil
 		case key.Matches(m, okReload):
 			if s := p.cur(c); s != nil && s.Kind != model.KindUnknown && s.Kind != model.KindLive {
@@ -380,9 +387,12 @@ func (p *picker) choose(c *tabContext) (bool, tea.Cmd) {
 	if s == nil {
 		return false, nil
 	}
-	if s.State != model.Loaded {
+	if s.State != model.Loaded && s.State != model.Unloaded {
 		c.setStatus("%s is %s", s.Name(), s.State)
 		return false, nil
+	}
+	if s.State == model.Unloaded {
+		c.setStatus("loading %s again (let go to bound memory: --keep)", safe(s.Name()))
 	}
 	c.send(selectSourceMsg{s.ID})
 	return true, nil
@@ -403,6 +413,8 @@ func (p *picker) view(c *tabContext, w, h int) string {
 			icon = th.Warn.Render(fmt.Sprintf("⟳ %3.0f%%", 100*s.Progress))
 		case model.Failed:
 			icon = th.Err.Render("✗")
+		case model.Unloaded:
+			icon = th.Dim.Render("○")
 		}
 		if s.State == model.Loaded && s.ErrorCount() > 0 {
 			icon = th.Warn.Render("!")
@@ -456,6 +468,9 @@ func sourceSummary(s *model.Source) string {
 	switch {
 	case s.State == model.Loading || s.State == model.Pending:
 		return "loading " + s.Path
+	case s.State == model.Unloaded:
+		m := s.Summary
+		return fmt.Sprintf("%s · %s · reserved %s · not in memory (enter loads it) · %s", m.Format, plural(m.Devices, "device"), bytesStr(m.Reserved), s.Path)
 	case s.Analysis != nil:
 		var res int64
 		for _, d := range s.Analysis.Devices {

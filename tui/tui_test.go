@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/bits"
@@ -1567,5 +1568,87 @@ func TestSuspendKey(t *testing.T) {
 			t.Errorf("after %v the view changed across a suspend:\n%s\n---\n%s", setup, before, after)
 		}
 		press(a, "esc")
+	}
+}
+
+// TestPickerUnloadedSnapshot: with more snapshots than the workspace keeps
+// analysed, the picker marks the ones let go; enter loads one again and
+// shows it, and a diff of one of them opens once it is loaded.
+func TestPickerUnloadedSnapshot(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	files := []string{
+		"../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle",
+		"../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_fp32_128.pickle",
+		"../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle",
+	}
+	ctx := context.Background()
+	ws := model.New(ctx, nil)
+	ws.SetKeep(2)
+	ws.Open(files...)
+	ws.Wait()
+	a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
+	a.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	t.Cleanup(func() {
+		if a.panics > 0 {
+			t.Errorf("%d panics caught; the last: %s", a.panics, a.internalErr)
+		}
+	})
+	gone := -1
+	for i, s := range ws.Sources() {
+		if s.State == model.Unloaded {
+			gone = i
+		}
+	}
+	if gone < 0 {
+		t.Fatalf("three snapshots, keep 2: none let go: %v", ws.Sources())
+	}
+	name := ws.Sources()[gone].Name()
+	press(a, "o", "home")
+	for range gone {
+		press(a, "down")
+	}
+	if s := screen(a); !strings.Contains(s, "not in memory (enter loads it)") || !strings.Contains(s, "reserved") {
+		t.Fatalf("the picker shows what was let go, with its summary:\n%s", s)
+	}
+	press(a, "enter")
+	ws.Wait()
+	a.Update(wsChangedMsg{})
+	if s := ws.Sources()[gone]; s.State != model.Loaded || a.c.snapSel != s.ID {
+		t.Fatalf("enter on %s: %s, shown %d", name, s.State, a.c.snapSel)
+	}
+	press(a, "2")
+	if s := screen(a); !strings.Contains(s, "efficiency") || !strings.Contains(s, safe(name)) {
+		t.Errorf("the snapshot loaded again is shown:\n%s", s)
+	}
+	// Now another one is let go (keep 2, the one shown stays): diff it
+	// with the one shown.
+	other := -1
+	for i, s := range ws.Sources() {
+		if s.State == model.Unloaded {
+			other = i
+		}
+	}
+	if other < 0 {
+		t.Fatalf("after loading %s, none let go", name)
+	}
+	press(a, "o", "home")
+	for range min(gone, other) {
+		press(a, "down")
+	}
+	press(a, "space")
+	for range max(gone, other) - min(gone, other) {
+		press(a, "down")
+	}
+	press(a, "space", "d")
+	if _, ok := a.overlay.(*diffOverlay); ok {
+		t.Fatal("the diff opened before its snapshot was loaded")
+	}
+	if s := screen(a); !strings.Contains(s, "the diff opens once") {
+		t.Errorf("d on a snapshot not in memory says what happens:\n%s", s)
+	}
+	ws.Wait()
+	a.Update(wsChangedMsg{})
+	if _, ok := a.overlay.(*diffOverlay); !ok {
+		t.Fatalf("the diff opens once both are loaded:\n%s", screen(a))
 	}
 }
