@@ -23,7 +23,7 @@ import (
 // cmdExplore opens the explorer (or prints the text reports when stdout is
 // not a terminal).
 func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (bool, error) {
-	fs := newFlagSet("memscope", "memscope [--replay DIR] [--live|--no-live] [--interval D] [--history D] [--categories FILE] [--keep N] [PATH...]", stderr)
+	fs := newFlagSet("memscope", "memscope [--replay DIR] [--live|--no-live] [--interval D] [--history D] [--categories FILE] [--keep SIZE] [PATH...]", stderr)
 	replay := fs.String("replay", "", "drive the Live tab from recorded traces in DIR (only DIR is opened)")
 	speed := fs.Float64("speed", 1, "--replay: playback speed (1: the recorded pace)")
 	live := fs.Bool("live", false, "sample GPUs through NVML (the default when no PATH is given)")
@@ -31,7 +31,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	interval := fs.Duration("interval", time.Second, "live sampling interval (min 50ms)")
 	history := fs.Duration("history", 30*time.Minute, "live history kept for the charts (1m to 24h)")
 	maxInflate := maxInflateFlag(fs)
-	keep := fs.Int("keep", model.DefaultKeep, "allocator snapshots kept analysed in memory (the one shown and the last used; the others load again when shown; at least 2)")
+	keep := byteSizeVar(fs, "keep", model.DefaultKeep, "memory kept in snapshot analyses beside those shown (estimated); past it the least recently used are let go and load again when shown")
 	catFile := fs.String("categories", "", "category and role rules file (\"Name: keyword, keyword\" or \"role Parameter: keyword\" per line)")
 	pf := addPromFlags(fs)
 	paths, err := parseFlags(fs, args)
@@ -52,10 +52,6 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		if rules, err = snapshot.LoadRules(*catFile); err != nil {
 			return false, fmt.Errorf("--categories: %w", err)
 		}
-	}
-	if *keep < 2 {
-		fmt.Fprintln(stderr, "memscope: --keep must be at least 2 (the snapshot shown and a new one)")
-		return false, errUsage
 	}
 	if !(*speed > 0) {
 		fmt.Fprintln(stderr, "memscope: --speed must be above 0")
@@ -89,7 +85,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		return printReports(ctx, paths, implicit, rules, stdout)
 	}
 	ws := model.New(ctx, rules)
-	ws.SetKeep(*keep)
+	ws.SetKeep(int64(*keep))
 	discovered := openInBackground(ws, paths, implicit)
 	opts := tui.Options{Interval: *interval, History: *history}
 	if fleetSrc != nil {

@@ -49,8 +49,8 @@ Explorer flags: --replay DIR (drive the Live tab from recorded traces),
   history kept for the charts, default 30m, 1m to 24h), --categories FILE,
   --prometheus URL [--selector S] [--range D] (add the Fleet tab: the cluster's
   GPUs from Prometheus; alone, it reads no files and opens on the Fleet tab),
-  --keep N (allocator snapshots kept analysed in memory, default 4: the one
-  shown and the last used; the others load again when shown).
+  --keep SIZE (memory kept in snapshot analyses besides those shown, default
+  256MiB; past it the least recently used are let go and load again when shown).
 
 Exit status: 0 when every input was read, 1 when any failed (the others are
 still reported), 2 for usage errors.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"memscope/snapshot"
 	"memscope/trace"
 )
 
@@ -94,20 +95,11 @@ func TestOpenSamplesDirectory(t *testing.T) {
 	if len(k[KindSnapshot]) < 7 || len(k[KindEstimate]) != 4 {
 		t.Errorf("snapshots %d estimates %d", len(k[KindSnapshot]), len(k[KindEstimate]))
 	}
-	analysed := 0
 	for _, s := range ws.Sources() {
-		if s.State == Unloaded && s.Kind == KindSnapshot && s.Summary.Format != "" {
-			continue // loaded, then let go: more snapshots than DefaultKeep
-		}
+		// Small files are never let go (DefaultKeep).
 		if s.State != Loaded {
 			t.Errorf("%s: %s %v", s.Path, s.State, s.Err)
 		}
-		if s.Kind == KindSnapshot {
-			analysed++
-		}
-	}
-	if analysed > DefaultKeep {
-		t.Errorf("%d snapshots analysed in memory, keep is %d", analysed, DefaultKeep)
 	}
 }
 
@@ -498,16 +490,41 @@ func analysedIDs(t *testing.T, ws *Workspace) []int {
 	return ids
 }
 
-// TestKeepBoundsAnalysedSnapshots: a folder of more snapshots than keep
-// leaves keep of them analysed (on both sides of the count), the last
-// loaded; Use loads one again and never lets go of those it names; a
-// watcher's reload of one not in memory waits for a use; one whose file
-// went bad while not in memory fails with the file's error.
-func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
-	sample, err := os.ReadFile("../testdata/snapshots/synthetic/two_devices.pickle")
+// footprintOfFile is Summary.Footprint of the snapshot in path.
+func footprintOfFile(t *testing.T, path string) int64 {
+	t.Helper()
+	res, err := Load(context.Background(), KindSnapshot, []string{path}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return summaryOf(res.Analysis).Footprint
+}
+
+// TestFootprintOf: the estimate counts every device's trace entries and
+// every segment's blocks.
+func TestFootprintOf(t *testing.T) {
+	s := &snapshot.Snapshot{
+		Traces:   [][]snapshot.TraceEntry{make([]snapshot.TraceEntry, 3), nil, make([]snapshot.TraceEntry, 2)},
+		Segments: []snapshot.Segment{{Blocks: make([]snapshot.Block, 4)}, {Blocks: make([]snapshot.Block, 1)}},
+	}
+	if got, want := footprintOf(s), int64(footprintBase+5*footprintPerEntry+5*footprintPerBlock); got != want {
+		t.Errorf("footprint %d, want %d", got, want)
+	}
+}
+
+// TestKeepBoundsAnalysedSnapshots: a folder of snapshots whose analyses
+// take more than the workspace keeps leaves those that fit analysed (on
+// both sides of the bound), the last loaded; Use loads one again and never
+// lets go of those it names; a watcher's reload of one not in memory waits
+// for a use; one whose file went bad while not in memory fails with the
+// file's error.
+func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
+	const sampleFile = "../testdata/snapshots/synthetic/two_devices.pickle"
+	sample, err := os.ReadFile(sampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := footprintOfFile(t, sampleFile)
 	const files = 6
 	dir := t.TempDir()
 	for i := range files {
@@ -515,18 +532,21 @@ func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, keep := range []int{2, files - 1, files, files + 1} {
+	for _, c := range []struct {
+		keep int64
+		want int
+	}{{1, 0}, {2*fp - 1, 1}, {2 * fp, 2}, {5 * fp, 5}, {6*fp - 1, 5}, {6 * fp, 6}, {DefaultKeep, 6}} {
 		ws := New(context.Background(), nil)
-		ws.SetKeep(keep)
+		ws.SetKeep(c.keep)
 		ws.Open(dir)
 		ws.Wait()
-		if got, want := len(analysedIDs(t, ws)), min(keep, files); got != want {
-			t.Errorf("keep %d: %d analysed, want %d", keep, got, want)
+		if got := len(analysedIDs(t, ws)); got != c.want {
+			t.Errorf("keep %d bytes (%d a file): %d analysed, want %d", c.keep, fp, got, c.want)
 		}
 	}
 
 	ws := New(context.Background(), nil)
-	ws.SetKeep(2)
+	ws.SetKeep(2 * fp)
 	ws.Open(dir)
 	ws.Wait()
 	var unloaded []int
@@ -548,7 +568,11 @@ func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
 	if s := ws.Source(a); s.State != Loaded || s.Analysis == nil || s.Generation != 2 {
 		t.Fatalf("used: %s, generation %d", s.State, s.Generation)
 	}
-	ws.Use(a, b) // both in view: the other two go, whatever their age
+	ws.SetKeep(1) // all but those in view go
+	if got := analysedIDs(t, ws); len(got) != 1 || got[0] != a {
+		t.Errorf("keep 1 byte with %d in view: analysed %v", a, got)
+	}
+	ws.Use(a, b)
 	ws.Wait()
 	if got := analysedIDs(t, ws); len(got) != 2 || !slices.Contains(got, a) || !slices.Contains(got, b) {
 		t.Errorf("in view %d and %d, analysed %v", a, b, got)
@@ -572,9 +596,10 @@ func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
 }
 
 // TestWatchAccumulatingSnapshots: a watched folder where training adds a
-// snapshot after another, keeping them all, keeps keep of them analysed.
+// snapshot after another, keeping them all, keeps the analyses that fit.
 func TestWatchAccumulatingSnapshots(t *testing.T) {
-	sample, err := os.ReadFile("../testdata/snapshots/synthetic/two_devices.pickle")
+	const sampleFile = "../testdata/snapshots/synthetic/two_devices.pickle"
+	sample, err := os.ReadFile(sampleFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +610,7 @@ func TestWatchAccumulatingSnapshots(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ws := New(ctx, nil)
-	ws.SetKeep(2)
+	ws.SetKeep(2 * footprintOfFile(t, sampleFile))
 	ws.Open(dir)
 	ws.Wait()
 	w, err := Watch(ctx, ws)

@@ -35,21 +35,22 @@ type Workspace struct {
 	again     map[int]bool
 	// rankBudget bounds the memory of a rank folder's parallel loads.
 	rankBudget int64
-	// keep bounds the allocator snapshots whose analyses stay in memory
-	// (evict); used is each source's last use (a load or Use) by tick,
-	// and inView the sources Use named last.
-	keep   int
+	// keep bounds the memory of the allocator snapshot analyses held
+	// (evict, by Summary.Footprint); used is each source's last use (a
+	// load or Use) by tick, and inView the sources Use named last.
+	keep   int64
 	used   map[int]uint64
 	tick   uint64
 	inView map[int]bool
 }
 
-// DefaultKeep is how many allocator snapshots the explorer keeps analysed
-// in memory: the one shown and the last ones shown or loaded. A watched
-// folder where training writes a snapshot every few hundred steps, and
-// keeps them all, otherwise grew the explorer by each file's footprint
-// (80-600 MB) for as long as it ran.
-const DefaultKeep = 4
+// DefaultKeep is the memory the explorer keeps in allocator snapshot
+// analyses beside those on screen (Summary.Footprint's estimate). A
+// watched folder where training writes a snapshot every few hundred
+// steps, and keeps them all, otherwise grew the explorer by each file's
+// analysis for as long as it ran; the bundled samples and most public
+// snapshots (under 1 MB each) never reach it.
+const DefaultKeep = 256 << 20
 
 // New returns an empty workspace. Loads stop when ctx is cancelled. rules
 // are the category rules (nil: the defaults).
@@ -68,17 +69,16 @@ func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
 	}
 }
 
-// SetKeep sets how many allocator snapshots stay analysed in memory: at
-// least two, the one shown and a new one the explorer may move to (n <= 0
-// restores DefaultKeep). Beyond it the least recently
-// used one that Use does not name is Unloaded: its analysis is let go,
-// its Summary stays, and Use loads it again.
-func (w *Workspace) SetKeep(n int) {
+// SetKeep sets the memory of the allocator snapshot analyses kept (n <= 0
+// restores DefaultKeep). Beyond it the least recently used analyses that
+// Use does not name are let go (Unloaded): the Summary stays, and Use
+// loads one again.
+func (w *Workspace) SetKeep(n int64) {
 	if n <= 0 {
 		n = DefaultKeep
 	}
 	w.mu.Lock()
-	w.keep = max(2, n)
+	w.keep = n
 	w.mu.Unlock()
 	w.evict()
 }
@@ -110,17 +110,18 @@ func (w *Workspace) Use(ids ...int) {
 }
 
 // evict unloads the least recently used allocator snapshots not in view
-// (nor loading) while more than keep are analysed in memory.
+// (nor loading) while the analyses held take more than keep.
 func (w *Workspace) evict() {
 	w.mu.Lock()
 	var resident []int // indices into w.sources
+	var held int64
 	for i, s := range w.sources {
 		if s.Kind == KindSnapshot && s.State == Loaded && s.Analysis != nil {
 			resident = append(resident, i)
+			held += s.Summary.Footprint
 		}
 	}
-	extra := len(resident) - w.keep
-	if extra <= 0 {
+	if held <= w.keep {
 		w.mu.Unlock()
 		return
 	}
@@ -130,7 +131,11 @@ func (w *Workspace) evict() {
 	})
 	slices.SortStableFunc(victims, func(a, b int) int { return cmp.Compare(w.used[w.sources[a].ID], w.used[w.sources[b].ID]) })
 	n := 0
-	for _, i := range victims[:min(extra, len(victims))] {
+	for _, i := range victims {
+		if held <= w.keep {
+			break
+		}
+		held -= w.sources[i].Summary.Footprint
 		c := *w.sources[i]
 		c.Analysis, c.State, c.Progress = nil, Unloaded, 0
 		w.sources[i] = &c
