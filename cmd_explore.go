@@ -151,6 +151,7 @@ func openInBackground(ws *model.Workspace, paths []string, implicit bool) <-chan
 // report of every snapshot and the comparison of every trace set.
 func printReports(ctx context.Context, paths []string, implicit bool, rules []snapshot.Rule, w io.Writer) (bool, error) {
 	ws := model.New(ctx, rules)
+	ws.SetKeep(model.KeepAll) // every analysis is printed below: none may be let go
 	if implicit {
 		ws.OpenQuiet(paths...)
 	} else {

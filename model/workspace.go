@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -51,6 +52,9 @@ type Workspace struct {
 // analysis for as long as it ran; the bundled samples and most public
 // snapshots (under 1 MB each) never reach it.
 const DefaultKeep = 256 << 20
+
+// KeepAll, given to SetKeep, keeps every analysis (a text report of all).
+const KeepAll = math.MaxInt64
 
 // New returns an empty workspace. Loads stop when ctx is cancelled. rules
 // are the category rules (nil: the defaults).
