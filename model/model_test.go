@@ -479,8 +479,8 @@ func analysedIDs(t *testing.T, ws *Workspace) []int {
 		switch {
 		case s.State == Loaded && s.Analysis != nil:
 			ids = append(ids, s.ID)
-		case s.State == Unloaded:
-			if s.Analysis != nil || s.Generation == 0 || s.Summary.Format == "" || s.Summary.Devices == 0 {
+		case s.State == Unloaded: // let go, or never loaded (lazy)
+			if s.Analysis != nil || s.Generation > 0 && (s.Summary.Format == "" || s.Summary.Devices == 0) {
 				t.Errorf("%s unloaded: analysis %v, generation %d, summary %+v", s.Path, s.Analysis != nil, s.Generation, s.Summary)
 			}
 		default:
@@ -527,18 +527,21 @@ func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
 	fp := footprintOfFile(t, sampleFile)
 	const files = 6
 	dir := t.TempDir()
+	var paths []string // named: each loads (see TestLazyFolder)
 	for i := range files {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("snap_%d.pickle", i)), sample, 0o644); err != nil {
+		p := filepath.Join(dir, fmt.Sprintf("snap_%d.pickle", i))
+		if err := os.WriteFile(p, sample, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		paths = append(paths, p)
 	}
 	for _, c := range []struct {
 		keep int64
 		want int
-	}{{1, 0}, {2*fp - 1, 1}, {2 * fp, 2}, {5 * fp, 5}, {6*fp - 1, 5}, {6 * fp, 6}, {DefaultKeep, 6}} {
+	}{{1, 1}, {2*fp - 1, 1}, {2 * fp, 2}, {5 * fp, 5}, {6*fp - 1, 5}, {6 * fp, 6}, {DefaultKeep, 6}} {
 		ws := New(context.Background(), nil)
 		ws.SetKeep(c.keep)
-		ws.Open(dir)
+		ws.Open(paths...)
 		ws.Wait()
 		if got := len(analysedIDs(t, ws)); got != c.want {
 			t.Errorf("keep %d bytes (%d a file): %d analysed, want %d", c.keep, fp, got, c.want)
@@ -547,7 +550,7 @@ func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
 
 	ws := New(context.Background(), nil)
 	ws.SetKeep(2 * fp)
-	ws.Open(dir)
+	ws.Open(paths...)
 	ws.Wait()
 	var unloaded []int
 	for _, s := range ws.Sources() {
@@ -568,7 +571,7 @@ func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
 	if s := ws.Source(a); s.State != Loaded || s.Analysis == nil || s.Generation != 2 {
 		t.Fatalf("used: %s, generation %d", s.State, s.Generation)
 	}
-	ws.SetKeep(1) // all but those in view go
+	ws.SetKeep(1) // all but those in view (and the last used, a) go
 	if got := analysedIDs(t, ws); len(got) != 1 || got[0] != a {
 		t.Errorf("keep 1 byte with %d in view: analysed %v", a, got)
 	}
@@ -639,5 +642,98 @@ func TestWatchAccumulatingSnapshots(t *testing.T) {
 	last := ws.Sources()[len(ws.Sources())-1]
 	if last.State != Loaded {
 		t.Errorf("the newest snapshot is %s", last.State)
+	}
+}
+
+// TestLazyFolder: snapshots met while walking a folder load while the
+// analyses held and loading stay within keep (the first one always), the
+// others wait for a use, which loads them; files named load whatever
+// keep is. A file's guess is its size, ten times a gzip file's.
+func TestLazyFolder(t *testing.T) {
+	const sampleFile = "../testdata/snapshots/synthetic/two_devices.pickle"
+	sample, err := os.ReadFile(sampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := footprintOfFile(t, sampleFile)
+	guess := max(int64(len(sample)), footprintBase)
+	dir := t.TempDir()
+	const files = 6
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("snap_%d.pickle", i)), sample, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(ws *Workspace) (loaded, waiting int) {
+		for _, s := range ws.Sources() {
+			switch {
+			case s.State == Loaded && s.Generation == 1:
+				loaded++
+			case s.State == Unloaded && s.Generation == 0:
+				waiting++
+			default:
+				t.Errorf("%s: %s, generation %d, %v", s.Path, s.State, s.Generation, s.Err)
+			}
+		}
+		return loaded, waiting
+	}
+	for _, keep := range []int64{1, KeepAll} {
+		ws := New(context.Background(), nil)
+		ws.SetKeep(keep)
+		ws.Open(dir)
+		ws.Wait()
+		loaded, waiting := count(ws)
+		if want := map[bool]int{true: files, false: 1}[keep == KeepAll]; loaded != want || waiting != files-want {
+			t.Errorf("keep %d: %d loaded, %d waiting; want %d loaded", keep, loaded, waiting, want)
+		}
+	}
+
+	// deferLoad on both sides of keep, with one analysis held.
+	for _, c := range []struct {
+		keep int64
+		wait bool
+	}{{fp + guess, false}, {fp + guess - 1, true}} {
+		ws := New(context.Background(), nil)
+		ws.SetKeep(c.keep)
+		ws.sources = []*Source{
+			{ID: 1, Kind: KindSnapshot, State: Loaded, Analysis: &snapshot.Analysis{}, Summary: Summary{Footprint: fp}},
+			{ID: 2, Kind: KindSnapshot, Paths: []string{filepath.Join(dir, "snap_0.pickle")}},
+		}
+		ws.lazy[2] = true
+		if _, wait := ws.deferLoad(ws.sources[1]); wait != c.wait {
+			t.Errorf("keep %d, %d held, a guess of %d: wait %v", c.keep, fp, guess, wait)
+		}
+		if _, wait := ws.deferLoad(ws.sources[1]); wait {
+			t.Error("a snapshot's load was deferred twice")
+		}
+	}
+
+	ws := New(context.Background(), nil)
+	ws.SetKeep(1)
+	ws.Open(dir)
+	ws.Wait()
+	var id int
+	for _, s := range ws.Sources() {
+		if s.State == Unloaded {
+			id = s.ID
+		}
+	}
+	ws.Use(id)
+	ws.Wait()
+	if s := ws.Source(id); s.State != Loaded || s.Analysis == nil {
+		t.Errorf("used, a snapshot that waited: %s %v", s.State, s.Err)
+	}
+
+	gz := filepath.Join(t.TempDir(), "snap.pickle.gz")
+	copyFile(t, "../testdata/snapshots/synthetic/base.pickle.gz", gz)
+	st, err := os.Stat(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := guessFootprint(gz), max(10*st.Size(), footprintBase); got != want {
+		t.Errorf("gzip guess %d, want %d", got, want)
+	}
+	if got, want := guessFootprint(filepath.Join(dir, "snap_0.pickle")), guess; got != want {
+		t.Errorf("guess %d, want %d", got, want)
 	}
 }

@@ -370,7 +370,7 @@ func (w *Watcher) settle(now time.Time) {
 			}
 			if !w.known[path] {
 				w.known[path] = true
-				w.ws.openFile(path, false)
+				w.ws.openFile(path, false, false) // new data: loaded, older analyses let go
 			}
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,6 +44,11 @@ type Workspace struct {
 	used   map[int]uint64
 	tick   uint64
 	inView map[int]bool
+	// lazy marks snapshots met while walking a folder, whose first load
+	// waits for a use once the analyses held or loading would pass keep;
+	// guessed is what the lazy loads in flight are expected to hold.
+	lazy    map[int]bool
+	guessed int64
 }
 
 // DefaultKeep is the memory the explorer keeps in allocator snapshot
@@ -70,13 +76,14 @@ func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
 		keep:       DefaultKeep,
 		used:       map[int]uint64{},
 		inView:     map[int]bool{},
+		lazy:       map[int]bool{},
 	}
 }
 
 // SetKeep sets the memory of the allocator snapshot analyses kept (n <= 0
 // restores DefaultKeep). Beyond it the least recently used analyses that
-// Use does not name are let go (Unloaded): the Summary stays, and Use
-// loads one again.
+// Use does not name, but the last used, are let go (Unloaded): the Summary
+// stays, and Use loads one again.
 func (w *Workspace) SetKeep(n int64) {
 	if n <= 0 {
 		n = DefaultKeep
@@ -113,8 +120,59 @@ func (w *Workspace) Use(ids ...int) {
 	}
 }
 
+// deferLoad decides a lazy snapshot's first load (once): it waits for a
+// use when the analyses held, the lazy loads in flight and this one's
+// guess (guessFootprint) would pass keep, unless nothing is held or
+// loading. A folder of hundreds of large snapshots otherwise had every one
+// of them decoded at start, minutes of every core. guess is what the load
+// adds to guessed, to be taken off when it ends.
+func (w *Workspace) deferLoad(src *Source) (guess int64, wait bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.lazy[src.ID] {
+		return 0, false
+	}
+	delete(w.lazy, src.ID)
+	if w.inView[src.ID] {
+		return 0, false
+	}
+	held := w.guessed
+	for _, s := range w.sources {
+		if s.Kind == KindSnapshot && s.State == Loaded && s.Analysis != nil {
+			held += s.Summary.Footprint
+		}
+	}
+	guess = guessFootprint(src.Paths[0])
+	if held > 0 && held+guess > w.keep {
+		return 0, true
+	}
+	w.guessed += guess
+	return guess, false
+}
+
+// guessFootprint guesses the memory of a snapshot's analysis before it is
+// loaded, from its file: the analyses measured 0.2-0.8 times a trace-heavy
+// pickle's size (footprintPerEntry), and a gzip file holds 10-20 times its
+// size.
+func guessFootprint(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return footprintBase
+	}
+	n := st.Size()
+	if f, err := os.Open(path); err == nil {
+		var magic [2]byte
+		if _, err := io.ReadFull(f, magic[:]); err == nil && magic == [2]byte{0x1f, 0x8b} {
+			n *= 10
+		}
+		f.Close()
+	}
+	return max(n, footprintBase)
+}
+
 // evict unloads the least recently used allocator snapshots not in view
-// (nor loading) while the analyses held take more than keep.
+// (nor loading, nor the last used) while the analyses held take more than
+// keep.
 func (w *Workspace) evict() {
 	w.mu.Lock()
 	var resident []int // indices into w.sources
@@ -129,9 +187,18 @@ func (w *Workspace) evict() {
 		w.mu.Unlock()
 		return
 	}
+	// The last one used stays too: a snapshot whose analysis alone passes
+	// keep would otherwise go as soon as it loaded, before the explorer
+	// could show it.
+	last := -1
+	for _, i := range resident {
+		if last < 0 || w.used[w.sources[i].ID] > w.used[w.sources[last].ID] {
+			last = i
+		}
+	}
 	victims := slices.DeleteFunc(resident, func(i int) bool {
 		id := w.sources[i].ID
-		return w.inView[id] || w.reloading[id]
+		return i == last || w.inView[id] || w.reloading[id]
 	})
 	slices.SortStableFunc(victims, func(a, b int) int { return cmp.Compare(w.used[w.sources[a].ID], w.used[w.sources[b].ID]) })
 	n := 0
@@ -229,6 +296,12 @@ func (w *Workspace) update(id int, f func(s *Source)) {
 
 // Add registers a source and starts loading it; it returns the ID.
 func (w *Workspace) Add(kind SourceKind, path string, paths ...string) int {
+	return w.add(kind, false, path, paths...)
+}
+
+// add is Add; a lazy snapshot's first load may wait for a use (see
+// deferLoad).
+func (w *Workspace) add(kind SourceKind, lazy bool, path string, paths ...string) int {
 	if len(paths) == 0 {
 		paths = []string{path}
 	}
@@ -236,6 +309,9 @@ func (w *Workspace) Add(kind SourceKind, path string, paths ...string) int {
 	w.nextID++
 	s := &Source{ID: w.nextID, Kind: kind, Path: path, Paths: paths, Label: labelFor(kind, paths), State: Pending}
 	w.sources = append(w.sources, s)
+	if lazy && kind == KindSnapshot {
+		w.lazy[s.ID] = true
+	}
 	w.mu.Unlock()
 	w.poke()
 	if kind != KindUnknown && kind != KindLive {
@@ -355,6 +431,18 @@ func (w *Workspace) load(id int) {
 	if src == nil {
 		return
 	}
+	guess, wait := w.deferLoad(src)
+	if wait {
+		w.update(id, func(s *Source) { s.State = Unloaded })
+		return
+	}
+	if guess > 0 {
+		defer func() {
+			w.mu.Lock()
+			w.guessed -= guess
+			w.mu.Unlock()
+		}()
+	}
 	first := src.Generation == 0
 	w.update(id, func(s *Source) {
 		if first || s.State == Unloaded {
@@ -472,7 +560,7 @@ func (w *Workspace) Open(paths ...string) {
 			continue
 		}
 		if !st.IsDir() {
-			w.openFile(p, true)
+			w.openFile(p, true, false)
 			continue
 		}
 		if n := w.openFolder(p); n == 0 {
@@ -497,7 +585,8 @@ func (w *Workspace) OpenQuiet(paths ...string) {
 
 // openFile adds a file by content; explicit files that are nothing known
 // become failed sources, files met while walking a directory are skipped.
-func (w *Workspace) openFile(p string, explicit bool) int {
+// A lazy snapshot's first load may wait for a use (deferLoad).
+func (w *Workspace) openFile(p string, explicit, lazy bool) int {
 	d, err := Detect(p)
 	if err == nil && !explicit && d.ByName {
 		return 0 // met while walking: only files that look like snapshots
@@ -510,7 +599,7 @@ func (w *Workspace) openFile(p string, explicit bool) int {
 		}
 		return 0
 	case d.Kind == KindSnapshot || d.Kind == KindEstimate || d.Kind == KindTraceRun:
-		id := w.Add(d.Kind, p)
+		id := w.add(d.Kind, lazy, p)
 		if explicit {
 			w.update(id, func(s *Source) { s.Pinned = true })
 		}
@@ -574,7 +663,7 @@ func (w *Workspace) openDir(dir string, depth int, skip map[string]bool) int {
 			}
 		case e.Type().IsRegular() && !isTrace[p] && !skip[filepath.Clean(p)]:
 			if k, err := format.SniffHead(p); err == nil && k.IsSnapshot() {
-				n += w.openFile(p, false)
+				n += w.openFile(p, false, true)
 			}
 		}
 	}
@@ -592,7 +681,7 @@ func (w *Workspace) openSnapshotsOnly(dir string) int {
 		if f.Kind == format.Estimate {
 			w.Add(KindEstimate, f.Path)
 		} else {
-			w.Add(KindSnapshot, f.Path)
+			w.add(KindSnapshot, true, f.Path)
 		}
 	}
 	return len(found)

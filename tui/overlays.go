@@ -391,7 +391,10 @@ func (p *picker) choose(c *tabContext) (bool, tea.Cmd) {
 		c.setStatus("%s is %s", s.Name(), s.State)
 		return false, nil
 	}
-	if s.State == model.Unloaded {
+	switch {
+	case s.State == model.Unloaded && s.Generation == 0:
+		c.setStatus("loading %s", safe(s.Name()))
+	case s.State == model.Unloaded:
 		c.setStatus("loading %s again (let go to bound memory: --keep)", safe(s.Name()))
 	}
 	c.send(selectSourceMsg{s.ID})
@@ -468,6 +471,8 @@ func sourceSummary(s *model.Source) string {
 	switch {
 	case s.State == model.Loading || s.State == model.Pending:
 		return "loading " + s.Path
+	case s.State == model.Unloaded && s.Generation == 0:
+		return "not loaded yet (enter loads it) · " + s.Path
 	case s.State == model.Unloaded:
 		m := s.Summary
 		return fmt.Sprintf("%s · %s · reserved %s · not in memory (enter loads it) · %s", m.Format, plural(m.Devices, "device"), bytesStr(m.Reserved), s.Path)

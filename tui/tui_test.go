@@ -1651,3 +1651,56 @@ func TestPickerUnloadedSnapshot(t *testing.T) {
 		t.Fatalf("the diff opens once both are loaded:\n%s", screen(a))
 	}
 }
+
+// TestPickerNotLoadedYet: snapshots of a folder past the workspace's bound
+// are listed as not loaded yet, and enter loads and shows one.
+func TestPickerNotLoadedYet(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	dir := t.TempDir()
+	for _, f := range []string{"MercuryB1_SQAttn__cuda_memory_snapshot.pickle", "silmont2000_assignment2-systems__memory_forward_bf16_128.pickle"} {
+		b, err := os.ReadFile(filepath.Join("../testdata/snapshots", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	ws := model.New(ctx, nil)
+	ws.SetKeep(1)
+	ws.Open(dir)
+	ws.Wait()
+	a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
+	a.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	press(a, "o", "home")
+	waiting := -1
+	for i, s := range ws.Sources() {
+		if s.State == model.Unloaded && s.Generation == 0 {
+			waiting = i
+		}
+	}
+	if waiting < 0 {
+		t.Fatalf("keep 1 byte: every snapshot of the folder loaded: %v", ws.Sources())
+	}
+	if s := screen(a); !strings.Contains(s, "not loaded yet (enter loads it)") {
+		t.Fatalf("the picker shows the snapshot that waits:\n%s", s)
+	}
+	for range waiting {
+		press(a, "down")
+	}
+	press(a, "enter")
+	ws.Wait()
+	a.Update(wsChangedMsg{})
+	s := ws.Sources()[waiting]
+	if s.State != model.Loaded || a.c.snapSel != s.ID {
+		t.Fatalf("enter: %s, shown %d, want %d", s.State, a.c.snapSel, s.ID)
+	}
+	press(a, "2")
+	if got := screen(a); !strings.Contains(got, "efficiency") || !strings.Contains(got, safe(s.Name())) {
+		t.Errorf("the snapshot chosen is shown:\n%s", got)
+	}
+	if a.panics > 0 {
+		t.Fatal(a.internalErr)
+	}
+}
