@@ -352,6 +352,7 @@ func (w *Workspace) Remove(id int) {
 	w.mu.Lock()
 	w.sources = slices.DeleteFunc(w.sources, func(s *Source) bool { return s.ID == id })
 	delete(w.used, id)
+	delete(w.lazy, id)
 	w.mu.Unlock()
 	w.poke()
 }
