@@ -1704,3 +1704,37 @@ func TestPickerNotLoadedYet(t *testing.T) {
 		t.Fatal(a.internalErr)
 	}
 }
+
+// TestPickerPathsMadeSafe: a file name with control characters, in a
+// watched folder anyone may write to, reaches the picker's detail line
+// escaped, whatever the source's state.
+func TestPickerPathsMadeSafe(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	dir := t.TempDir()
+	b, err := os.ReadFile("../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a_snap\x1b]0;pwned\x07.pickle", "b_snap\x1b[2J.pickle"} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	ws := model.New(ctx, nil)
+	ws.SetKeep(1) // one loaded, one not loaded yet
+	ws.Open(dir)
+	ws.Wait()
+	a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
+	a.Update(tea.WindowSizeMsg{Width: 200, Height: 40})
+	press(a, "o")
+	raw := a.View().Content
+	for _, bad := range []string{"\x1b]0;pwned", "\x1b[2J"} {
+		if strings.Contains(raw, bad) {
+			t.Errorf("%q from a file name reached the terminal raw", bad)
+		}
+	}
+	if s := screen(a); !strings.Contains(s, `b_snap\x1b[2J.pickle · `) && !strings.Contains(s, `not loaded yet (enter loads it) · `+dir+`/b_snap\x1b[2J.pickle`) {
+		t.Errorf("the escaped names are shown:\n%s", s)
+	}
+}
