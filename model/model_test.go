@@ -700,10 +700,10 @@ func TestLazyFolder(t *testing.T) {
 			{ID: 2, Kind: KindSnapshot, Paths: []string{filepath.Join(dir, "snap_0.pickle")}},
 		}
 		ws.lazy[2] = true
-		if _, wait := ws.deferLoad(ws.sources[1]); wait != c.wait {
+		if wait := ws.deferLoad(ws.sources[1]); wait != c.wait {
 			t.Errorf("keep %d, %d held, a guess of %d: wait %v", c.keep, fp, guess, wait)
 		}
-		if _, wait := ws.deferLoad(ws.sources[1]); wait {
+		if wait := ws.deferLoad(ws.sources[1]); wait {
 			t.Error("a snapshot's load was deferred twice")
 		}
 	}
@@ -735,5 +735,43 @@ func TestLazyFolder(t *testing.T) {
 	}
 	if got, want := guessFootprint(filepath.Join(dir, "snap_0.pickle")), guess; got != want {
 		t.Errorf("guess %d, want %d", got, want)
+	}
+}
+
+// TestLazyFolderNewestFirst: of a folder's snapshots, those that fit the
+// bound are the newest files, whatever their names.
+func TestLazyFolderNewestFirst(t *testing.T) {
+	sample, err := os.ReadFile("../testdata/snapshots/synthetic/two_devices.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	now := time.Now()
+	// Names in the order of their times: a, first by name, is the oldest.
+	for i, name := range []string{"a.pickle", "m.pickle", "z.pickle"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, sample, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := now.Add(time.Duration(i-3) * time.Hour)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := New(context.Background(), nil)
+	ws.SetKeep(1)
+	ws.Open(dir)
+	ws.Wait()
+	var loaded []string
+	for _, s := range ws.Sources() {
+		if s.State == Loaded {
+			loaded = append(loaded, filepath.Base(s.Paths[0]))
+		}
+	}
+	if len(loaded) != 1 || loaded[0] != "z.pickle" {
+		t.Errorf("loaded %v, want the newest file, z.pickle", loaded)
+	}
+	if names := ws.Sources(); filepath.Base(names[0].Paths[0]) != "a.pickle" || filepath.Base(names[2].Paths[0]) != "z.pickle" {
+		t.Errorf("sources are listed in name order: %v", names)
 	}
 }

@@ -49,6 +49,10 @@ type Workspace struct {
 	// guessed is what the lazy loads in flight are expected to hold.
 	lazy    map[int]bool
 	guessed int64
+	guesses map[int]int64 // by source, the part of guessed its load holds
+	// walked holds the lazy snapshots a folder walk added, whose loads
+	// start when the walk ends, newest file first (startWalked).
+	walked []int
 }
 
 // DefaultKeep is the memory the explorer keeps in allocator snapshot
@@ -77,6 +81,7 @@ func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
 		used:       map[int]uint64{},
 		inView:     map[int]bool{},
 		lazy:       map[int]bool{},
+		guesses:    map[int]int64{},
 	}
 }
 
@@ -124,17 +129,17 @@ func (w *Workspace) Use(ids ...int) {
 // use when the analyses held, the lazy loads in flight and this one's
 // guess (guessFootprint) would pass keep, unless nothing is held or
 // loading. A folder of hundreds of large snapshots otherwise had every one
-// of them decoded at start, minutes of every core. guess is what the load
-// adds to guessed, to be taken off when it ends.
-func (w *Workspace) deferLoad(src *Source) (guess int64, wait bool) {
+// of them decoded at start, minutes of every core. A load not deferred
+// holds its guess in guessed until it ends.
+func (w *Workspace) deferLoad(src *Source) (wait bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.lazy[src.ID] {
-		return 0, false
+		return false
 	}
 	delete(w.lazy, src.ID)
 	if w.inView[src.ID] {
-		return 0, false
+		return false
 	}
 	held := w.guessed
 	for _, s := range w.sources {
@@ -142,12 +147,13 @@ func (w *Workspace) deferLoad(src *Source) (guess int64, wait bool) {
 			held += s.Summary.Footprint
 		}
 	}
-	guess = guessFootprint(src.Paths[0])
+	guess := guessFootprint(src.Paths[0])
 	if held > 0 && held+guess > w.keep {
-		return 0, true
+		return true
 	}
 	w.guessed += guess
-	return guess, false
+	w.guesses[src.ID] += guess
+	return false
 }
 
 // guessFootprint guesses the memory of a snapshot's analysis before it is
@@ -309,15 +315,49 @@ func (w *Workspace) add(kind SourceKind, lazy bool, path string, paths ...string
 	w.nextID++
 	s := &Source{ID: w.nextID, Kind: kind, Path: path, Paths: paths, Label: labelFor(kind, paths), State: Pending}
 	w.sources = append(w.sources, s)
-	if lazy && kind == KindSnapshot {
+	lazy = lazy && kind == KindSnapshot
+	if lazy {
 		w.lazy[s.ID] = true
+		w.walked = append(w.walked, s.ID)
 	}
 	w.mu.Unlock()
 	w.poke()
-	if kind != KindUnknown && kind != KindLive {
+	if kind != KindUnknown && kind != KindLive && !lazy {
 		w.startLoad(s.ID)
 	}
 	return s.ID
+}
+
+// startWalked decides the first loads of the snapshots a folder walk
+// added (deferLoad), newest file first, and starts those not deferred: of
+// a folder where training writes a snapshot every few hundred steps, the
+// ones that fit the bound are the latest, where the walk's name order
+// would have loaded the first steps.
+func (w *Workspace) startWalked() {
+	w.mu.Lock()
+	ids := w.walked
+	w.walked = nil
+	var srcs []*Source
+	for _, s := range w.sources {
+		if slices.Contains(ids, s.ID) {
+			srcs = append(srcs, s)
+		}
+	}
+	w.mu.Unlock()
+	mtime := map[int]time.Time{}
+	for _, s := range srcs {
+		if st, err := os.Stat(s.Paths[0]); err == nil {
+			mtime[s.ID] = st.ModTime()
+		}
+	}
+	slices.SortStableFunc(srcs, func(a, b *Source) int { return mtime[b.ID].Compare(mtime[a.ID]) })
+	for _, s := range srcs {
+		if w.deferLoad(s) {
+			w.update(s.ID, func(s *Source) { s.State = Unloaded })
+			continue
+		}
+		w.startLoad(s.ID)
+	}
 }
 
 // Regroup turns a trace run into a real-vs-simulated comparison when its
@@ -432,18 +472,12 @@ func (w *Workspace) load(id int) {
 	if src == nil {
 		return
 	}
-	guess, wait := w.deferLoad(src)
-	if wait {
-		w.update(id, func(s *Source) { s.State = Unloaded })
-		return
-	}
-	if guess > 0 {
-		defer func() {
-			w.mu.Lock()
-			w.guessed -= guess
-			w.mu.Unlock()
-		}()
-	}
+	defer func() {
+		w.mu.Lock()
+		w.guessed -= w.guesses[id]
+		delete(w.guesses, id)
+		w.mu.Unlock()
+	}()
 	first := src.Generation == 0
 	w.update(id, func(s *Source) {
 		if first || s.State == Unloaded {
@@ -625,6 +659,7 @@ func (w *Workspace) openFolder(dir string) int {
 			skip[f] = true
 		}
 	}
+	defer w.startWalked()
 	return n + w.openDir(dir, 0, skip)
 }
 
