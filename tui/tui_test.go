@@ -1707,34 +1707,49 @@ func TestPickerNotLoadedYet(t *testing.T) {
 
 // TestPickerPathsMadeSafe: a file name with control characters, in a
 // watched folder anyone may write to, reaches the picker's detail line
-// escaped, whatever the source's state.
+// escaped, whether its snapshot is loaded or not (either may be the
+// newer file, the one loaded).
 func TestPickerPathsMadeSafe(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
-	dir := t.TempDir()
 	b, err := os.ReadFile("../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"a_snap\x1b]0;pwned\x07.pickle", "b_snap\x1b[2J.pickle"} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
+	names := []string{"a_snap\x1b]0;pwned\x07.pickle", "b_snap\x1b[2J.pickle"}
+	for newer := range names {
+		dir := t.TempDir()
+		for i, name := range names {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now().Add(-time.Hour)
+			if i == newer {
+				at = at.Add(time.Minute)
+			}
+			if err := os.Chtimes(p, at, at); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	ctx := context.Background()
-	ws := model.New(ctx, nil)
-	ws.SetKeep(1) // one loaded, one not loaded yet
-	ws.Open(dir)
-	ws.Wait()
-	a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
-	a.Update(tea.WindowSizeMsg{Width: 200, Height: 40})
-	press(a, "o")
-	raw := a.View().Content
-	for _, bad := range []string{"\x1b]0;pwned", "\x1b[2J"} {
-		if strings.Contains(raw, bad) {
-			t.Errorf("%q from a file name reached the terminal raw", bad)
+		ctx := context.Background()
+		ws := model.New(ctx, nil)
+		ws.SetKeep(1) // one loaded, one not loaded yet
+		ws.Open(dir)
+		ws.Wait()
+		a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
+		a.Update(tea.WindowSizeMsg{Width: 200, Height: 40})
+		press(a, "o")
+		raw := a.View().Content
+		for _, bad := range []string{"\x1b]0;pwned", "\x1b[2J"} {
+			if strings.Contains(raw, bad) {
+				t.Errorf("%q from a file name reached the terminal raw", bad)
+			}
 		}
-	}
-	if s := screen(a); !strings.Contains(s, `b_snap\x1b[2J.pickle · `) && !strings.Contains(s, `not loaded yet (enter loads it) · `+dir+`/b_snap\x1b[2J.pickle`) {
-		t.Errorf("the escaped names are shown:\n%s", s)
+		s := screen(a)
+		for _, want := range []string{`/a_snap\x1b]0;pwned\x07.pickle`, `/b_snap\x1b[2J.pickle`, "not loaded yet (enter loads it) · " + dir + "/"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("the picker should show %q:\n%s", want, s)
+			}
+		}
 	}
 }
