@@ -490,6 +490,19 @@ func analysedIDs(t *testing.T, ws *Workspace) []int {
 	return ids
 }
 
+// keepSample is the small snapshot the tests of the memory bound copy.
+const keepSample = "../testdata/snapshots/synthetic/two_devices.pickle"
+
+// readKeepSample returns keepSample's bytes.
+func readKeepSample(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(keepSample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // footprintOfFile is Summary.Footprint of the snapshot in path.
 func footprintOfFile(t *testing.T, path string) int64 {
 	t.Helper()
@@ -519,12 +532,8 @@ func TestFootprintOf(t *testing.T) {
 // for a use; one whose file went bad while not in memory fails with the
 // file's error.
 func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
-	const sampleFile = "../testdata/snapshots/synthetic/two_devices.pickle"
-	sample, err := os.ReadFile(sampleFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp := footprintOfFile(t, sampleFile)
+	sample := readKeepSample(t)
+	fp := footprintOfFile(t, keepSample)
 	const files = 6
 	dir := t.TempDir()
 	var paths []string // named: each loads (see TestLazyFolder)
@@ -601,11 +610,7 @@ func TestKeepBoundsAnalysedSnapshots(t *testing.T) {
 // TestWatchAccumulatingSnapshots: a watched folder where training adds a
 // snapshot after another, keeping them all, keeps the analyses that fit.
 func TestWatchAccumulatingSnapshots(t *testing.T) {
-	const sampleFile = "../testdata/snapshots/synthetic/two_devices.pickle"
-	sample, err := os.ReadFile(sampleFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := readKeepSample(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "snap_0.pickle"), sample, 0o644); err != nil {
 		t.Fatal(err)
@@ -613,7 +618,7 @@ func TestWatchAccumulatingSnapshots(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ws := New(ctx, nil)
-	ws.SetKeep(2 * footprintOfFile(t, sampleFile))
+	ws.SetKeep(2 * footprintOfFile(t, keepSample))
 	ws.Open(dir)
 	ws.Wait()
 	w, err := Watch(ctx, ws)
@@ -646,16 +651,13 @@ func TestWatchAccumulatingSnapshots(t *testing.T) {
 }
 
 // TestLazyFolder: snapshots met while walking a folder load while the
-// analyses held and loading stay within keep (the first one always), the
-// others wait for a use, which loads them; files named load whatever
-// keep is. A file's guess is its size, ten times a gzip file's.
+// analyses held and loading stay within keep (one at least), the others
+// wait for a use, which loads them (files named always load: see
+// TestKeepBoundsAnalysedSnapshots). A file's guess is its size, ten times
+// a gzip file's.
 func TestLazyFolder(t *testing.T) {
-	const sampleFile = "../testdata/snapshots/synthetic/two_devices.pickle"
-	sample, err := os.ReadFile(sampleFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp := footprintOfFile(t, sampleFile)
+	sample := readKeepSample(t)
+	fp := footprintOfFile(t, keepSample)
 	guess := max(int64(len(sample)), footprintBase)
 	dir := t.TempDir()
 	const files = 6
@@ -741,10 +743,7 @@ func TestLazyFolder(t *testing.T) {
 // TestLazyFolderNewestFirst: of a folder's snapshots, those that fit the
 // bound are the newest files, whatever their names.
 func TestLazyFolderNewestFirst(t *testing.T) {
-	sample, err := os.ReadFile("../testdata/snapshots/synthetic/two_devices.pickle")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := readKeepSample(t)
 	dir := t.TempDir()
 	now := time.Now()
 	// Names in the order of their times: a, first by name, is the oldest.
