@@ -774,3 +774,35 @@ func TestLazyFolderNewestFirst(t *testing.T) {
 		t.Errorf("sources are listed in name order: %v", names)
 	}
 }
+
+// TestGuessReleasedWhenRemoved: a folder's snapshot removed before its
+// load ran gives back its guess, so later walks are not deferred for it.
+func TestGuessReleasedWhenRemoved(t *testing.T) {
+	sample := readKeepSample(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "snap.pickle"), sample, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := New(context.Background(), nil)
+	for len(ws.sem) < cap(ws.sem) { // hold every slot: the load waits for its turn
+		ws.sem <- struct{}{}
+	}
+	ws.Open(dir)
+	id := ws.Sources()[0].ID
+	ws.mu.Lock()
+	held := ws.guessed
+	ws.mu.Unlock()
+	if held == 0 {
+		t.Fatal("the walk's snapshot holds no guess while its load waits")
+	}
+	ws.Remove(id)
+	for len(ws.sem) > 0 {
+		<-ws.sem
+	}
+	ws.Wait()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.guessed != 0 || len(ws.guesses) != 0 {
+		t.Errorf("after the removed source's load: guessed %d, %v", ws.guessed, ws.guesses)
+	}
+}

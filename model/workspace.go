@@ -462,6 +462,14 @@ func (w *Workspace) startLoad(id int) {
 // load runs one load of a source, bounded by the semaphore, and publishes
 // the result. A panic in a loader becomes that source's error.
 func (w *Workspace) load(id int) {
+	// Its guess (deferLoad) is held until the load ends, however it ends:
+	// a source removed while waiting for its turn too.
+	defer func() {
+		w.mu.Lock()
+		w.guessed -= w.guesses[id]
+		delete(w.guesses, id)
+		w.mu.Unlock()
+	}()
 	select {
 	case w.sem <- struct{}{}:
 	case <-w.ctx.Done():
@@ -472,12 +480,6 @@ func (w *Workspace) load(id int) {
 	if src == nil {
 		return
 	}
-	defer func() {
-		w.mu.Lock()
-		w.guessed -= w.guesses[id]
-		delete(w.guesses, id)
-		w.mu.Unlock()
-	}()
 	first := src.Generation == 0
 	w.update(id, func(s *Source) {
 		if first || s.State == Unloaded {
