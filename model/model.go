@@ -98,6 +98,9 @@ type Source struct {
 	// Generation counts successful loads: views rebuild when it changes.
 	Generation int
 	LoadedAt   time.Time
+	// ModTime is the modification time of the file the data was read
+	// from (zero for a folder): which snapshot is the newest.
+	ModTime time.Time
 	// ChangedAt is when the files last changed on disk (watched sources).
 	ChangedAt time.Time
 	// Demo marks bundled sample data.

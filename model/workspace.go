@@ -491,6 +491,7 @@ func (w *Workspace) load(id int) {
 		w.update(id, func(s *Source) { s.Progress = f })
 	}
 	var res Source
+	mtime := fileModTime(src.Paths)
 	err := func() (err error) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -527,6 +528,7 @@ func (w *Workspace) load(id int) {
 		s.Warnings = res.Warnings
 		s.Generation++
 		s.LoadedAt = time.Now()
+		s.ModTime = mtime
 	})
 	if err == nil {
 		w.mu.Lock()
@@ -534,6 +536,20 @@ func (w *Workspace) load(id int) {
 		w.used[id] = w.tick
 		w.mu.Unlock()
 	}
+}
+
+// fileModTime is the modification time of a source's one file, taken
+// before it is read (a write during the read changes it, and the watcher
+// reloads); zero for folders and comparisons.
+func fileModTime(paths []string) time.Time {
+	if len(paths) != 1 {
+		return time.Time{}
+	}
+	st, err := os.Stat(paths[0])
+	if err != nil || !st.Mode().IsRegular() {
+		return time.Time{}
+	}
+	return st.ModTime()
 }
 
 func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error) {

@@ -101,6 +101,9 @@ type App struct {
 	// pendingDiff holds the two snapshots of a diff asked for while one
 	// was not loaded (0s: none); it opens when both are.
 	pendingDiff [2]int
+	// started is when the explorer opened: a snapshot written after it
+	// arrived while the user watched (see pickSnapshot).
+	started time.Time
 }
 
 type wsChangedMsg struct{}
@@ -110,7 +113,7 @@ func New(ctx context.Context, ws *model.Workspace, opts Options) *App {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	a := &App{c: tabContext{ctx: ctx, opts: opts, th: widget.NewTheme(true)}, ws: ws, w: 80, h: 24}
+	a := &App{c: tabContext{ctx: ctx, opts: opts, th: widget.NewTheme(true)}, ws: ws, w: 80, h: 24, started: time.Now()}
 	a.traces = newTracesTab()
 	a.snap = newSnapTab()
 	a.top = newTopTab()
@@ -269,7 +272,11 @@ func (a *App) tab(id tabID) tab {
 func (a *App) refresh() {
 	a.c.sources = a.ws.Sources()
 	a.c.traceSel = a.pickDefault(a.c.traceSel, a.traceChosen, func(k model.SourceKind) bool { return k.IsTrace() })
-	a.c.snapSel = a.pickDefault(a.c.snapSel, a.snapChosen, func(k model.SourceKind) bool { return k.IsSnapshot() })
+	prev := a.c.snapSel
+	a.c.snapSel = a.pickSnapshot(prev, a.snapChosen)
+	if s, p := a.source(a.c.snapSel), a.source(prev); s != nil && p != nil && s.ID != p.ID && s.ModTime.After(a.started) {
+		a.setStatus("now showing %s, the newest (o: choose one)", safe(s.Name()))
+	}
 	a.ws.Use(a.inView()...)
 	a.openPendingDiff()
 	snap := a.source(a.c.snapSel)
@@ -362,8 +369,9 @@ func (a *App) fitTab() tabID {
 	return a.active
 }
 
-// pickDefault keeps the current selection if it still exists, else takes
-// the first loaded source of the kind (preferring allocator snapshots).
+// pickDefault keeps the chosen trace source while it exists, else takes
+// the first loaded one (preferring comparisons). Snapshots have their own
+// rule (pickSnapshot).
 func (a *App) pickDefault(cur int, chosen bool, want func(model.SourceKind) bool) int {
 	if s := a.source(cur); chosen && s != nil && want(s.Kind) {
 		return cur
@@ -373,8 +381,7 @@ func (a *App) pickDefault(cur int, chosen bool, want func(model.SourceKind) bool
 		if !want(s.Kind) || s.State != model.Loaded {
 			continue
 		}
-		if best == 0 || (s.Kind == model.KindSnapshot && a.source(best).Kind != model.KindSnapshot) ||
-			(s.Kind == model.KindTraceCompare && a.source(best).Kind != model.KindTraceCompare) {
+		if best == 0 || (s.Kind == model.KindTraceCompare && a.source(best).Kind != model.KindTraceCompare) {
 			best = s.ID
 		}
 	}
@@ -382,6 +389,53 @@ func (a *App) pickDefault(cur int, chosen bool, want func(model.SourceKind) bool
 		return cur
 	}
 	return best
+}
+
+// newestBatch is how close in modification time snapshots count as one
+// dump: the ranks of a step write theirs within seconds of each other,
+// where steps a training run dumps are minutes apart.
+const newestBatch = time.Minute
+
+// pickSnapshot keeps the chosen snapshot while it exists, else shows the
+// newest: of the loaded allocator snapshots (estimates and rank folders
+// when none is loaded), the first listed of those written within newestBatch of the
+// newest file. A folder where training writes a snapshot every few
+// hundred steps opens on the last one and follows new ones as they
+// arrive, until the user chooses; the ranks of one dump, or files copied
+// together, open on the first listed (rank 0).
+func (a *App) pickSnapshot(cur int, chosen bool) int {
+	if s := a.source(cur); chosen && s != nil && s.Kind.IsSnapshot() {
+		return cur
+	}
+	var cands []*model.Source
+	for _, want := range []func(model.SourceKind) bool{
+		func(k model.SourceKind) bool { return k == model.KindSnapshot },
+		model.SourceKind.IsSnapshot,
+	} {
+		for _, s := range a.c.sources {
+			if want(s.Kind) && s.State == model.Loaded {
+				cands = append(cands, s)
+			}
+		}
+		if len(cands) > 0 {
+			break
+		}
+	}
+	if len(cands) == 0 {
+		return cur
+	}
+	var newest time.Time
+	for _, s := range cands {
+		if s.ModTime.After(newest) {
+			newest = s.ModTime
+		}
+	}
+	for _, s := range cands {
+		if !s.ModTime.Before(newest.Add(-newestBatch)) {
+			return s.ID
+		}
+	}
+	return cands[0].ID
 }
 
 func (a *App) source(id int) *model.Source { return a.c.source(id) }
