@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -24,6 +25,55 @@ func checkIndent(t *testing.T, src []byte) {
 	}
 	if got := indentJSON(nil, compact.Bytes(), "  "); !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("indent of %q:\n%s\nwant:\n%s", compact.Bytes(), got, want.Bytes())
+	}
+	// Written in pieces: the same bytes whatever the piece's size, in one
+	// write when the whole fits in one piece.
+	for _, chunk := range []int{1, 7, 64, want.Len(), want.Len() + 1} {
+		var w countingWriter
+		if err := writeIndented(&w, compact.Bytes(), "  ", chunk); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(w.Bytes(), want.Bytes()) {
+			t.Fatalf("written in pieces of %d, indent of %q:\n%s\nwant:\n%s", chunk, compact.Bytes(), w.Bytes(), want.Bytes())
+		}
+		if chunk > want.Len() && w.writes != 1 {
+			t.Fatalf("%d bytes in pieces of %d: %d writes, want 1", want.Len(), chunk, w.writes)
+		}
+		if chunk < want.Len()/2 && w.writes < 2 {
+			t.Fatalf("%d bytes in pieces of %d: %d writes", want.Len(), chunk, w.writes)
+		}
+	}
+}
+
+// countingWriter is a bytes.Buffer that counts the writes it gets.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(b)
+}
+
+// failingWriter fails every write.
+type failingWriter struct{ writes int }
+
+func (w *failingWriter) Write([]byte) (int, error) {
+	w.writes++
+	return 0, errors.New("disk full")
+}
+
+// TestWriteIndentedStopsAtError: the first failed write is the error
+// returned, and nothing more is written after it.
+func TestWriteIndentedStopsAtError(t *testing.T) {
+	var w failingWriter
+	src := []byte(`{"a":[1,2,3,4,5,6,7,8,9],"b":"` + strings.Repeat("x", 100) + `"}`)
+	if err := writeIndented(&w, src, "  ", 8); err == nil || err.Error() != "disk full" {
+		t.Fatalf("error %v, want disk full", err)
+	}
+	if w.writes != 1 {
+		t.Errorf("%d writes after the first failed", w.writes-1)
 	}
 }
 

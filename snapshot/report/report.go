@@ -328,8 +328,7 @@ func WriteJSON(w io.Writer, reports []FileReport, opt Options) error {
 	if err := json.NewEncoder(&compact).Encode(out); err != nil {
 		return err
 	}
-	_, err := w.Write(indentJSON(make([]byte, 0, 2*compact.Len()), compact.Bytes(), "  "))
-	return err
+	return writeIndented(w, compact.Bytes(), "  ", indentChunk)
 }
 
 func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) jsonDevice {
