@@ -1,24 +1,17 @@
 package model
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"memscope/format"
 	"memscope/snapshot"
-	"memscope/trace"
 )
 
 // Workspace holds the sources. It is safe for concurrent use.
@@ -55,17 +48,6 @@ type Workspace struct {
 	walked []int
 }
 
-// DefaultKeep is the memory the explorer keeps in allocator snapshot
-// analyses beside those on screen (Summary.Footprint's estimate). A
-// watched folder where training writes a snapshot every few hundred
-// steps, and keeps them all, otherwise grew the explorer by each file's
-// analysis for as long as it ran; the bundled samples and most public
-// snapshots (under 1 MB each) never reach it.
-const DefaultKeep = 256 << 20
-
-// KeepAll, given to SetKeep, keeps every analysis (a text report of all).
-const KeepAll = math.MaxInt64
-
 // New returns an empty workspace. Loads stop when ctx is cancelled. rules
 // are the category rules (nil: the defaults).
 func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
@@ -82,146 +64,6 @@ func New(ctx context.Context, rules []snapshot.Rule) *Workspace {
 		inView:     map[int]bool{},
 		lazy:       map[int]bool{},
 		guesses:    map[int]int64{},
-	}
-}
-
-// SetKeep sets the memory of the allocator snapshot analyses kept (n <= 0
-// restores DefaultKeep). Beyond it the least recently used analyses that
-// Use does not name, but the last used, are let go (Unloaded): the Summary
-// stays, and Use loads one again.
-func (w *Workspace) SetKeep(n int64) {
-	if n <= 0 {
-		n = DefaultKeep
-	}
-	w.mu.Lock()
-	w.keep = n
-	w.mu.Unlock()
-	w.evict()
-}
-
-// Use says which sources are in view (the snapshot shown, a diff's two):
-// they are never unloaded, count as just used, and those Unloaded load
-// again. Each call replaces the last one's set.
-func (w *Workspace) Use(ids ...int) {
-	var load []int
-	w.mu.Lock()
-	w.inView = map[int]bool{}
-	for _, id := range ids {
-		if id == 0 || w.inView[id] {
-			continue
-		}
-		w.inView[id] = true
-		w.tick++
-		w.used[id] = w.tick
-		for _, s := range w.sources {
-			if s.ID == id && s.State == Unloaded && !w.reloading[id] {
-				load = append(load, id)
-			}
-		}
-	}
-	w.mu.Unlock()
-	for _, id := range load {
-		w.startLoad(id)
-	}
-}
-
-// deferLoad decides a lazy snapshot's first load (once): it waits for a
-// use when the analyses held, the lazy loads in flight and this one's
-// guess (guessFootprint) would pass keep, unless nothing is held or
-// loading. A folder of hundreds of large snapshots otherwise had every one
-// of them decoded at start, minutes of every core. A load not deferred
-// holds its guess in guessed until it ends.
-func (w *Workspace) deferLoad(src *Source) (wait bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.lazy[src.ID] {
-		return false
-	}
-	delete(w.lazy, src.ID)
-	if w.inView[src.ID] {
-		return false
-	}
-	held := w.guessed
-	for _, s := range w.sources {
-		if s.Kind == KindSnapshot && s.State == Loaded && s.Analysis != nil {
-			held += s.Summary.Footprint
-		}
-	}
-	guess := guessFootprint(src.Paths[0])
-	if held > 0 && held+guess > w.keep {
-		return true
-	}
-	w.guessed += guess
-	w.guesses[src.ID] += guess
-	return false
-}
-
-// guessFootprint guesses the memory of a snapshot's analysis before it is
-// loaded, from its file: the analyses measured 0.2-0.8 times a trace-heavy
-// pickle's size (footprintPerEntry), and a gzip file holds 10-20 times its
-// size.
-func guessFootprint(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return footprintBase
-	}
-	n := st.Size()
-	if f, err := os.Open(path); err == nil {
-		var magic [2]byte
-		if _, err := io.ReadFull(f, magic[:]); err == nil && magic == [2]byte{0x1f, 0x8b} {
-			n *= 10
-		}
-		f.Close()
-	}
-	return max(n, footprintBase)
-}
-
-// evict unloads the least recently used allocator snapshots not in view
-// (nor loading, nor the last used) while the analyses held take more than
-// keep.
-func (w *Workspace) evict() {
-	w.mu.Lock()
-	var resident []int // indices into w.sources
-	var held int64
-	for i, s := range w.sources {
-		if s.Kind == KindSnapshot && s.State == Loaded && s.Analysis != nil {
-			resident = append(resident, i)
-			held += s.Summary.Footprint
-		}
-	}
-	if held <= w.keep {
-		w.mu.Unlock()
-		return
-	}
-	// The last one used stays too: a snapshot whose analysis alone passes
-	// keep would otherwise go as soon as it loaded, before the explorer
-	// could show it.
-	last := -1
-	for _, i := range resident {
-		if last < 0 || w.used[w.sources[i].ID] > w.used[w.sources[last].ID] {
-			last = i
-		}
-	}
-	victims := slices.DeleteFunc(resident, func(i int) bool {
-		id := w.sources[i].ID
-		return i == last || w.inView[id] || w.reloading[id]
-	})
-	slices.SortStableFunc(victims, func(a, b int) int { return cmp.Compare(w.used[w.sources[a].ID], w.used[w.sources[b].ID]) })
-	n := 0
-	for _, i := range victims {
-		if held <= w.keep {
-			break
-		}
-		held -= w.sources[i].Summary.Footprint
-		c := *w.sources[i]
-		c.Analysis, c.State, c.Progress = nil, Unloaded, 0
-		w.sources[i] = &c
-		n++
-	}
-	w.mu.Unlock()
-	if n > 0 {
-		w.poke()
-		debug.FreeOSMemory() // the analyses' pages, now garbage
 	}
 }
 
@@ -595,148 +437,4 @@ func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error
 		return out, fmt.Errorf("nothing to load for a %s source", src.Kind)
 	}
 	return out, nil
-}
-
-// maxOpenDepth bounds how deep Open looks into directories.
-const maxOpenDepth = 4
-
-// Open adds the sources found in paths: files by content (snapshot,
-// estimate, trace file), directories recursively (a directory holding a
-// real and a simulated run becomes one comparison; a directory holding
-// trace files one run; each snapshot one source). Paths that hold nothing
-// usable become failed sources saying what was looked for.
-func (w *Workspace) Open(paths ...string) {
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			w.AddFailed(p, err)
-			continue
-		}
-		if !st.IsDir() {
-			w.openFile(p, true, false)
-			continue
-		}
-		if n := w.openFolder(p); n == 0 {
-			w.AddFailed(p, errors.New("no traces or snapshots found (looked for Megatron memory_trace*.json, torchtitan exports, training logs, *.pickle[.gz] snapshots, memory_viz HTML and peak-snapshot JSON)"))
-		}
-	}
-}
-
-// OpenQuiet is Open for paths the user did not name (the current
-// directory when memscope runs without PATH): a directory with nothing
-// usable adds no source, so a first run in an empty folder is not an
-// error.
-func (w *Workspace) OpenQuiet(paths ...string) {
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			w.openFolder(p)
-			continue
-		}
-		w.Open(p)
-	}
-}
-
-// openFile adds a file by content; explicit files that are nothing known
-// become failed sources, files met while walking a directory are skipped.
-// A lazy snapshot's first load may wait for a use (deferLoad).
-func (w *Workspace) openFile(p string, explicit, lazy bool) int {
-	d, err := Detect(p)
-	if err == nil && !explicit && d.ByName {
-		return 0 // met while walking: only files that look like snapshots
-	}
-	switch {
-	case err != nil:
-		if explicit {
-			w.AddFailed(p, err)
-			return 1
-		}
-		return 0
-	case d.Kind == KindSnapshot || d.Kind == KindEstimate || d.Kind == KindTraceRun:
-		id := w.add(d.Kind, lazy, p)
-		if explicit {
-			w.update(id, func(s *Source) { s.Pinned = true })
-		}
-		return 1
-	case explicit:
-		w.AddFailed(p, fmt.Errorf("%s: %s: not a snapshot, estimate or memory trace", p, d.What))
-		return 1
-	}
-	return 0
-}
-
-// openFolder opens a directory: a folder of per-rank snapshots becomes one
-// rank overview (its snapshots load only when a rank is opened), and the
-// rest of the folder opens as usual.
-func (w *Workspace) openFolder(dir string) int {
-	skip := map[string]bool{}
-	n := 0
-	if files := RankFiles(dir); files != nil {
-		w.Add(KindRanks, dir)
-		n++
-		for _, f := range files {
-			skip[f] = true
-		}
-	}
-	defer w.startWalked()
-	return n + w.openDir(dir, 0, skip)
-}
-
-func (w *Workspace) openDir(dir string, depth int, skip map[string]bool) int {
-	// Two run folders become a comparison only when their names say which
-	// is simulated (memory_traces_scaling, *sim*, *real*) and they are not
-	// both recordings: two unrelated log folders or two recordings side by
-	// side are opened each on its own. `memscope compare` still pairs them
-	// on request.
-	// Two recordings are compared only on request (memscope compare).
-	if real, sim, note, err := trace.SplitRuns(dir); err == nil && note == "" && !(trace.IsRecording(real) && trace.IsRecording(sim)) {
-		w.Add(KindTraceCompare, dir, real, sim)
-		return 1 + w.openSnapshotsOnly(dir)
-	}
-	n := 0
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		w.AddFailed(dir, err)
-		return 1
-	}
-	traces, _ := trace.DirectFiles(dir)
-	if len(traces) > 0 {
-		w.Add(KindTraceRun, dir)
-		n++
-	}
-	isTrace := map[string]bool{}
-	for _, t := range traces {
-		isTrace[t] = true
-	}
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		switch {
-		case strings.HasPrefix(e.Name(), "."):
-		case e.IsDir():
-			if depth+1 < maxOpenDepth {
-				n += w.openDir(p, depth+1, skip)
-			}
-		case e.Type().IsRegular() && !isTrace[p] && !skip[filepath.Clean(p)]:
-			if k, err := format.SniffHead(p); err == nil && k.IsSnapshot() {
-				n += w.openFile(p, false, true)
-			}
-		}
-	}
-	return n
-}
-
-// openSnapshotsOnly adds the snapshots of a directory whose traces were
-// taken as a comparison.
-func (w *Workspace) openSnapshotsOnly(dir string) int {
-	found, err := snapshot.Discover(dir)
-	if err != nil {
-		return 0
-	}
-	for _, f := range found {
-		if f.Kind == format.Estimate {
-			w.Add(KindEstimate, f.Path)
-		} else {
-			w.add(KindSnapshot, true, f.Path)
-		}
-	}
-	return len(found)
 }
