@@ -398,11 +398,11 @@ const newestBatch = time.Minute
 
 // pickSnapshot keeps the chosen snapshot while it exists, else shows the
 // newest: of the loaded allocator snapshots (estimates and rank folders
-// when none is loaded), the first listed of those written within newestBatch of the
-// newest file. A folder where training writes a snapshot every few
-// hundred steps opens on the last one and follows new ones as they
-// arrive, until the user chooses; the ranks of one dump, or files copied
-// together, open on the first listed (rank 0).
+// when none is loaded), the first listed of those written within
+// newestBatch of the newest file. A folder where training writes a
+// snapshot every few hundred steps opens on the last one and follows new
+// ones as they arrive, until the user chooses; the ranks of one dump, or
+// files copied together, open on the first listed (rank 0).
 func (a *App) pickSnapshot(cur int, chosen bool) int {
 	if s := a.source(cur); chosen && s != nil && s.Kind.IsSnapshot() {
 		return cur
