@@ -83,19 +83,31 @@ func (m *addrMap) Put(key uint64, v int32) {
 	m.n++
 }
 
-// Delete removes key, shifting later entries of its probe run back so that
-// no lookup needs a tombstone.
-func (m *addrMap) Delete(key uint64) {
+// Delete removes key.
+func (m *addrMap) Delete(key uint64) { m.Take(key) }
+
+// Take removes key and returns the value it had: Get and Delete in one
+// probe (a replay's free looks its allocation up and closes it).
+func (m *addrMap) Take(key uint64) (int32, bool) {
 	mask := len(m.keys) - 1
 	i := m.slot(key)
 	for ; ; i = (i + 1) & mask {
 		if !m.used[i] {
-			return
+			return 0, false
 		}
 		if m.keys[i] == key {
 			break
 		}
 	}
+	v := m.vals[i]
+	m.remove(i)
+	return v, true
+}
+
+// remove empties slot i, shifting later entries of its probe run back so
+// that no lookup needs a tombstone.
+func (m *addrMap) remove(i int) {
+	mask := len(m.keys) - 1
 	m.n--
 	for j := (i + 1) & mask; m.used[j]; j = (j + 1) & mask {
 		home := m.slot(m.keys[j])

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestAddrMapAgreesWithMap runs random puts, deletes and gets against Go's
+// TestAddrMapAgreesWithMap runs random puts, deletes, takes and gets against Go's
 // map, over key sets that keep the table small, grow it past several
 // doublings (its 3/4 load limit, on both sides) and collide (keys that
 // differ in their high bits only, and a few keys reused over and over).
@@ -28,11 +28,19 @@ func TestAddrMapAgreesWithMap(t *testing.T) {
 			k := sh.key(r)
 			switch r.IntN(3) {
 			case 0, 1:
-				if r.IntN(2) == 0 {
+				switch r.IntN(3) {
+				case 0:
 					m.Put(k, int32(i))
 					ref[k] = int32(i)
-				} else {
+				case 1:
 					m.Delete(k)
+					delete(ref, k)
+				default:
+					v, ok := m.Take(k)
+					w, wok := ref[k]
+					if v != w || ok != wok {
+						t.Fatalf("%s, op %d: Take(%#x) = %d, %v; want %d, %v", sh.name, i, k, v, ok, w, wok)
+					}
 					delete(ref, k)
 				}
 			default:

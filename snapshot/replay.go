@@ -256,10 +256,9 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 		if req >= 0 {
 			free = &events[req]
 		}
-		if j, ok := open.Get(addr); ok {
+		if j, ok := open.Take(addr); ok {
 			iv := &t.Intervals[j]
 			iv.End, iv.FreeRequested, iv.FreeStack = i, req, t.stackID(free)
-			open.Delete(addr)
 			return
 		}
 		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
@@ -287,10 +286,8 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 			}
 			requested.Put(e.Addr, i)
 		case ActionFreeCompleted:
-			req, ok := requested.Get(e.Addr)
-			if ok {
-				requested.Delete(e.Addr)
-			} else {
+			req, ok := requested.Take(e.Addr)
+			if !ok {
 				req = -1
 			}
 			closeAt(e.Addr, i, req, e)

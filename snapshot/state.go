@@ -310,8 +310,7 @@ func (m *stateBlocks[V]) get(addr uint64) *V {
 }
 
 func (m *stateBlocks[V]) delete(addr uint64) {
-	if j, ok := m.index.Get(addr); ok {
-		m.index.Delete(addr)
+	if j, ok := m.index.Take(addr); ok {
 		var zero V
 		m.store[j] = zero // drop its frames
 		m.free = append(m.free, j)
