@@ -402,7 +402,8 @@ const newestBatch = time.Minute
 // newestBatch of the newest file. A folder where training writes a
 // snapshot every few hundred steps opens on the last one and follows new
 // ones as they arrive, until the user chooses; the ranks of one dump, or
-// files copied together, open on the first listed (rank 0).
+// files copied together, open on the first listed (rank 0). A file named
+// on the command line comes before any of these (the first named).
 func (a *App) pickSnapshot(cur int, chosen bool) int {
 	if s := a.source(cur); chosen && s != nil && s.Kind.IsSnapshot() {
 		return cur
@@ -423,6 +424,11 @@ func (a *App) pickSnapshot(cur int, chosen bool) int {
 	}
 	if len(cands) == 0 {
 		return cur
+	}
+	for _, s := range cands {
+		if s.Pinned {
+			return s.ID // named on the command line: what the user asked to see
+		}
 	}
 	var newest time.Time
 	for _, s := range cands {

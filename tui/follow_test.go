@@ -76,6 +76,37 @@ func TestSnapshotShownIsNewest(t *testing.T) {
 	}
 }
 
+// TestNamedSnapshotShownFirst: files named on the command line are shown
+// before newer ones, the first named first.
+func TestNamedSnapshotShownFirst(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	now := time.Now()
+	old := writeSnapshot(t, dir, "old.pickle", now.Add(-2*time.Hour))
+	older := writeSnapshot(t, dir, "older.pickle", now.Add(-3*time.Hour))
+	writeSnapshot(t, other, "newer.pickle", now.Add(-time.Hour))
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		want  string
+	}{
+		{"two files, the newer named first", []string{old, older}, "old.pickle"},
+		{"two files, the older named first", []string{older, old}, "older.pickle"},
+		{"a file and a folder with a newer one", []string{old, other}, "old.pickle"},
+		{"two folders: the newest of both", []string{other, dir}, "newer.pickle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			ws := model.New(ctx, nil)
+			ws.Open(tc.paths...)
+			ws.Wait()
+			a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
+			if got := shownName(a); got != tc.want {
+				t.Fatalf("shown %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestSnapshotFollowsNewArrivals: in a watched folder, a snapshot written
 // while the explorer runs is shown once it is loaded, with a line saying
 // so, until the user chooses one in the picker; from then on new files
