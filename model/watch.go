@@ -126,7 +126,18 @@ func (w *Watcher) sync() {
 		for _, p := range s.Paths {
 			w.known[filepath.Clean(p)] = true
 		}
-		if s.Kind == KindLive || s.Kind == KindUnknown {
+		if s.Kind == KindLive {
+			continue
+		}
+		if s.Kind == KindUnknown {
+			// A folder opened before anything was written to it (the
+			// explorer started on a dump folder before training's first
+			// snapshot) is watched, so that what arrives becomes sources.
+			if s.State == Failed && len(s.Paths) == 1 {
+				if st, err := os.Stat(s.Paths[0]); err == nil && st.IsDir() {
+					w.watchDir(filepath.Clean(s.Paths[0]))
+				}
+			}
 			continue
 		}
 		for _, d := range dirsOf(s) {
@@ -147,7 +158,13 @@ type stamp struct {
 	mod  time.Time
 }
 
-func (w *Watcher) watchDir(d string) bool {
+func (w *Watcher) watchDir(d string) bool { return w.watchDirNews(d, func(string) {}) }
+
+// watchDirNews watches d and calls news for each entry already there: a
+// folder that appears in a watched one (torchtitan's iteration_N) has its
+// files written before its watch starts, and they are new data. Where d
+// was there when its source was opened (watchDir), what it holds is not.
+func (w *Watcher) watchDirNews(d string, news func(path string)) bool {
 	if w.dirs[d] {
 		return false
 	}
@@ -155,7 +172,7 @@ func (w *Watcher) watchDir(d string) bool {
 		return false
 	}
 	w.dirs[d] = true
-	w.list(d, func(string) {}) // what is there now is not news
+	w.list(d, news)
 	return true
 }
 
@@ -352,7 +369,7 @@ func (w *Watcher) settle(now time.Time) {
 		if st.IsDir() {
 			// A new folder beside a run (sim/ next to real/), or inside one.
 			if w.dirs[filepath.Dir(path)] {
-				w.watchDir(path)
+				w.watchDirNews(path, func(p string) { w.changed(p, now) })
 			}
 			if w.regroup(filepath.Dir(path)) {
 				continue
@@ -360,6 +377,17 @@ func (w *Watcher) settle(now time.Time) {
 			if s := w.owner(path); s != nil {
 				reload[s.ID] = true
 			}
+			continue
+		}
+		if dir := w.ws.reopenWaiting(path); dir != "" {
+			// The walk read every file of the folder: their news, due
+			// now or later, would only reload the sources just made.
+			for p := range w.due {
+				if strings.HasPrefix(p, dir+string(filepath.Separator)) {
+					delete(w.due, p)
+				}
+			}
+			w.sync()
 			continue
 		}
 		k, _ := format.SniffFile(path)

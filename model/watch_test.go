@@ -1,9 +1,11 @@
 package model
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,5 +97,84 @@ func TestRescanAfter(t *testing.T) {
 		if got := rescanAfter(c.took); got != c.want {
 			t.Errorf("a rescan of %v: next after %v, want %v", c.took, got, c.want)
 		}
+	}
+}
+
+// TestWatchFolderOpenedEmpty: a folder opened before training wrote to it
+// fails ("nothing found") and is watched; a snapshot written into it, or
+// into a subfolder made after (torchtitan's iteration_N/rankR_...), with
+// its files written before the subfolder's watch starts, becomes a
+// source, as the folder would open now, and the folder's failure goes.
+func TestWatchFolderOpenedEmpty(t *testing.T) {
+	const sample = "../testdata/snapshots/jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle"
+	flat, nested := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	ws := New(ctx, nil)
+	ws.Open(flat, nested)
+	ws.Wait()
+	failed := func() int {
+		n := 0
+		for _, s := range ws.Sources() {
+			if s.State == Failed {
+				n++
+			}
+		}
+		return n
+	}
+	if n := failed(); n != 2 {
+		t.Fatalf("two empty folders: %d failed sources, want 2: %v", n, ws.Sources())
+	}
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+	loaded := func(dir string) int {
+		n := 0
+		for _, s := range ws.Sources() {
+			if s.Kind == KindSnapshot && s.State == Loaded && strings.HasPrefix(s.Path, dir+string(filepath.Separator)) {
+				n++
+			}
+		}
+		return n
+	}
+
+	copyFile(t, sample, filepath.Join(flat, "snapshot_step100.pickle"))
+	waitFor(t, "the snapshot in the folder opened empty", func() bool { return loaded(flat) == 1 })
+	if n := failed(); n != 1 {
+		t.Errorf("after its first snapshot, the folder still fails: %d failed sources: %v", n, ws.Sources())
+	}
+
+	// copyFile makes the subfolder and writes both files at once: they are
+	// there before the watcher sees the folder. The folder then opens as it
+	// would now: one rank overview.
+	copyFile(t, sample, filepath.Join(nested, "iteration_10", "rank0_memory_snapshot.pickle"))
+	copyFile(t, sample, filepath.Join(nested, "iteration_10", "rank1_memory_snapshot.pickle"))
+	ranks := func() *Source {
+		for _, s := range ws.Sources() {
+			if s.Kind == KindRanks && s.Path == nested && s.State == Loaded {
+				return s
+			}
+		}
+		return nil
+	}
+	waitFor(t, "the rank overview of the folder", func() bool { return ranks() != nil && len(ranks().Ranks) == 2 })
+	if n := failed(); n != 0 {
+		t.Errorf("%d failed sources left: %v", n, ws.Sources())
+	}
+	fresh := New(ctx, nil)
+	fresh.Open(nested)
+	fresh.Wait()
+	var got, want []SourceKind
+	for _, s := range ws.Sources() {
+		if strings.HasPrefix(s.Path+string(filepath.Separator), nested+string(filepath.Separator)) {
+			got = append(got, s.Kind)
+		}
+	}
+	for _, s := range fresh.Sources() {
+		want = append(want, s.Kind)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the folder filled in gave sources %v; opened now it gives %v", got, want)
 	}
 }

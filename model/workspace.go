@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -244,6 +245,29 @@ func (w *Workspace) AddFailed(path string, err error) int {
 	id := w.Add(KindUnknown, path)
 	w.update(id, func(s *Source) { s.State = Failed; s.Err = err })
 	return id
+}
+
+// reopenWaiting opens again the folder that held nothing usable when it
+// was opened (a failed source) and now holds path, which the watcher found
+// there: what the folder holds becomes sources, as if opened now (a rank
+// folder, a run, snapshots), and its failure goes once it has any. It
+// returns the folder, or "" when path lies in no such folder.
+func (w *Workspace) reopenWaiting(path string) string {
+	path = filepath.Clean(path)
+	for _, s := range w.Sources() {
+		if s.Kind != KindUnknown || s.State != Failed || len(s.Paths) != 1 {
+			continue
+		}
+		dir := filepath.Clean(s.Paths[0])
+		if !strings.HasPrefix(path, dir+string(filepath.Separator)) {
+			continue
+		}
+		if w.openFolder(dir) > 0 {
+			w.Remove(s.ID)
+		}
+		return dir
+	}
+	return ""
 }
 
 // MarkDemo labels every source as bundled demo data.
