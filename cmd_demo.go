@@ -33,6 +33,10 @@ func extractDemo() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// One modification time for every sample: they were bundled together,
+	// so the explorer opens on the first listed, not on the one written
+	// last (it shows the newest snapshot of a folder).
+	now := time.Now()
 	err = fs.WalkDir(demoData, "testdata", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -46,7 +50,10 @@ func extractDemo() (string, error) {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(target, b, 0o644)
+		if err := os.WriteFile(target, b, 0o644); err != nil {
+			return err
+		}
+		return os.Chtimes(target, now, now)
 	})
 	if err == nil {
 		err = writeDemoErrors(filepath.Join(dir, "traces", "megatron_trace_memory"), filepath.Join(dir, "traces", "SYNTHETIC_estimate_errors"))

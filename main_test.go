@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -818,5 +819,38 @@ func TestReplayWithoutTerminal(t *testing.T) {
 	out, stderr, code := runCLI(t, "--replay", dir)
 	if code != 0 || !strings.Contains(out, "one run") || strings.Contains(out+stderr, "current directory") {
 		t.Errorf("exit %d:\n%s\n%s", code, out, stderr)
+	}
+}
+
+// TestDemoSamplesWrittenAtOneInstant: the demo's samples carry one
+// modification time, so the explorer (which shows a folder's newest
+// snapshot) opens on the first listed, as it does on the repository's own
+// folder, not on whichever sample was extracted last.
+func TestDemoSamplesWrittenAtOneInstant(t *testing.T) {
+	dir, err := extractDemo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	var first time.Time
+	n := 0
+	err = filepath.WalkDir(filepath.Join(dir, "snapshots"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			first = info.ModTime()
+		} else if !info.ModTime().Equal(first) {
+			t.Errorf("%s: modified %v, the first sample %v", p, info.ModTime(), first)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n < 2 {
+		t.Fatalf("%d samples: %v", n, err)
 	}
 }

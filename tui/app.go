@@ -391,19 +391,14 @@ func (a *App) pickDefault(cur int, chosen bool, want func(model.SourceKind) bool
 	return best
 }
 
-// newestBatch is how close in modification time snapshots count as one
-// dump: the ranks of a step write theirs within seconds of each other,
-// where steps a training run dumps are minutes apart.
-const newestBatch = time.Minute
-
-// pickSnapshot keeps the chosen snapshot while it exists, else shows the
-// newest: of the loaded allocator snapshots (estimates and rank folders
-// when none is loaded), the first listed of those written within
-// newestBatch of the newest file. A folder where training writes a
-// snapshot every few hundred steps opens on the last one and follows new
-// ones as they arrive, until the user chooses; the ranks of one dump, or
-// files copied together, open on the first listed (rank 0). A file named
-// on the command line comes before any of these (the first named).
+// pickSnapshot keeps the chosen snapshot while it exists, else shows one
+// of the loaded allocator snapshots (estimates and rank folders when none
+// is loaded): a file named on the command line, the first named; else the
+// newest file, the first listed of those written at the same instant (an
+// archive unpacked). A folder where training writes a snapshot every few
+// hundred steps opens on the last one and follows new ones as they
+// arrive, until the user chooses. (The ranks of a dump open as one rank
+// folder, not as snapshots.)
 func (a *App) pickSnapshot(cur int, chosen bool) int {
 	if s := a.source(cur); chosen && s != nil && s.Kind.IsSnapshot() {
 		return cur
@@ -425,23 +420,16 @@ func (a *App) pickSnapshot(cur int, chosen bool) int {
 	if len(cands) == 0 {
 		return cur
 	}
+	newest := cands[0]
 	for _, s := range cands {
 		if s.Pinned {
 			return s.ID // named on the command line: what the user asked to see
 		}
-	}
-	var newest time.Time
-	for _, s := range cands {
-		if s.ModTime.After(newest) {
-			newest = s.ModTime
+		if s.ModTime.After(newest.ModTime) {
+			newest = s
 		}
 	}
-	for _, s := range cands {
-		if !s.ModTime.Before(newest.Add(-newestBatch)) {
-			return s.ID
-		}
-	}
-	return cands[0].ID
+	return newest.ID
 }
 
 func (a *App) source(id int) *model.Source { return a.c.source(id) }

@@ -44,32 +44,44 @@ func shownName(a *App) string {
 }
 
 // TestSnapshotShownIsNewest: a folder of snapshots opens on the newest
-// file, and on the first listed of files written within a minute of it
-// (the ranks of one dump), on both sides of that minute.
+// file (whatever the names' order), the first listed of files written at
+// one instant; a folder of ranks on its rank overview.
 func TestSnapshotShownIsNewest(t *testing.T) {
-	for _, tc := range []struct {
+	type file struct {
 		name string
-		ages [3]time.Duration // of a, b and c.pickle
-		want string
+		age  time.Duration
+	}
+	h := time.Hour
+	for _, tc := range []struct {
+		name  string
+		files []file
+		want  string
 	}{
-		{"steps an hour apart: the newest", [3]time.Duration{2 * time.Hour, time.Hour, 3 * time.Hour}, "b.pickle"},
-		{"newest listed last", [3]time.Duration{2 * time.Hour, 3 * time.Hour, time.Hour}, "c.pickle"},
-		{"a minute older: one dump, the first listed", [3]time.Duration{time.Hour + newestBatch, time.Hour, time.Hour + 30*time.Second}, "a.pickle"},
-		{"a minute and a second older: not of the dump", [3]time.Duration{time.Hour + newestBatch + time.Second, time.Hour, time.Hour + 30*time.Second}, "b.pickle"},
-		{"copied together: the first listed", [3]time.Duration{time.Hour, time.Hour, time.Hour}, "a.pickle"},
+		{"steps an hour apart: the newest", []file{{"a.pickle", 2 * h}, {"b.pickle", h}, {"c.pickle", 3 * h}}, "b.pickle"},
+		{"newest listed last", []file{{"a.pickle", 2 * h}, {"b.pickle", 3 * h}, {"c.pickle", h}}, "c.pickle"},
+		{"steps a millisecond apart: the newest", []file{{"snap_step100.pickle", h + 2*time.Millisecond}, {"snap_step200.pickle", h + time.Millisecond}, {"snap_step300.pickle", h}}, "snap_step300.pickle"},
+		{"written at one instant: the first listed", []file{{"a.pickle", h}, {"b.pickle", h}, {"c.pickle", h}}, "a.pickle"},
+		{"ranks: the rank overview", []file{{"rank0.pickle", 2 * h}, {"rank1.pickle", h}}, "."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			now := time.Now()
-			for i, name := range []string{"a.pickle", "b.pickle", "c.pickle"} {
-				writeSnapshot(t, dir, name, now.Add(-tc.ages[i]))
+			for _, f := range tc.files {
+				if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f.name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeSnapshot(t, dir, f.name, now.Add(-f.age))
 			}
 			ctx := context.Background()
 			ws := model.New(ctx, nil)
 			ws.Open(dir)
 			ws.Wait()
 			a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
-			if got := shownName(a); got != tc.want {
+			got := ""
+			if s := a.source(a.c.snapSel); s != nil {
+				got, _ = filepath.Rel(dir, s.Path)
+			}
+			if got != tc.want {
 				t.Fatalf("shown %q, want %q", got, tc.want)
 			}
 		})
