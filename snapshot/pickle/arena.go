@@ -101,7 +101,7 @@ func (c *chunked[T]) len() int { return int(c.n) }
 
 func (c *chunked[T]) push(v T) uint32 {
 	i := c.n
-	if i&chunkMask == 0 {
+	if i&chunkMask == 0 && int(i>>chunkBits) == len(c.chunks) {
 		c.chunks = append(c.chunks, c.newChunk())
 	}
 	c.chunks[i>>chunkBits][i&chunkMask] = v
@@ -110,6 +110,31 @@ func (c *chunked[T]) push(v T) uint32 {
 }
 
 func (c *chunked[T]) at(i uint32) *T { return &c.chunks[i>>chunkBits][i&chunkMask] }
+
+// next is the element the next push would write, for a caller that fills
+// it in place (a trace record, 40 bytes, was built, returned and copied):
+// commit makes it the last element; a caller that does not commit calls
+// abandon, so that the elements past len stay zero (pad relies on it).
+func (c *chunked[T]) next() *T {
+	i := c.n
+	if i&chunkMask == 0 && int(i>>chunkBits) == len(c.chunks) {
+		c.chunks = append(c.chunks, c.newChunk())
+	}
+	return &c.chunks[i>>chunkBits][i&chunkMask]
+}
+
+// commit adds the element next returned, and returns its index.
+func (c *chunked[T]) commit() uint32 {
+	i := c.n
+	c.n++
+	return i
+}
+
+// abandon clears the element next returned, not to be committed.
+func (c *chunked[T]) abandon() {
+	var zero T
+	*c.next() = zero
+}
 
 // run reserves n contiguous elements and returns the index of the first one,
 // or false when n does not fit in a chunk at all.
@@ -160,7 +185,7 @@ func (c *chunked[T]) recycle(from *chunked[T]) {
 // real trace): whole chunks of them share one zero chunk.
 func (c *chunked[T]) padShared(n int) {
 	for n > 0 {
-		if c.n&chunkMask == 0 && n >= chunkLen {
+		if c.n&chunkMask == 0 && n >= chunkLen && int(c.n>>chunkBits) == len(c.chunks) {
 			if c.zero == nil {
 				c.zero = make([]T, chunkLen)
 			}
@@ -195,7 +220,7 @@ func (c *chunked[T]) pad(n int) { c.padPopulated(n, true) }
 // first written (see newChunkPopulated).
 func (c *chunked[T]) padPopulated(n int, populate bool) {
 	for n > 0 {
-		if c.n&chunkMask == 0 {
+		if c.n&chunkMask == 0 && int(c.n>>chunkBits) == len(c.chunks) {
 			c.chunks = append(c.chunks, c.newChunkPopulated(populate))
 		}
 		m := min(n, chunkLen-int(c.n&chunkMask))

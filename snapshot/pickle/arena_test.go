@@ -153,3 +153,57 @@ func TestPutIntoJoinedHoles(t *testing.T) {
 		}
 	}
 }
+
+// TestNextWithoutCommit: an element filled in place (next) and abandoned
+// is overwritten by what comes next, on both sides of a chunk's edge,
+// whether a push, a commit, pad (which reads zeros) or padShared (whose
+// shared zero chunk must never take the place of the chunk next made),
+// every element reads back as written, and no chunk is made twice.
+func TestNextWithoutCommit(t *testing.T) {
+	for _, before := range []int{0, 1, chunkLen - 1, chunkLen, chunkLen + 1} {
+		for _, after := range []string{"push", "commit", "pad", "padShared"} {
+			var a chunked[uint32]
+			want := []uint32{}
+			for i := range before {
+				a.push(uint32(i + 1))
+				want = append(want, uint32(i+1))
+			}
+			*a.next() = 0xdead
+			a.abandon()
+			switch after {
+			case "push":
+				a.push(5)
+				want = append(want, 5)
+			case "commit":
+				*a.next() = 6
+				if i := a.commit(); int(i) != before {
+					t.Fatalf("after %d, commit gave index %d", before, i)
+				}
+				want = append(want, 6)
+			case "pad":
+				a.pad(chunkLen + 3)
+				want = append(want, make([]uint32, chunkLen+3)...)
+			case "padShared":
+				a.padShared(2 * chunkLen)
+				want = append(want, make([]uint32, 2*chunkLen)...)
+			}
+			a.push(8)
+			want = append(want, 8)
+			if a.len() != len(want) {
+				t.Fatalf("%d then %s: len %d, want %d", before, after, a.len(), len(want))
+			}
+			for i, w := range want {
+				if got := *a.at(uint32(i)); got != w {
+					t.Fatalf("%d then %s: element %d is %#x, want %#x", before, after, i, got, w)
+				}
+			}
+			if a.zero != nil && (a.zero[0] != 0 || a.zero[len(a.zero)-1] != 0) {
+				t.Fatalf("%d then %s: the shared zero chunk was written", before, after)
+			}
+			// The chunk next made is used, not left behind beside another.
+			if n := (a.len() + chunkLen - 1) / chunkLen; len(a.chunks) != n {
+				t.Errorf("%d then %s: %d chunks for %d elements, want %d", before, after, len(a.chunks), a.len(), n)
+			}
+		}
+	}
+}

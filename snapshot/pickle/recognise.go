@@ -195,14 +195,15 @@ func (d *decoder) unstack(cid uint32) {
 // the trace-entry keys memscope knows, with the expected value types; any
 // other key or type keeps the generic form (and its warnings).
 func (d *decoder) tryTrace(cid uint32, kv []val) bool {
-	r, ok := d.traceRecord(kv)
-	if !ok {
+	r := d.g.traces.next()
+	if !d.traceRecord(r, kv) {
+		d.g.traces.abandon()
 		return false
 	}
 	r.cid = cid
 	c := d.g.conts.at(cid)
 	c.kind = cTrace
-	c.start = d.g.traces.push(r)
+	c.start = d.g.traces.commit()
 	return true
 }
 
@@ -210,12 +211,13 @@ func (d *decoder) tryTrace(cid uint32, kv []val) bool {
 // trace record with no container (a kTrace val) when kv is a trace
 // entry's (see tryTrace); false leaves it pending.
 func (d *decoder) pendingTrace(stack, kv []val) bool {
-	r, ok := d.traceRecord(kv)
-	if !ok {
+	r := d.g.traces.next()
+	if !d.traceRecord(r, kv) {
+		d.g.traces.abandon()
 		return false
 	}
 	r.cid = noRef
-	d.settle(stack, val{k: kTrace, ref: d.g.traces.push(r)})
+	d.settle(stack, val{k: kTrace, ref: d.g.traces.commit()})
 	return true
 }
 
@@ -236,21 +238,25 @@ func (d *decoder) traceDict(idx uint32) val {
 	return val{k: kDict, ref: cid}
 }
 
-// traceRecord reads kv as a trace entry's keys and values (see tryTrace).
-func (d *decoder) traceRecord(kv []val) (rawTrace, bool) {
-	if kv[0].k != kStr || d.g.roles[kv[0].ref] != keyAction {
-		return rawTrace{}, false
+// traceRecord reads kv as a trace entry's keys and values into r (see
+// tryTrace), in place: the next record of the array, which the caller
+// abandons when it says false. Built and returned, the 40-byte record was copied
+// twice for each of a million entries.
+func (d *decoder) traceRecord(r *rawTrace, kv []val) bool {
+	roles := d.g.roles
+	if kv[0].k != kStr || roles[kv[0].ref] != keyAction {
+		return false
 	}
-	r := rawTrace{action: noRef, fram: noRef}
+	*r = rawTrace{action: noRef, fram: noRef}
 	x := noExtra
 	var has uint8
 	for j := 0; j < len(kv); j += 2 {
-		k, v := kv[j], kv[j+1]
+		k, v := &kv[j], &kv[j+1]
 		if k.k != kStr {
-			return rawTrace{}, false
+			return false
 		}
 		ok := true
-		switch d.g.roles[k.ref] {
+		switch roles[k.ref] {
 		case keyAction:
 			r.action, ok = v.ref, v.k == kStr
 		case keyAddr:
@@ -286,22 +292,22 @@ func (d *decoder) traceRecord(kv []val) (rawTrace, bool) {
 				has |= hasFramesStack
 			}
 		default:
-			return rawTrace{}, false
+			return false
 		}
 		if !ok {
-			return rawTrace{}, false
+			return false
 		}
 	}
 	if r.action == noRef {
-		return rawTrace{}, false
+		return false
 	}
 	id, ok := d.g.internExtra(x)
 	if !ok {
-		return rawTrace{}, false // a table of extras that is full: the generic form
+		return false // a table of extras that is full: the generic form
 	}
 	r.setExtra(id)
 	r.mark(has)
-	return r, true
+	return true
 }
 
 // stackList gives the frame list at stack[pos], a kStack, a container, for
