@@ -555,7 +555,10 @@ func (j *joiner) copyRecords(lo, hi uint32) map[uint32]val {
 		if i&chunkMask == 0 || i == lo {
 			j.coverRecords(&sup, i, min(hi, (i|chunkMask)+1))
 		}
-		r := *hg.traces.at(i)
+		// Copied, then changed in place: a record of seven fields in a
+		// local goes through the stack, one more copy a record.
+		r := d.g.traces.at(j.traces + i)
+		*r = *hg.traces.at(i)
 		r.action = j.strs[r.action]
 		if x := r.extra(); x != 0 {
 			r.setExtra(j.extras[x-1])
@@ -585,7 +588,6 @@ func (j *joiner) copyRecords(lo, hi uint32) map[uint32]val {
 		case r.fram != noRef:
 			r.fram += j.conts
 		}
-		*d.g.traces.at(j.traces + i) = r
 		if (i+1)&chunkMask == 0 {
 			hg.traces.giveChunk(int(i>>chunkBits), &sup) // copied
 		}
