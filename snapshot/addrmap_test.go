@@ -7,7 +7,7 @@ import (
 
 // TestAddrMapAgreesWithMap runs random puts, deletes, takes and gets against Go's
 // map, over key sets that keep the table small, grow it past several
-// doublings (its 3/4 load limit, on both sides) and collide (keys that
+// doublings (its half-full limit, on both sides) and collide (keys that
 // differ in their high bits only, and a few keys reused over and over).
 func TestAddrMapAgreesWithMap(t *testing.T) {
 	shapes := []struct {
@@ -67,12 +67,12 @@ func TestAddrMapAgreesWithMap(t *testing.T) {
 	}
 }
 
-// TestAddrMapGrowth: the table doubles when a put would take it over 3/4
+// TestAddrMapGrowth: the table doubles when a put would take it over half
 // full, not before.
 func TestAddrMapGrowth(t *testing.T) {
 	m := newAddrMap(0)
 	size := len(m.keys)
-	for i := range size * 3 / 4 {
+	for i := range size / 2 {
 		m.Put(uint64(i)*512, int32(i))
 	}
 	if len(m.keys) != size {
@@ -82,7 +82,7 @@ func TestAddrMapGrowth(t *testing.T) {
 	if len(m.keys) != 2*size {
 		t.Fatalf("%d keys in %d slots: did not double", m.Len(), len(m.keys))
 	}
-	for i := range size * 3 / 4 {
+	for i := range size / 2 {
 		if v, ok := m.Get(uint64(i) * 512); !ok || v != int32(i) {
 			t.Fatalf("key %d lost in the doubling", i)
 		}
