@@ -182,3 +182,45 @@ func TestSnapshotFollowsNewArrivals(t *testing.T) {
 		t.Fatal(a.internalErr)
 	}
 }
+
+// TestAge: each unit on both sides of its edge, and a time ahead of the
+// clock.
+func TestAge(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Hour, "just now"},
+		{999 * time.Millisecond, "just now"},
+		{time.Second, "1s ago"},
+		{59 * time.Second, "59s ago"},
+		{time.Minute, "1m ago"},
+		{59*time.Minute + 59*time.Second, "59m ago"},
+		{time.Hour, "1h ago"},
+		{48*time.Hour - time.Second, "47h ago"},
+		{48 * time.Hour, "2d ago"},
+		{30 * 24 * time.Hour, "30d ago"},
+	} {
+		if got := age(c.d); got != c.want {
+			t.Errorf("age(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
+
+// TestPickerSaysWhenWritten: the picker's line of a snapshot says how long
+// ago its file was written.
+func TestPickerSaysWhenWritten(t *testing.T) {
+	t.Setenv("NO_COLOR", "1")
+	dir := t.TempDir()
+	writeSnapshot(t, dir, "old.pickle", time.Now().Add(-3*time.Hour-time.Minute))
+	ctx := context.Background()
+	ws := model.New(ctx, nil)
+	ws.Open(dir)
+	ws.Wait()
+	a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
+	a.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	press(a, "o")
+	if s := screen(a); !strings.Contains(s, "reserved 32.00 MiB · written 3h ago ·") {
+		t.Errorf("the picker does not say when the file was written:\n%s", s)
+	}
+}

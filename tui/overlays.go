@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -475,13 +476,13 @@ func sourceSummary(s *model.Source) string {
 		return "not loaded yet (enter loads it) · " + s.Path
 	case s.State == model.Unloaded:
 		m := s.Summary
-		return fmt.Sprintf("%s · %s · reserved %s · not in memory (enter loads it) · %s", m.Format, plural(m.Devices, "device"), bytesStr(m.Reserved), s.Path)
+		return fmt.Sprintf("%s · %s · reserved %s · not in memory (enter loads it)%s · %s", m.Format, plural(m.Devices, "device"), bytesStr(m.Reserved), written(s, time.Now()), s.Path)
 	case s.Analysis != nil:
 		var res int64
 		for _, d := range s.Analysis.Devices {
 			res += d.ReservedBytes
 		}
-		return fmt.Sprintf("%s · %s · reserved %s · %s", s.Analysis.Snapshot.Format, plural(len(s.Analysis.Devices), "device"), bytesStr(res), s.Path)
+		return fmt.Sprintf("%s · %s · reserved %s%s · %s", s.Analysis.Snapshot.Format, plural(len(s.Analysis.Devices), "device"), bytesStr(res), written(s, time.Now()), s.Path)
 	case s.Estimate != nil:
 		return fmt.Sprintf("estimate · %s · %s", plural(len(s.Estimate.Devices), "device"), s.Path)
 	case s.Comparison != nil:
@@ -490,6 +491,33 @@ func sourceSummary(s *model.Source) string {
 		return fmt.Sprintf("%s · %s", plural(len(s.Real.Ranks), "rank"), s.Path)
 	}
 	return s.Path
+}
+
+// written says how long before now a snapshot's file was written, as
+// " · written 5m ago" (empty when not known): which of a dump folder's
+// snapshots is the newest, the one shown until the user chooses.
+func written(s *model.Source, now time.Time) string {
+	if s.ModTime.IsZero() {
+		return ""
+	}
+	return " · written " + age(now.Sub(s.ModTime))
+}
+
+// age is d as the largest whole unit a person reads at a glance: "12s
+// ago", "5m ago", "3h ago" (up to two days), "4d ago"; a time ahead of the
+// clock (another host's, on a shared filesystem) is "just now".
+func age(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
 }
 
 // textOverlay shows lines of text in full (wrapped), scrolling: the
