@@ -99,7 +99,8 @@ type Source struct {
 	Generation int
 	LoadedAt   time.Time
 	// ModTime is the modification time of the file the data was read
-	// from (zero for a folder): which snapshot is the newest.
+	// from (zero for a folder): which snapshot is the newest. A snapshot
+	// met in a folder has its file's from the start, before any load.
 	ModTime time.Time
 	// ChangedAt is when the files last changed on disk (watched sources).
 	ChangedAt time.Time

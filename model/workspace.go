@@ -154,11 +154,15 @@ func (w *Workspace) add(kind SourceKind, lazy bool, path string, paths ...string
 	if len(paths) == 0 {
 		paths = []string{path}
 	}
+	lazy = lazy && kind == KindSnapshot
+	var mtime time.Time
+	if lazy {
+		mtime = fileModTime(paths) // the picker says it before a load does
+	}
 	w.mu.Lock()
 	w.nextID++
-	s := &Source{ID: w.nextID, Kind: kind, Path: path, Paths: paths, Label: labelFor(kind, paths), State: Pending}
+	s := &Source{ID: w.nextID, Kind: kind, Path: path, Paths: paths, Label: labelFor(kind, paths), State: Pending, ModTime: mtime}
 	w.sources = append(w.sources, s)
-	lazy = lazy && kind == KindSnapshot
 	if lazy {
 		w.lazy[s.ID] = true
 		w.walked = append(w.walked, s.ID)

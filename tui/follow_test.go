@@ -208,19 +208,24 @@ func TestAge(t *testing.T) {
 }
 
 // TestPickerSaysWhenWritten: the picker's line of a snapshot says how long
-// ago its file was written.
+// ago its file was written, loaded or not loaded yet.
 func TestPickerSaysWhenWritten(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	dir := t.TempDir()
-	writeSnapshot(t, dir, "old.pickle", time.Now().Add(-3*time.Hour-time.Minute))
+	writeSnapshot(t, dir, "new.pickle", time.Now().Add(-3*time.Hour-time.Minute))
+	writeSnapshot(t, dir, "old.pickle", time.Now().Add(-5*time.Hour-time.Minute))
 	ctx := context.Background()
 	ws := model.New(ctx, nil)
+	ws.SetKeep(1) // the newest loads, the other waits
 	ws.Open(dir)
 	ws.Wait()
 	a := New(ctx, ws, Options{LiveErr: errors.New("no GPUs in tests")})
 	a.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
 	press(a, "o")
-	if s := screen(a); !strings.Contains(s, "reserved 32.00 MiB · written 3h ago ·") {
-		t.Errorf("the picker does not say when the file was written:\n%s", s)
+	s := screen(a)
+	for _, want := range []string{"reserved 32.00 MiB · written 3h ago ·", "not loaded yet (enter loads it) · written 5h ago ·"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the picker should say %q:\n%s", want, s)
+		}
 	}
 }

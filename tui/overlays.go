@@ -473,7 +473,7 @@ func sourceSummary(s *model.Source) string {
 	case s.State == model.Loading || s.State == model.Pending:
 		return "loading " + s.Path
 	case s.State == model.Unloaded && s.Generation == 0:
-		return "not loaded yet (enter loads it) · " + s.Path
+		return "not loaded yet (enter loads it)" + written(s, time.Now()) + " · " + s.Path
 	case s.State == model.Unloaded:
 		m := s.Summary
 		return fmt.Sprintf("%s · %s · reserved %s · not in memory (enter loads it)%s · %s", m.Format, plural(m.Devices, "device"), bytesStr(m.Reserved), written(s, time.Now()), s.Path)

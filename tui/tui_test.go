@@ -1746,7 +1746,7 @@ func TestPickerPathsMadeSafe(t *testing.T) {
 			}
 		}
 		s := screen(a)
-		for _, want := range []string{`/a_snap\x1b]0;pwned\x07.pickle`, `/b_snap\x1b[2J.pickle`, "not loaded yet (enter loads it) · " + dir + "/"} {
+		for _, want := range []string{`/a_snap\x1b]0;pwned\x07.pickle`, `/b_snap\x1b[2J.pickle`, "not loaded yet (enter loads it) · written ", " ago · " + dir + "/"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("the picker should show %q:\n%s", want, s)
 			}
