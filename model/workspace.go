@@ -191,13 +191,8 @@ func (w *Workspace) startWalked() {
 		}
 	}
 	w.mu.Unlock()
-	mtime := map[int]time.Time{}
-	for _, s := range srcs {
-		if st, err := os.Stat(s.Paths[0]); err == nil {
-			mtime[s.ID] = st.ModTime()
-		}
-	}
-	slices.SortStableFunc(srcs, func(a, b *Source) int { return mtime[b.ID].Compare(mtime[a.ID]) })
+	// Their files' times were taken when they were added (add).
+	slices.SortStableFunc(srcs, func(a, b *Source) int { return b.ModTime.Compare(a.ModTime) })
 	for _, s := range srcs {
 		if w.deferLoad(s) {
 			w.update(s.ID, func(s *Source) { s.State = Unloaded })
