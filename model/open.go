@@ -95,14 +95,22 @@ func (w *Workspace) openFolder(dir string) int {
 	return n + w.openDir(dir, 0, skip)
 }
 
+// namedRuns finds the real and simulated runs of a comparison in dir:
+// two run folders whose names say which is simulated (memory_traces and
+// memory_traces_scaling, *sim*, *real*), not both recordings. Two
+// unrelated log folders, or two recordings side by side, are no
+// comparison by themselves (`memscope compare` still pairs them on
+// request).
+func namedRuns(dir string) (real, sim string, ok bool) {
+	real, sim, note, err := trace.SplitRuns(dir)
+	if err != nil || note != "" || trace.IsRecording(real) && trace.IsRecording(sim) {
+		return "", "", false
+	}
+	return real, sim, true
+}
+
 func (w *Workspace) openDir(dir string, depth int, skip map[string]bool) int {
-	// Two run folders become a comparison only when their names say which
-	// is simulated (memory_traces_scaling, *sim*, *real*) and they are not
-	// both recordings: two unrelated log folders or two recordings side by
-	// side are opened each on its own. `memscope compare` still pairs them
-	// on request.
-	// Two recordings are compared only on request (memscope compare).
-	if real, sim, note, err := trace.SplitRuns(dir); err == nil && note == "" && !(trace.IsRecording(real) && trace.IsRecording(sim)) {
+	if real, sim, ok := namedRuns(dir); ok {
 		w.Add(KindTraceCompare, dir, real, sim)
 		return 1 + w.openSnapshotsOnly(dir)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"memscope/format"
-	"memscope/trace"
 )
 
 // Debounce is how long a source's files must stay quiet before it is
@@ -434,8 +433,10 @@ func (w *Watcher) settle(now time.Time) {
 // regroup makes a comparison of dir when it now holds real and simulated
 // runs and one of them is a run source.
 func (w *Watcher) regroup(dir string) bool {
-	real, sim, _, err := trace.SplitRuns(dir)
-	if err != nil {
+	// As opening would pair them: a run beside an unrelated one (a
+	// folder in /tmp beside another) stays a run.
+	real, sim, ok := namedRuns(dir)
+	if !ok {
 		return false
 	}
 	if w.ws.Regroup(dir, real, sim) {

@@ -178,3 +178,49 @@ func TestWatchFolderOpenedEmpty(t *testing.T) {
 		t.Errorf("the folder filled in gave sources %v; opened now it gives %v", got, want)
 	}
 }
+
+// TestWatchRunBesideUnrelatedRun: a watched run whose parent holds another
+// run folder, neither name saying which is simulated (two folders in
+// /tmp), stays a run when the folder changes, as opening it would leave
+// it; a sibling named sim/ still makes a comparison.
+func TestWatchRunBesideUnrelatedRun(t *testing.T) {
+	parent := t.TempDir()
+	runA, runB := filepath.Join(parent, "emptyrun"), filepath.Join(parent, "ht")
+	const src = "../testdata/traces/megatron_trace_memory/real/memory_trace_rank0_wd4_tp1_pp2_l32_bs1.json"
+	copyFile(t, src, filepath.Join(runB, "memory_trace_rank0_wd4_tp1_pp2_l32_bs1.json"))
+	copyFile(t, src, filepath.Join(runA, "memory_trace_rank0_wd4_tp1_pp2_l32_bs1.json"))
+	ctx, cancel := context.WithCancel(context.Background())
+	ws := New(ctx, nil)
+	ws.Open(runA)
+	ws.Wait()
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+	kind := func() SourceKind {
+		srcs := ws.Sources()
+		if len(srcs) != 1 {
+			t.Fatalf("sources: %v", srcs)
+		}
+		return srcs[0].Kind
+	}
+	if k := kind(); k != KindTraceRun {
+		t.Fatalf("opened as %s", k)
+	}
+	copyFile(t, src, filepath.Join(runA, "memory_trace_rank2_wd4_tp1_pp2_l32_bs1.json"))
+	waitFor(t, "the new rank, or another kind", func() bool {
+		s := ws.Sources()[0]
+		return s.Kind != KindTraceRun || s.Real != nil && len(s.Real.Ranks) == 2
+	})
+	time.Sleep(3 * Debounce) // the parent's news settles too
+	if k := kind(); k != KindTraceRun {
+		t.Errorf("a run beside an unrelated run became a %s", k)
+	}
+
+	// A folder named as the simulation pairs them.
+	if err := os.Rename(runB, filepath.Join(parent, "sim")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the comparison", func() bool { return kind() == KindTraceCompare })
+}
