@@ -104,6 +104,9 @@ type App struct {
 	// started is when the explorer opened: a snapshot written after it
 	// arrived while the user watched (see pickSnapshot).
 	started time.Time
+	// announced is the newer snapshot the status line last announced
+	// while the user kept another (keepShown).
+	announced int
 }
 
 type wsChangedMsg struct{}
@@ -277,6 +280,7 @@ func (a *App) refresh() {
 	if s, p := a.source(a.c.snapSel), a.source(prev); s != nil && p != nil && s.ID != p.ID && s.ModTime.After(a.started) {
 		a.setStatus("now showing %s, the newest (o: choose one)", safe(s.Name()))
 	}
+	a.announceNewer()
 	a.ws.Use(a.inView()...)
 	a.openPendingDiff()
 	snap := a.source(a.c.snapSel)
@@ -434,6 +438,40 @@ func (a *App) pickSnapshot(cur int, chosen bool) int {
 
 func (a *App) source(id int) *model.Source { return a.c.source(id) }
 
+// keepShown makes the snapshot on screen the user's choice once they work
+// in its tabs (a key or a click in Snapshot, Top or Timeline; switching
+// tabs is not work in them): a newer snapshot that arrives then is
+// announced, not shown in its place, so that a tree opened or a cursor
+// placed is not taken away, as less +F stops following at a key.
+func (a *App) keepShown() {
+	switch a.active {
+	case tabSnapshot, tabTop, tabTimeline:
+		if a.c.snapSel != 0 {
+			a.snapChosen = true
+		}
+	}
+}
+
+// announceNewer says, once for each, that a snapshot newer than the one
+// the user keeps has loaded.
+func (a *App) announceNewer() {
+	cur := a.source(a.c.snapSel)
+	if !a.snapChosen || cur == nil {
+		return
+	}
+	var newest *model.Source
+	for _, s := range a.c.sources {
+		if s.Kind == model.KindSnapshot && s.State == model.Loaded && s.ModTime.After(a.started) &&
+			s.ModTime.After(cur.ModTime) && (newest == nil || s.ModTime.After(newest.ModTime)) {
+			newest = s
+		}
+	}
+	if newest != nil && newest.ID != a.announced {
+		a.announced = newest.ID
+		a.setStatus("newer snapshot: %s (o to show it)", safe(newest.Name()))
+	}
+}
+
 // selectSource points the tabs of its kind at a source.
 func (a *App) selectSource(s *model.Source) {
 	a.tabChosen = true
@@ -569,6 +607,7 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	t := a.tab(a.active)
 	if t.capturing() {
+		a.keepShown()
 		return a.call(func(c *tabContext) tea.Cmd { return t.update(c, msg) })
 	}
 	// A message about one tab's action ("exported …") does not follow the
@@ -602,6 +641,7 @@ func (a *App) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		a.active, a.tabChosen = a.tabs[s[0]-'1'].id(), true
 		return nil
 	}
+	a.keepShown()
 	return a.call(func(c *tabContext) tea.Cmd { return t.update(c, msg) })
 }
 

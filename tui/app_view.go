@@ -63,6 +63,7 @@ func (a *App) onMouse(msg tea.Msg, m tea.Mouse) tea.Cmd {
 		return a.overlayUpdate(rel)
 	}
 	t := a.tab(a.active)
+	a.keepShown()
 	return a.call(func(c *tabContext) tea.Cmd { return t.update(c, rel) })
 }
 

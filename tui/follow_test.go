@@ -121,8 +121,9 @@ func TestNamedSnapshotShownFirst(t *testing.T) {
 
 // TestSnapshotFollowsNewArrivals: in a watched folder, a snapshot written
 // while the explorer runs is shown once it is loaded, with a line saying
-// so, until the user chooses one in the picker; from then on new files
-// are listed and the choice stays.
+// so, until the user works in the snapshot tabs (a key) or chooses one in
+// the picker; from then on new files are announced and listed, and the
+// snapshot shown stays.
 func TestSnapshotFollowsNewArrivals(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	dir := t.TempDir()
@@ -169,12 +170,26 @@ func TestSnapshotFollowsNewArrivals(t *testing.T) {
 		t.Errorf("no line says the view moved to the new snapshot:\n%s", s)
 	}
 
+	// A key in the Snapshot tab (the user works in it) keeps the snapshot
+	// shown: a newer one is announced, not shown in its place.
+	if a.active != tabSnapshot {
+		t.Fatalf("the Snapshot tab is not in front (%v)", a.active)
+	}
+	press(a, "down")
+	arrive("step400.pickle")
+	if got := shownName(a); got != "step300.pickle" {
+		t.Fatalf("after a key in the Snapshot tab, a new snapshot replaced the one shown: %q", got)
+	}
+	if s := screen(a); !strings.Contains(s, "newer snapshot: ") || !strings.Contains(s, "step400.pickle (o to show it)") {
+		t.Errorf("the newer snapshot is not announced:\n%s", s)
+	}
+
 	// The user chooses the first snapshot in the picker: it stays.
 	press(a, "o", "home", "enter")
 	if got := shownName(a); got != "step100.pickle" {
 		t.Fatalf("chosen in the picker: shown %q, want step100.pickle", got)
 	}
-	arrive("step400.pickle")
+	arrive("step500.pickle")
 	if got := shownName(a); got != "step100.pickle" {
 		t.Errorf("a new snapshot moved the user's choice to %q", got)
 	}
