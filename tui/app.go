@@ -274,7 +274,7 @@ func (a *App) tab(id tabID) tab {
 // refresh re-reads the sources and hands changed ones to the tabs.
 func (a *App) refresh() {
 	a.c.sources = a.ws.Sources()
-	a.c.traceSel = a.pickDefault(a.c.traceSel, a.traceChosen, func(k model.SourceKind) bool { return k.IsTrace() })
+	a.c.traceSel = a.pickTrace(a.c.traceSel, a.traceChosen)
 	prev := a.c.snapSel
 	a.c.snapSel = a.pickSnapshot(prev, a.snapChosen)
 	if s, p := a.source(a.c.snapSel), a.source(prev); s != nil && p != nil && s.ID != p.ID && s.ModTime.After(a.started) {
@@ -373,16 +373,16 @@ func (a *App) fitTab() tabID {
 	return a.active
 }
 
-// pickDefault keeps the chosen trace source while it exists, else takes
+// pickTrace keeps the chosen trace source while it exists, else takes
 // the first loaded one (preferring comparisons). Snapshots have their own
 // rule (pickSnapshot).
-func (a *App) pickDefault(cur int, chosen bool, want func(model.SourceKind) bool) int {
-	if s := a.source(cur); chosen && s != nil && want(s.Kind) {
+func (a *App) pickTrace(cur int, chosen bool) int {
+	if s := a.source(cur); chosen && s != nil && s.Kind.IsTrace() {
 		return cur
 	}
 	best := 0
 	for _, s := range a.c.sources {
-		if !want(s.Kind) || s.State != model.Loaded {
+		if !s.Kind.IsTrace() || s.State != model.Loaded {
 			continue
 		}
 		if best == 0 || (s.Kind == model.KindTraceCompare && a.source(best).Kind != model.KindTraceCompare) {

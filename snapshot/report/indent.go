@@ -2,21 +2,13 @@ package report
 
 import "io"
 
-// indentJSON appends src, compact JSON as encoding/json's Marshal writes
-// it, indented as json.Indent(dst, src, "", indent) would indent it. The
-// standard library's indent pass steps its JSON scanner through every byte;
-// this one copies strings and literals as runs. A stage-heavy report is
-// 2.4 MB, and the pass was 12 of the 18 ms of its JSON.
-func indentJSON(dst, src []byte, indent string) []byte {
-	return indentFlush(dst, src, indent, 0, nil)
-}
-
 // indentChunk is how many indented bytes writeIndented gathers before it
 // writes them.
 const indentChunk = 64 << 10
 
-// writeIndented writes src, compact JSON, indented as indentJSON does, to
-// w in pieces of about chunk bytes. The indented report (4 MB for 1,500
+// writeIndented writes src, compact JSON as encoding/json's Marshal
+// writes it, indented as json.Indent(dst, src, "", indent) would indent
+// it, to w in pieces of about chunk bytes (indentFlush). The indented report (4 MB for 1,500
 // stages) was a buffer of fresh pages, a fault each 4 KiB on one core:
 // 3-4 ms of a 9 ms JSON.
 func writeIndented(w io.Writer, src []byte, indent string, chunk int) error {
@@ -30,8 +22,12 @@ func writeIndented(w io.Writer, src []byte, indent string, chunk int) error {
 	return err
 }
 
-// indentFlush is indentJSON that, with flush set, hands dst to flush and
-// starts it again each time it holds flushAt bytes or more.
+// indentFlush appends src, compact JSON, indented as json.Indent would
+// indent it; with flush set, it hands dst to flush and starts it again
+// each time it holds flushAt bytes or more. The standard library's indent
+// pass steps its JSON scanner through every byte; this one copies strings
+// and literals as runs. A stage-heavy report is 2.4 MB, and the pass was
+// 12 of the 18 ms of its JSON.
 func indentFlush(dst, src []byte, indent string, flushAt int, flush func([]byte)) []byte {
 	depth := 0
 	open := false // after { or [: a newline comes before the next value, unless it closes

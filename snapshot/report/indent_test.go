@@ -10,6 +10,11 @@ import (
 	"testing"
 )
 
+// indentJSON is indentFlush in one piece.
+func indentJSON(dst, src []byte, indent string) []byte {
+	return indentFlush(dst, src, indent, 0, nil)
+}
+
 // checkIndent compares indentJSON with json.Indent on src (valid JSON,
 // made compact first, as Marshal writes it).
 func checkIndent(t *testing.T, src []byte) {
