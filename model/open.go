@@ -39,11 +39,16 @@ func (w *Workspace) Open(paths ...string) {
 // OpenQuiet is Open for paths the user did not name (the current
 // directory when memscope runs without PATH): a directory with nothing
 // usable adds no source, so a first run in an empty folder is not an
-// error.
+// error. It is kept (Quiet) for a watcher, which opens it again once a
+// snapshot or a trace is written there.
 func (w *Workspace) OpenQuiet(paths ...string) {
 	for _, p := range paths {
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			w.openFolder(p)
+			if w.openFolder(p) == 0 {
+				w.mu.Lock()
+				w.quiet = append(w.quiet, filepath.Clean(p))
+				w.mu.Unlock()
+			}
 			continue
 		}
 		w.Open(p)

@@ -121,6 +121,9 @@ func dirsOf(s *Source) []string {
 // sync adds watches for new sources' directories (and new subfolders of
 // watched source folders).
 func (w *Watcher) sync() {
+	for _, d := range w.ws.Quiet() {
+		w.watchDir(d) // the current folder, empty when opened: see OpenQuiet
+	}
 	for _, s := range w.ws.Sources() {
 		for _, p := range s.Paths {
 			w.known[filepath.Clean(p)] = true
@@ -378,7 +381,8 @@ func (w *Watcher) settle(now time.Time) {
 			}
 			continue
 		}
-		if dir := w.ws.reopenWaiting(path); dir != "" {
+		k, _ := format.SniffFile(path)
+		if dir := w.ws.reopenWaiting(path, k.IsSnapshot() || k.IsTrace()); dir != "" {
 			// The walk read every file of the folder: their news, due
 			// now or later, would only reload the sources just made.
 			for p := range w.due {
@@ -389,7 +393,6 @@ func (w *Watcher) settle(now time.Time) {
 			w.sync()
 			continue
 		}
-		k, _ := format.SniffFile(path)
 		if k.IsSnapshot() {
 			if s := w.owner(path); s != nil && s.Kind == KindRanks {
 				reload[s.ID] = true // a new rank or iteration

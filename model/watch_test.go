@@ -179,6 +179,63 @@ func TestWatchFolderOpenedEmpty(t *testing.T) {
 	}
 }
 
+// TestWatchQuietFolder: the current folder of a run without PATH, which
+// held nothing usable, is watched, and opened again (walked) once a
+// snapshot is written there, but not for any other file: such a folder
+// may be a home or source folder. A snapshot in a subfolder the watcher
+// does not watch shows whether a walk happened.
+func TestWatchQuietFolder(t *testing.T) {
+	const sample = "../testdata/snapshots/jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "README.txt"), []byte("notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ws := New(ctx, nil)
+	ws.OpenQuiet(dir)
+	ws.Wait()
+	if len(ws.Sources()) != 0 || !slices.Equal(ws.Quiet(), []string{dir}) {
+		t.Fatalf("a folder with nothing usable: sources %v, quiet %v", ws.Sources(), ws.Quiet())
+	}
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+	snapshots := func() int {
+		n := 0
+		for _, s := range ws.Sources() {
+			if s.Kind == KindSnapshot && s.State == Loaded {
+				n++
+			}
+		}
+		return n
+	}
+
+	copyFile(t, sample, filepath.Join(dir, "deep", "snap_step1.pickle")) // not watched: only a walk finds it
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("more notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * Debounce)
+	if n := len(ws.Sources()); n != 0 {
+		t.Fatalf("a text file in the folder: %d sources, want none (no walk): %v", n, ws.Sources())
+	}
+
+	copyFile(t, sample, filepath.Join(dir, "snap_step2.pickle"))
+	waitFor(t, "both snapshots, once a snapshot is written in the folder", func() bool { return snapshots() == 2 })
+	if q := ws.Quiet(); len(q) != 0 {
+		t.Errorf("the folder still waits after it had snapshots: %v", q)
+	}
+	for _, s := range ws.Sources() {
+		if s.State == Failed {
+			t.Errorf("failed source: %v", s)
+		}
+	}
+}
+
 // TestWatchRunBesideUnrelatedRun: a watched run whose parent holds another
 // run folder, neither name saying which is simulated (two folders in
 // /tmp), stays a run when the folder changes, as opening it would leave

@@ -47,6 +47,10 @@ type Workspace struct {
 	// walked holds the lazy snapshots a folder walk added, whose loads
 	// start when the walk ends, newest file first (startWalked).
 	walked []int
+	// quiet holds the folders opened without being named (the current
+	// folder of a run without PATH) that held nothing usable: no source
+	// says so, and the watcher still watches them (see reopenWaiting).
+	quiet []string
 }
 
 // New returns an empty workspace. Loads stop when ctx is cancelled. rules
@@ -249,9 +253,12 @@ func (w *Workspace) AddFailed(path string, err error) int {
 // reopenWaiting opens again the folder that held nothing usable when it
 // was opened (a failed source) and now holds path, which the watcher found
 // there: what the folder holds becomes sources, as if opened now (a rank
-// folder, a run, snapshots), and its failure goes once it has any. It
-// returns the folder, or "" when path lies in no such folder.
-func (w *Workspace) reopenWaiting(path string) string {
+// folder, a run, snapshots), and its failure goes once it has any. A
+// folder opened without being named (Quiet) is opened again only for a
+// usable path (a snapshot or a trace): it may be a home or source folder
+// where files change all day, and each opening walks it. It returns the
+// folder, or "" when path lies in no such folder.
+func (w *Workspace) reopenWaiting(path string, usable bool) string {
 	path = filepath.Clean(path)
 	for _, s := range w.Sources() {
 		if s.Kind != KindUnknown || s.State != Failed || len(s.Paths) != 1 {
@@ -266,7 +273,26 @@ func (w *Workspace) reopenWaiting(path string) string {
 		}
 		return dir
 	}
+	for _, dir := range w.Quiet() {
+		if !usable || !strings.HasPrefix(path, dir+string(filepath.Separator)) {
+			continue
+		}
+		if w.openFolder(dir) > 0 {
+			w.mu.Lock()
+			w.quiet = slices.DeleteFunc(w.quiet, func(d string) bool { return d == dir })
+			w.mu.Unlock()
+		}
+		return dir
+	}
 	return ""
+}
+
+// Quiet is the folders opened without being named that held nothing
+// usable, and still hold nothing (see OpenQuiet).
+func (w *Workspace) Quiet() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.quiet)
 }
 
 // MarkDemo labels every source as bundled demo data.
