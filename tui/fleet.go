@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"memscope/fleet"
@@ -40,9 +39,7 @@ type fleetTab struct {
 	gpus   widget.Scroller // the open host's GPUs
 	level  int             // 0 hosts, 1 a host's GPUs, 2 one GPU's chart
 	host   string          // the open host
-	filter textinput.Model
-	typing bool
-	query  string
+	filter widget.Filter
 	// local holds the UUIDs of this machine's GPUs, as the Live tab
 	// last told (localGPUsMsg).
 	local map[string]bool
@@ -85,17 +82,14 @@ var (
 )
 
 func newFleetTab(src FleetSource) *fleetTab {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "host, pod, model…"
-	return &fleetTab{src: src, filter: ti}
+	return &fleetTab{src: src, filter: widget.NewFilter("host, pod, model…")}
 }
 
 func (t *fleetTab) id() tabID { return tabFleet }
 
 func (t *fleetTab) name() string { return "Fleet" }
 
-func (t *fleetTab) capturing() bool { return t.typing }
+func (t *fleetTab) capturing() bool { return t.filter.Typing() }
 
 func (t *fleetTab) help() []key.Binding {
 	return []key.Binding{widget.KeyUp, widget.KeyDown, fkOpen, widget.KeyBack, fkSort, fkFilter, fkRefresh, fkLive, kExport}
@@ -190,7 +184,7 @@ func (t *fleetTab) rebuild(c *tabContext) {
 		return
 	}
 	local := t.local
-	q := strings.ToLower(strings.TrimSpace(t.query))
+	q := strings.ToLower(strings.TrimSpace(t.filter.Query()))
 	gs := t.data.GPUs
 	for i := 0; i < len(gs); {
 		j := i
@@ -260,25 +254,9 @@ func (t *fleetTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	case exportMsg:
 		return exportFleet(c, t)
 	}
-	if t.typing {
-		if m, ok := msg.(tea.KeyPressMsg); ok {
-			switch m.String() {
-			case "esc":
-				t.typing, t.query = false, ""
-				t.filter.SetValue("")
-				t.filter.Blur()
-				t.rebuild(c)
-				return nil
-			case "enter":
-				t.typing = false
-				t.filter.Blur()
-				return nil
-			}
-		}
-		var cmd tea.Cmd
-		t.filter, cmd = t.filter.Update(msg)
-		if t.filter.Value() != t.query {
-			t.query = t.filter.Value()
+	if t.filter.Typing() {
+		cmd, changed := t.filter.Update(msg)
+		if changed {
 			t.list.Home()
 			t.rebuild(c)
 		}
@@ -310,9 +288,7 @@ func (t *fleetTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			switch {
 			case t.level > 0:
 				t.level--
-			case t.query != "":
-				t.query = ""
-				t.filter.SetValue("")
+			case t.filter.Clear():
 				t.rebuild(c)
 			}
 		case key.Matches(m, fkSort):
@@ -320,8 +296,7 @@ func (t *fleetTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			t.rebuild(c)
 			c.setStatus("hosts sorted by %s", fleetSorts[t.sortBy])
 		case key.Matches(m, fkFilter):
-			t.typing = true
-			return t.filter.Focus()
+			return t.filter.Start()
 		case key.Matches(m, fkRefresh):
 			if !t.busy {
 				return t.fetch(c)

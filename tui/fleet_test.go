@@ -160,7 +160,7 @@ func TestFleetKeys(t *testing.T) {
 		t.Errorf("the filter is not shown:\n%s", s)
 	}
 	press(a, "esc")
-	if len(order()) != 12 || a.fleet.query != "" {
+	if len(order()) != 12 || a.fleet.filter.Query() != "" {
 		t.Errorf("esc left the filter: %v", order())
 	}
 	press(a, "/", "n", "o", "d", "e", "-", "0", "0", "2", "enter")

@@ -113,10 +113,10 @@ func (t *fleetTab) errLine(c *tabContext) []string {
 func (t *fleetTab) controls(c *tabContext) string {
 	f := c.th.Dim.Render("none (/)")
 	switch {
-	case t.typing:
+	case t.filter.Typing():
 		f = t.filter.View()
-	case t.query != "":
-		f = c.th.Warn.Render(fmt.Sprintf("%q", textsafe.Safe(t.query))) + c.th.Dim.Render(fmt.Sprintf(" %d of %d hosts (esc clears)", len(t.hosts), len(t.data.Hosts())))
+	case t.filter.Query() != "":
+		f = c.th.Warn.Render(fmt.Sprintf("%q", textsafe.Safe(t.filter.Query()))) + c.th.Dim.Render(fmt.Sprintf(" %d of %d hosts (esc clears)", len(t.hosts), len(t.data.Hosts())))
 	}
 	return fmt.Sprintf("sort %s (s) · filter %s", c.th.Bold.Render(fleetSorts[t.sortBy]), f)
 }

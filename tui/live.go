@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"memscope/nvml"
@@ -28,9 +27,7 @@ type liveTab struct {
 	focus    bool
 	procs    widget.Scroller
 	procSort int
-	filter   textinput.Model
-	filterOn bool
-	query    string
+	filter   widget.Filter
 	lastDraw time.Time
 	// metric is what the chart plots; multiples draws one chart per GPU.
 	metric    liveMetric
@@ -47,10 +44,7 @@ var (
 )
 
 func newLiveTab(opts Options) *liveTab {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "command, user, PID…"
-	t := &liveTab{opts: opts, filter: ti}
+	t := &liveTab{opts: opts, filter: widget.NewFilter("command, user, PID…")}
 	if opts.Live != nil {
 		if t.opts.History <= 0 {
 			t.opts.History = 30 * time.Minute
@@ -64,7 +58,7 @@ func (t *liveTab) id() tabID { return tabLive }
 
 func (t *liveTab) name() string { return "Live" }
 
-func (t *liveTab) capturing() bool { return t.filterOn }
+func (t *liveTab) capturing() bool { return t.filter.Typing() }
 
 func (t *liveTab) help() []key.Binding {
 	keys := []key.Binding{lkGPU, lkFocus, lkMetric, lkView, widget.KeyUp, widget.KeyDown, lkSort, lkFilter, widget.KeyBack, kExport}
@@ -165,23 +159,8 @@ func (t *liveTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	case exportMsg:
 		return exportLive(c, t)
 	}
-	if t.filterOn {
-		if m, ok := msg.(tea.KeyPressMsg); ok {
-			switch m.String() {
-			case "esc":
-				t.filterOn, t.query = false, ""
-				t.filter.SetValue("")
-				t.filter.Blur()
-				return nil
-			case "enter":
-				t.filterOn = false
-				t.filter.Blur()
-				return nil
-			}
-		}
-		var cmd tea.Cmd
-		t.filter, cmd = t.filter.Update(msg)
-		t.query = t.filter.Value()
+	if t.filter.Typing() {
+		cmd, _ := t.filter.Update(msg) // the rows are filtered as they are drawn
 		return cmd
 	}
 	switch m := msg.(type) {
@@ -212,12 +191,7 @@ func (t *liveTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 		case key.Matches(m, lkFocus):
 			t.focus = n > 0
 		case key.Matches(m, widget.KeyBack):
-			switch {
-			case t.query != "":
-				// esc clears a filter before anything else, as it says.
-				t.query = ""
-				t.filter.SetValue("")
-			default:
+			if !t.filter.Clear() { // esc clears a filter before anything else, as it says
 				t.focus = false
 			}
 		case key.Matches(m, lkMetric):
@@ -234,8 +208,7 @@ func (t *liveTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			t.procSort = (t.procSort + 1) % 4
 			c.setStatus("processes sorted by %s", []string{"memory", "GPU", "PID", "user"}[t.procSort])
 		case key.Matches(m, lkFilter):
-			t.filterOn = true
-			return t.filter.Focus()
+			return t.filter.Start()
 		case key.Matches(m, kExport):
 			return exportLive(c, t)
 		default:
@@ -400,7 +373,7 @@ func (t *liveTab) processes(c *tabContext, devs []nvml.Device, h int) string {
 		want[d.Index] = true
 	}
 	var rows []nvml.Process
-	q := strings.ToLower(t.query)
+	q := strings.ToLower(t.filter.Query())
 	for _, s := range t.state.Latest {
 		if !want[s.Device] {
 			continue
@@ -450,7 +423,7 @@ func (t *liveTab) processes(c *tabContext, devs []nvml.Device, h int) string {
 	}
 	if len(rows) == 0 {
 		msg := "no compute processes"
-		if t.query != "" {
+		if t.filter.Query() != "" {
 			msg = "no process matches the filter (esc clears it)"
 		}
 		b.WriteString(th.Dim.Render(msg) + "\n")
@@ -459,11 +432,11 @@ func (t *liveTab) processes(c *tabContext, devs []nvml.Device, h int) string {
 		b.WriteString("\n")
 	}
 	switch {
-	case t.filterOn:
+	case t.filter.Typing():
 		b.WriteString(t.filter.View())
-	case t.query != "":
+	case t.filter.Query() != "":
 		// A filter is never silent: the footer says what it hides.
-		b.WriteString(th.Warn.Render(widget.Fit(fmt.Sprintf("filter %q: %d processes shown · esc clears", safe(t.query), len(rows)), t.w)))
+		b.WriteString(th.Warn.Render(widget.Fit(fmt.Sprintf("filter %q: %d processes shown · esc clears", safe(t.filter.Query()), len(rows)), t.w)))
 	default:
 		b.WriteString(th.Dim.Render(widget.Fit("←/→ GPU · enter focus · s sort · / filter · e export", t.w)))
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"memscope/model"
@@ -17,21 +16,19 @@ import (
 
 // topTab is the table of the largest allocations.
 type topTab struct {
-	w, h     int
-	src      *model.Source
-	gen      int
-	dev      int
-	allocs   []snapshot.Allocation
-	locs     []string // location per allocation
-	search   []string // lowercased searchable text per allocation
-	view_    []int    // filtered and sorted indices into allocs
-	list     widget.Scroller
-	sortCol  int
-	desc     bool
-	filter   textinput.Model
-	filterOn bool
-	query    string
-	est      bool
+	w, h    int
+	src     *model.Source
+	gen     int
+	dev     int
+	allocs  []snapshot.Allocation
+	locs    []string // location per allocation
+	search  []string // lowercased searchable text per allocation
+	view_   []int    // filtered and sorted indices into allocs
+	list    widget.Scroller
+	sortCol int
+	desc    bool
+	filter  widget.Filter
+	est     bool
 	// atSnapshot shows the snapshot's active blocks; otherwise, when the
 	// snapshot has a trace, the table is the live set at the peak (the
 	// moment that decides an OOM). peak says the table is that live set.
@@ -60,17 +57,14 @@ var (
 )
 
 func newTopTab() *topTab {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "site, role, category, state, module…"
-	return &topTab{filter: ti, desc: true}
+	return &topTab{filter: widget.NewFilter("site, role, category, state, module…"), desc: true}
 }
 
 func (t *topTab) id() tabID { return tabTop }
 
 func (t *topTab) name() string { return "Top" }
 
-func (t *topTab) capturing() bool { return t.filterOn }
+func (t *topTab) capturing() bool { return t.filter.Typing() }
 
 func (t *topTab) help() []key.Binding {
 	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyHome, widget.KeyEnd, pkSort, pkReverse, pkFilter, pkStack, pkPeak, pkDevice, widget.KeyBack, kExport}
@@ -250,7 +244,7 @@ func (cols topCols) fit(w int) []topCol {
 }
 
 func (t *topTab) refilter() {
-	q := strings.ToLower(strings.TrimSpace(t.query))
+	q := strings.ToLower(strings.TrimSpace(t.filter.Query()))
 	t.view_ = t.view_[:0]
 	for i := range t.allocs {
 		if q == "" || strings.Contains(t.search[i], q) {
@@ -276,29 +270,16 @@ func (t *topTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 	if _, ok := msg.(exportMsg); ok {
 		return exportTop(c, t)
 	}
-	if t.filterOn {
+	if t.filter.Typing() {
 		if m, ok := msg.(tea.KeyPressMsg); ok {
 			switch m.String() {
-			case "esc":
-				t.filterOn = false
-				t.filter.Blur()
-				t.query = ""
-				t.filter.SetValue("")
-				t.refilter()
-				return nil
-			case "enter":
-				t.filterOn = false
-				t.filter.Blur()
-				return nil
 			case "up", "down", "pgup", "pgdown":
 				widget.ListMove(&t.list, m)
 				return nil
 			}
 		}
-		var cmd tea.Cmd
-		t.filter, cmd = t.filter.Update(msg)
-		if t.filter.Value() != t.query {
-			t.query = t.filter.Value()
+		cmd, changed := t.filter.Update(msg)
+		if changed {
 			t.refilter()
 			t.list.Home()
 		}
@@ -330,9 +311,7 @@ func (t *topTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			t.desc = !t.desc
 			t.refilter()
 		case key.Matches(m, pkFilter):
-			t.filterOn = true
-			t.filter.SetValue(t.query)
-			return t.filter.Focus()
+			return t.filter.Start()
 		case key.Matches(m, pkStack):
 			t.openStack(c)
 		case key.Matches(m, pkPeak) && t.hasTrace():
@@ -353,8 +332,7 @@ func (t *topTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 				c.setStatus("device %s", deviceName(t.src, dev))
 			}
 		case key.Matches(m, widget.KeyBack):
-			if t.query != "" {
-				t.query = ""
+			if t.filter.Clear() {
 				t.refilter()
 			}
 		case key.Matches(m, kExport):
@@ -423,14 +401,14 @@ func (t *topTab) view(c *tabContext) string {
 		what = "tensors of the estimate"
 	case t.peak:
 		what = fmt.Sprintf("live at the peak (%s, after event %d)", bytesStr(total), t.peakEvent)
-		if t.query != "" {
+		if t.filter.Query() != "" {
 			what = fmt.Sprintf("live at the peak (after event %d)", t.peakEvent)
 		}
 	}
 	head := fmt.Sprintf("%s · %s %s · %s shown", th.Bold.Render(t.src.Name()), deviceName(t.src, t.dev), what, plural(len(t.view_), "row"))
-	if t.query != "" {
+	if t.filter.Query() != "" {
 		// First, so a narrow window cuts the file name, not the filter.
-		head = th.Warn.Render(fmt.Sprintf("filter %q: %s in %s (esc clears)", safe(t.query), bytesStr(total), plural(len(t.view_), "row"))) +
+		head = th.Warn.Render(fmt.Sprintf("filter %q: %s in %s (esc clears)", safe(t.filter.Query()), bytesStr(total), plural(len(t.view_), "row"))) +
 			" · " + th.Bold.Render(t.src.Name()) + " · " + deviceName(t.src, t.dev)
 	}
 	b.WriteString(widget.Fit(head, t.w) + "\n")
@@ -488,7 +466,7 @@ func (t *topTab) view(c *tabContext) string {
 	for i := to - from; i < t.list.Height; i++ {
 		b.WriteString("\n")
 	}
-	if t.filterOn {
+	if t.filter.Typing() {
 		b.WriteString(t.filter.View())
 	} else {
 		hint := "enter stack · s sort · S reverse · / filter · esc clear"

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
@@ -63,10 +62,8 @@ type tracesTab struct {
 	span           float64
 	stepLo, stepHi float64
 	// all holds every rank; rows the ones the filter (/) keeps.
-	all      []traceRow
-	filterOn bool
-	filter   textinput.Model
-	query    string
+	all    []traceRow
+	filter widget.Filter
 }
 
 type sparkKey struct {
@@ -88,17 +85,14 @@ var (
 )
 
 func newTracesTab() *tracesTab {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "rank number or file path"
-	return &tracesTab{sparkMemo: map[sparkKey]string{}, filter: ti}
+	return &tracesTab{sparkMemo: map[sparkKey]string{}, filter: widget.NewFilter("rank number or file path")}
 }
 
 func (t *tracesTab) id() tabID { return tabTraces }
 
 func (t *tracesTab) name() string { return "Traces" }
 
-func (t *tracesTab) capturing() bool { return t.filterOn }
+func (t *tracesTab) capturing() bool { return t.filter.Typing() }
 
 func (t *tracesTab) help() []key.Binding {
 	return []key.Binding{widget.KeyUp, widget.KeyDown, widget.KeyPgUp, widget.KeyPgDn, widget.KeyHome, widget.KeyEnd, tkSort, tkDetail, widget.KeyBack, tkHeat, tkHeatSrc, tkTheo, tkResv, tkIterP, tkIterN, tkRelTime, tkFilter, kExport}
@@ -200,7 +194,7 @@ func (t *tracesTab) build() {
 // applyFilter keeps the ranks the query names: a number is a rank, other
 // text is looked for in the real and simulated file paths.
 func (t *tracesTab) applyFilter() {
-	q := strings.ToLower(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(t.query), "rank")))
+	q := strings.ToLower(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(t.filter.Query()), "rank")))
 	t.rows = t.rows[:0:0]
 	for _, r := range t.all {
 		if q == "" || t.matches(&r, q) {
@@ -286,21 +280,9 @@ func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	case tea.KeyPressMsg:
-		if t.filterOn {
-			switch m.String() {
-			case "esc", "enter":
-				t.filterOn = false
-				t.filter.Blur()
-				if m.String() == "esc" {
-					t.query = ""
-					t.applyFilter()
-				}
-				return nil
-			}
-			var cmd tea.Cmd
-			t.filter, cmd = t.filter.Update(msg)
-			if v := t.filter.Value(); v != t.query {
-				t.query = v
+		if t.filter.Typing() {
+			cmd, changed := t.filter.Update(msg)
+			if changed {
 				t.applyFilter()
 				t.list.Home()
 			}
@@ -310,9 +292,7 @@ func (t *tracesTab) update(c *tabContext, msg tea.Msg) tea.Cmd {
 			return t.detailKey(c, m)
 		}
 		if key.Matches(m, tkFilter) {
-			t.filterOn = true
-			t.filter.SetValue(t.query)
-			return t.filter.Focus()
+			return t.filter.Start()
 		}
 		if widget.ListMove(&t.list, m) {
 			return nil
@@ -525,10 +505,10 @@ func (t *tracesTab) listView(c *tabContext) string {
 		hint = h + " · " + hint
 	}
 	switch {
-	case t.filterOn:
+	case t.filter.Typing():
 		b.WriteString(widget.Fit(t.filter.View()+th.Dim.Render("  (enter keeps, esc clears)"), t.w))
-	case t.query != "":
-		b.WriteString(th.Dim.Render(widget.Fit(fmt.Sprintf("filter %q: %d of %d ranks · / changes, esc in the filter clears · ", t.query, len(t.rows), len(t.all))+hint, t.w)))
+	case t.filter.Query() != "":
+		b.WriteString(th.Dim.Render(widget.Fit(fmt.Sprintf("filter %q: %d of %d ranks · / changes, esc in the filter clears · ", t.filter.Query(), len(t.rows), len(t.all))+hint, t.w)))
 	default:
 		b.WriteString(th.Dim.Render(widget.Fit(hint, t.w)))
 	}

@@ -318,8 +318,8 @@ func TestTopSortFilterStack(t *testing.T) {
 		}
 	}
 	press(a, "q") // the filter is closed: q quits... so check it was not typed
-	if a.top.query != "parameter" {
-		t.Errorf("query changed after closing the filter: %q", a.top.query)
+	if a.top.filter.Query() != "parameter" {
+		t.Errorf("query changed after closing the filter: %q", a.top.filter.Query())
 	}
 	a = newTestApp(t, 140, 40, "../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle")
 	press(a, "3")
@@ -1177,7 +1177,7 @@ func TestLiveFilterIsShown(t *testing.T) {
 		t.Fatalf("filter not shown:\n%s", s)
 	}
 	press(a, "esc")
-	if a.live.query != "" || strings.Contains(screen(a), `filter "`) {
+	if a.live.filter.Query() != "" || strings.Contains(screen(a), `filter "`) {
 		t.Fatalf("esc did not clear the filter:\n%s", screen(a))
 	}
 	_, cmd := a.Update(tea.KeyPressMsg{Code: 'e', Text: "e"})
