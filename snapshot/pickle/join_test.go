@@ -298,6 +298,13 @@ func TestJoinStacksOnAllCores(t *testing.T) {
 			if int(next) != d.g.stacks.len() {
 				t.Fatalf("%s: %d stacks in the table, %d numbered", name, d.g.stacks.len(), next)
 			}
+			// A stack is marked named exactly when it holds a frame read
+			// by memo index: adopted ones are never scanned for one.
+			for id := range d.g.stacks.len() {
+				if ids := d.g.stacks.get(uint32(id)); d.g.stacks.isNamed(uint32(id)) != hasPlaceholders(ids) {
+					t.Fatalf("%s: stack %d %v marked named %v", name, id, ids, d.g.stacks.isNamed(uint32(id)))
+				}
+			}
 			// The new stacks keep their ids in the helper's slabs, the
 			// last of which the main machine's next stacks fill: they
 			// must not overwrite one another.
