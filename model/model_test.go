@@ -125,6 +125,16 @@ func TestReloadKeepsLastGoodData(t *testing.T) {
 	if s.State != Loaded || s.Analysis != good.Analysis || s.Err == nil || s.Generation != 1 {
 		t.Errorf("failed reload: state %s err %v gen %d, data kept %v", s.State, s.Err, s.Generation, s.Analysis == good.Analysis)
 	}
+	// What a view may hold is replaced only by a good reload: only then
+	// has Released memory to give back.
+	replaced := func() bool {
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		return ws.replaced
+	}
+	if replaced() {
+		t.Error("a first load and a failed reload replaced nothing, yet Released would free memory")
+	}
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +142,13 @@ func TestReloadKeepsLastGoodData(t *testing.T) {
 	ws.Wait()
 	if s := ws.Source(id); s.Err != nil || s.Generation != 2 {
 		t.Errorf("good reload: err %v gen %d", s.Err, s.Generation)
+	}
+	if !replaced() {
+		t.Error("a good reload replaced the analysis, yet Released would free nothing")
+	}
+	ws.Released()
+	if replaced() {
+		t.Error("Released left the replaced data pending")
 	}
 }
 

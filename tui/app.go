@@ -299,6 +299,7 @@ func (a *App) refresh() {
 	if !a.tabChosen {
 		a.active = a.fitTab()
 	}
+	a.ws.Released() // the tabs hold the new data only
 }
 
 // inView lists the sources the explorer shows or waits for, which the
