@@ -150,6 +150,20 @@ func TestReloadKeepsLastGoodData(t *testing.T) {
 	if replaced() {
 		t.Error("Released left the replaced data pending")
 	}
+	// A source removed (its file rotated away) leaves its data to give
+	// back too; one that never loaded leaves nothing.
+	ws.Remove(ws.AddFailed(filepath.Join(dir, "gone.pickle"), os.ErrNotExist))
+	if replaced() {
+		t.Error("removing a source without data left memory to give back")
+	}
+	ws.Remove(id)
+	if !replaced() {
+		t.Error("removing a loaded source left nothing for Released")
+	}
+	ws.Released()
+	if replaced() {
+		t.Error("Released left the removed data pending")
+	}
 }
 
 const iterTmpl = `"%d": {"samples": [{"timestamp_s": 0.0, "reserved_memory_MB": 100.0, "allocated_memory_MB": %d.0}, {"timestamp_s": 1.0, "reserved_memory_MB": 100.0, "allocated_memory_MB": %d.0}], "peak_allocated_MB": -1}`
