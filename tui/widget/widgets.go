@@ -1,7 +1,8 @@
 // Package widget holds the explorer's reusable pieces, which know nothing
 // of tabs or sources: the theme, fitting text to terminal cells, bars and
-// sparklines, the scroller and the shared list keys, the expandable tree,
-// the braille line chart (ntcharts) and the stacked area chart.
+// sparklines, the scroller and the shared list keys, the "/" filter line,
+// the expandable tree, the braille line chart (ntcharts) and the stacked
+// area chart.
 package widget
 
 import (
