@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 
-	"memscope/internal/pages"
 	"memscope/internal/par"
 )
 
@@ -109,18 +108,9 @@ func (t *Timeline) LeakSuspects(steps Steps) []LeakSuspect {
 	}
 	k := len(ev)
 	var out []LeakSuspect
-	for name, live := range t.liveBySite(ev) {
-		grew, shrank := 0, false
-		for i := 1; i < k; i++ {
-			switch {
-			case live[i] > live[i-1]:
-				grew++
-			case live[i] < live[i-1]:
-				shrank = true
-			}
-		}
-		if !shrank && 2*grew > k-1 {
-			out = append(out, LeakSuspect{Site: name, First: live[0], Last: live[k-1], Grew: grew, Steps: k - 1})
+	for name, l := range t.liveBySite(ev) {
+		if !l.Shrank && 2*l.Grew > k-1 {
+			out = append(out, LeakSuspect{Site: name, First: l.First, Last: l.Last, Grew: l.Grew, Steps: k - 1})
 		}
 	}
 	slices.SortFunc(out, func(a, b LeakSuspect) int {
@@ -228,19 +218,43 @@ func (p *PendingFrees) waitStr(w int64) string {
 // WaitString formats a wait of these frees (see MaxWait).
 func (p *PendingFrees) WaitString(w int64) string { return p.waitStr(w) }
 
-// liveBySite is each call site's live bytes at each of the events ev (an
-// interval is live at e when Start <= e < End), for the sites live at one
-// of them at least.
-func (t *Timeline) liveBySite(ev []int) map[string][]int64 { return t.liveBySiteBy(ev, livePerWorker) }
+// siteLive is what the leak check reads of a site's live bytes at the k
+// step boundaries it samples (live[0..k-1]).
+type siteLive struct {
+	First, Last int64 // live[0] and live[k-1]
+	Grew        int   // the i >= 1 where live[i] > live[i-1]
+	Shrank      bool  // whether live[i] < live[i-1] for some i >= 1
+}
+
+// liveBySite is each call site's live bytes at the events ev (an interval
+// is live at e when Start <= e < End), as siteLive, for the sites live at
+// one of them at least.
+func (t *Timeline) liveBySite(ev []int) map[string]siteLive {
+	return t.liveBySiteBy(ev, livePerWorker, liveArrayCells)
+}
 
 // livePerWorker is the fewest intervals liveBySite gives a goroutine of its
 // own: the check ran on one core while the other, done with the blocks,
 // waited (10-20 ms of a report of 900k entries).
 const livePerWorker = 1 << 17
 
+// liveArrayCells bounds the boundaries of the arrays a worker of liveBySite
+// gives sites (8 bytes each): 8 MiB.
+const liveArrayCells = 1 << 20
+
 // liveBySiteBy is liveBySite with perWorker intervals at least per
-// goroutine.
-func (t *Timeline) liveBySiteBy(ev []int, perWorker int) map[string][]int64 {
+// goroutine, each of which gives sites arrays of cells boundaries in all.
+//
+// A site's live bytes change at a boundary by what the intervals starting
+// and ending there (in samples) add and take away: an interval live at a
+// boundary is two changes (one when it outlives the last). A site sums
+// its changes in an array of the k boundaries, each worker's own, added up
+// after; that was sites times k, and a trace over 70,000 frames had tens
+// of thousands of sites (240 MB, and half of its report's time, at k =
+// 256). So a worker gives arrays to the sites it meets first, within
+// cells, and keeps the changes of the others, and of sites that are names
+// (see siteNumber), 16 bytes each, summed by site after.
+func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) map[string]siteLive {
 	k := len(ev)
 	// sample(e) is the number of samples before event e (sort.SearchInts
 	// of ev), read from a table when the samples are in order: two binary
@@ -262,69 +276,149 @@ func (t *Timeline) liveBySiteBy(ev []int, perWorker int) map[string][]int64 {
 		})
 		sample = func(e int32) int { return int(before[e+1]) }
 	}
-	// live[site][i] is the site's live bytes at sample i, built as a
-	// difference array: an interval live over samples [lo, hi) adds at lo
-	// and takes away at hi. Sites go by number (a site a stack of the
-	// snapshot has), else by name. Each worker has arrays of its own for
-	// the sites its share of the intervals reaches, added up after.
+	// A change kept: its site (a site number, or -2 less a worker's
+	// number for a name), its boundary and its bytes.
+	type change struct {
+		site, at int32
+		by       int64
+	}
 	type part struct {
-		bySite [][]int64
-		diff   map[string][]int64
+		arrays  [][]int64 // by site number
+		changes []change
+		names   []string // a worker's names, by its numbers for them
 	}
 	parts := make([]part, workers)
 	par.Each(workers, func(w int) {
-		bySite := make([][]int64, len(t.siteName))
-		pages.Prefault(bySite) // read before written
-		diff := map[string][]int64{}
-		names := newSiteNames() // not safe for concurrent use: one each
+		p := part{arrays: make([][]int64, len(t.siteName))}
+		names, local := newSiteNames(), map[string]int32{} // not safe for concurrent use: one each
+		left := cells
 		for j := w * len(t.Intervals) / workers; j < (w+1)*len(t.Intervals)/workers; j++ {
 			iv := &t.Intervals[j]
-			// Live at event e when Start <= e < End.
 			lo, hi := sample(iv.Start), sample(iv.End)
 			if lo >= hi {
 				continue
 			}
-			var d []int64
 			id, name := t.siteNumber(iv, names)
 			if id >= 0 {
-				if d = bySite[id]; d == nil {
-					d = make([]int64, k+1)
-					bySite[id] = d
+				a := p.arrays[id]
+				if a == nil && left >= k {
+					a = make([]int64, k)
+					p.arrays[id] = a
+					left -= k
 				}
-			} else if d = diff[name]; d == nil {
-				d = make([]int64, k+1)
-				diff[name] = d
+				if a != nil {
+					a[lo] += iv.Size
+					if hi < k {
+						a[hi] -= iv.Size
+					}
+					continue
+				}
+			} else {
+				n, ok := local[name]
+				if !ok {
+					n = int32(len(p.names))
+					local[name] = n
+					p.names = append(p.names, name)
+				}
+				id = -2 - n
 			}
-			d[lo] += iv.Size
-			d[hi] -= iv.Size
+			p.changes = append(p.changes, change{id, int32(lo), iv.Size})
+			if hi < k {
+				p.changes = append(p.changes, change{id, int32(hi), -iv.Size})
+			}
 		}
-		parts[w] = part{bySite, diff}
+		parts[w] = p
 	})
-	bySite, diff := parts[0].bySite, parts[0].diff
-	for _, p := range parts[1:] {
-		for id, d := range p.bySite {
-			if d != nil {
-				bySite[id] = addInto(bySite[id], d)
+	// Sites by number, then names: the arrays added up, and the changes
+	// kept, sorted by site (counted, then placed).
+	sites := slices.Clone(t.siteName)
+	byName := map[string]int32{}
+	renumber := make([][]int32, workers) // a worker's names' site numbers
+	for w, p := range parts {
+		for _, name := range p.names {
+			n, ok := byName[name]
+			if !ok {
+				n = int32(len(sites))
+				byName[name] = n
+				sites = append(sites, name)
+			}
+			renumber[w] = append(renumber[w], n)
+		}
+	}
+	arrays := make([][]int64, len(sites))
+	from := make([]int, len(sites)+1) // a site's changes: from[s] to from[s+1]
+	for w, p := range parts {
+		for s, a := range p.arrays {
+			if a != nil {
+				arrays[s] = addInto(arrays[s], a)
 			}
 		}
-		for name, d := range p.diff {
-			diff[name] = addInto(diff[name], d)
+		for i, c := range p.changes {
+			if c.site < 0 {
+				c.site = renumber[w][-2-c.site]
+				p.changes[i].site = c.site
+			}
+			from[c.site+1]++
 		}
 	}
-	for id, d := range bySite {
-		if d != nil {
-			diff[t.siteName[id]] = d
+	for s := range sites {
+		from[s+1] += from[s]
+	}
+	at, by := make([]int32, from[len(sites)]), make([]int64, from[len(sites)])
+	next := slices.Clone(from[:len(sites)])
+	for _, p := range parts {
+		for _, c := range p.changes {
+			at[next[c.site]], by[next[c.site]] = c.at, c.by
+			next[c.site]++
 		}
 	}
-	for name, d := range diff {
-		var live int64
-		for i := range k {
-			live += d[i]
-			d[i] = live
+	parts = nil // the changes, placed
+	live := make([]siteLive, len(sites))
+	par.Each(workers, func(w int) {
+		sum := make([]int64, k)
+		for s := w * len(sites) / workers; s < (w+1)*len(sites)/workers; s++ {
+			if a := arrays[s]; a != nil {
+				for c := from[s]; c < from[s+1]; c++ {
+					a[at[c]] += by[c]
+				}
+				for i, d := range a {
+					live[s].add(i, d)
+				}
+				continue
+			}
+			// A boundary's sum is read at its first change and
+			// cleared, so its other changes read zero.
+			for c := from[s]; c < from[s+1]; c++ {
+				sum[at[c]] += by[c]
+			}
+			for c := from[s]; c < from[s+1]; c++ {
+				i := at[c]
+				live[s].add(int(i), sum[i])
+				sum[i] = 0
+			}
 		}
-		diff[name] = d[:k] // d[k] took what ends past the last boundary
+	})
+	out := map[string]siteLive{}
+	for s, name := range sites {
+		if arrays[s] != nil || from[s] < from[s+1] {
+			out[name] = live[s]
+		}
 	}
-	return diff
+	return out
+}
+
+// add takes in the change d of a site's live bytes at boundary i (all of
+// the change there: live[i] - live[i-1], or live[0]).
+func (l *siteLive) add(i int, d int64) {
+	l.Last += d
+	switch {
+	case i == 0:
+		l.First += d
+	case d > 0:
+		l.Grew++
+	case d < 0:
+		l.Shrank = true
+	}
 }
 
 // addInto adds d into sum, element by element, and returns sum (d itself

@@ -3,7 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
-	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -506,23 +506,133 @@ func TestLiveBySiteAtAnyBoundaries(t *testing.T) {
 		sorted = append(sorted, n-1)
 		unsorted := []int{n / 2, -1, n - 1, n / 3, n / 5}
 		for _, ev := range [][]int{sorted, unsorted} {
-			want := liveReference(tl, ev)
+			want := summarize(liveReference(tl, ev))
 			if len(want) < 3 {
 				t.Fatalf("%s: %d sites live at the boundaries: the test needs more", p, len(want))
 			}
 			for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
-				got := tl.liveBySiteBy(ev, perWorker)
-				if !maps.EqualFunc(got, want, slices.Equal) {
-					for site, w := range want {
-						if !slices.Equal(got[site], w) {
-							t.Fatalf("%s cuda:%d, boundaries %v, %d a worker: %s live %v, want %v", p, tl.Device, ev, perWorker, site, got[site], w)
-						}
-					}
-					t.Fatalf("%s cuda:%d, boundaries %v, %d a worker: %d sites, want %d", p, tl.Device, ev, perWorker, len(got), len(want))
+				for _, cells := range arrayCells(ev) {
+					checkLive(t, fmt.Sprintf("%s cuda:%d, boundaries %v, %d a worker, arrays of %d cells", p, tl.Device, ev, perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
 				}
 			}
 		}
 	})
+}
+
+// TestLiveBySiteManySites: a trace of thousands of sites, each allocating
+// blocks that live over random spans of steps, some past the last; the
+// sites' figures at every step's start are those counted interval by
+// interval. An array of boundaries per site made this sites times steps
+// (tens of thousands of sites: hundreds of MB).
+func TestLiveBySiteManySites(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	rng := rand.New(rand.NewPCG(7, 11))
+	const sites, steps = 3000, 40
+	p := newProgram()
+	type block struct {
+		addr uint64
+		free int // the step it is freed at the start of; steps: never
+	}
+	var live []block
+	addr := uint64(0)
+	// Blocks made before the first step: several changes of a site at the
+	// first boundary.
+	for i := range 2 * sites {
+		addr += 4096
+		p.alloc(addr, tMiB, fmt.Sprintf("site%d", i%sites))
+		live = append(live, block{addr, rng.IntN(steps + 1)})
+	}
+	for s := range steps {
+		p.start(fmt.Sprintf("ProfilerStep#%d", s))
+		kept := live[:0]
+		for _, b := range live {
+			if b.free == s {
+				p.free(b.addr)
+			} else {
+				kept = append(kept, b)
+			}
+		}
+		live = kept
+		for range 200 {
+			addr += 4096
+			p.alloc(addr, int64(1+rng.IntN(8))*tMiB, fmt.Sprintf("site%d %s", rng.IntN(sites), strings.Repeat("x", rng.IntN(3))))
+			live = append(live, block{addr, s + 1 + rng.IntN(steps-s)})
+		}
+		p.end(fmt.Sprintf("ProfilerStep#%d", s))
+	}
+	s := &p.s
+	s.Traces, s.Annotations = [][]TraceEntry{p.trace}, p.anns
+	a := Analyze(s, nil)
+	tl := a.Timeline(0)
+	st := a.Devices[0]
+	ev := st.Steps.Events
+	if len(ev) != steps {
+		t.Fatalf("%d step boundaries, want %d", len(ev), steps)
+	}
+	want := summarize(liveReference(tl, ev))
+	if len(want) < sites {
+		t.Fatalf("%d sites live at the boundaries: the test needs %d", len(want), sites)
+	}
+	for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
+		for _, cells := range arrayCells(ev) {
+			checkLive(t, fmt.Sprintf("%d a worker, arrays of %d cells", perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
+		}
+	}
+	// Sites no stack of the snapshot numbers (a block's made before the
+	// trace) go by name: half the stacks lose their site numbers here.
+	ids, index := tl.siteID, tl.siteIndex
+	tl.siteID = ids[:len(ids)/2]
+	tl.siteIndex = map[string]int32{}
+	for _, id := range tl.siteID {
+		tl.siteIndex[tl.siteName[id]] = id
+	}
+	defer func() { tl.siteID, tl.siteIndex = ids, index }()
+	if len(index)-len(tl.siteIndex) < sites/10 {
+		t.Fatalf("%d of %d sites keep their numbers: the test needs fewer", len(tl.siteIndex), len(index))
+	}
+	if want := summarize(liveReference(tl, ev)); len(want) < sites {
+		t.Fatalf("%d sites live at the boundaries with names: the test needs %d", len(want), sites)
+	} else {
+		for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
+			for _, cells := range arrayCells(ev) {
+				checkLive(t, fmt.Sprintf("names, %d a worker, arrays of %d cells", perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
+			}
+		}
+	}
+}
+
+// arrayCells are the cells of arrays liveBySiteBy's workers give sites:
+// none, a few sites' (the rest keep their changes), liveBySite's, all.
+func arrayCells(ev []int) []int { return []int{0, 3 * len(ev), liveArrayCells, math.MaxInt} }
+
+// summarize is each site's siteLive, from its live bytes at each boundary.
+func summarize(live map[string][]int64) map[string]siteLive {
+	out := map[string]siteLive{}
+	for site, l := range live {
+		s := siteLive{First: l[0], Last: l[len(l)-1]}
+		for i := 1; i < len(l); i++ {
+			if l[i] > l[i-1] {
+				s.Grew++
+			}
+			if l[i] < l[i-1] {
+				s.Shrank = true
+			}
+		}
+		out[site] = s
+	}
+	return out
+}
+
+func checkLive(t *testing.T, what string, got, want map[string]siteLive) {
+	t.Helper()
+	for site, w := range want {
+		if g, ok := got[site]; !ok || g != w {
+			t.Fatalf("%s: %s %+v (found: %v), want %+v", what, site, g, ok, w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d sites, want %d", what, len(got), len(want))
+	}
 }
 
 // liveReference is liveBySite counted interval by interval: live at
