@@ -168,6 +168,13 @@ func within(ws []window, i int) (window, bool) {
 	return window{}, false
 }
 
+// The names PyTorch gives the optimizer's annotated ranges (a number
+// follows).
+const (
+	optStep     = "Optimizer.step#"
+	optZeroGrad = "Optimizer.zero_grad#"
+)
+
 // classifyRoles decides the role of every interval of the timeline from
 // its alloc stack, its free stack and the optimizer's annotated ranges.
 func (t *Timeline) classifyRoles(anns []Annotation) { t.classifyRolesBy(anns, rolesPerWorker) }
@@ -175,9 +182,18 @@ func (t *Timeline) classifyRoles(anns []Annotation) { t.classifyRolesBy(anns, ro
 // classifyRolesBy is classifyRoles with perWorker intervals at least per
 // goroutine.
 func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
-	ranges := t.stageRanges(anns)
-	steps := windowsNamed(ranges, "Optimizer.step#")
-	zeroGrads := windowsNamed(ranges, "Optimizer.zero_grad#")
+	// Only the optimizer's ranges: a stage pairs with annotations of its
+	// own name alone, and a model annotated in every layer has a hundred
+	// thousand others (the stages pair them).
+	var opt []Annotation
+	for _, a := range anns {
+		if strings.HasPrefix(a.Name, optStep) || strings.HasPrefix(a.Name, optZeroGrad) {
+			opt = append(opt, a)
+		}
+	}
+	ranges := t.stageRanges(opt)
+	steps := windowsNamed(ranges, optStep)
+	zeroGrads := windowsNamed(ranges, optZeroGrad)
 	n := int32(len(t.Events))
 	withFrames := false
 	for i := range t.Events {

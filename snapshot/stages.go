@@ -203,14 +203,20 @@ func (t *Timeline) stageRanges(anns []Annotation) []Stage {
 	if len(t.Events) == 0 || t.Events[len(t.Events)-1].TimeUS == 0 {
 		return nil
 	}
-	var mine []Annotation
+	n := 0
+	for _, a := range anns {
+		if a.Device == t.Device && a.TimeUS != 0 {
+			n++
+		}
+	}
+	mine := make([]Annotation, 0, n)
 	for _, a := range anns {
 		if a.Device == t.Device && a.TimeUS != 0 {
 			mine = append(mine, a)
 		}
 	}
 	slices.SortStableFunc(mine, func(a, b Annotation) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
-	var out []Stage
+	out := make([]Stage, 0, n) // a stage or more for every START, one for an END alone
 	open := map[string][]int{} // name -> indices in out of its open stages
 	depth := 0
 	firstUS := t.Events[0].TimeUS
