@@ -38,6 +38,7 @@ type indenter struct {
 	dst     []byte
 	flushAt int
 	flush   func([]byte) // nil: dst grows
+	lines   []byte       // a newline, then indents
 }
 
 // indentWriter is an indenter that writes to w in pieces of about chunk
@@ -66,11 +67,17 @@ func (in *indentWriter) close() error {
 	return in.err
 }
 
+// newline starts a line at the depth: a newline and the indents, from
+// one string of them (a byte at a time was a third of the pass).
 func (in *indenter) newline() {
-	in.dst = append(in.dst, '\n')
-	for range in.depth {
-		in.dst = append(in.dst, in.indent...)
+	n := 1 + in.depth*len(in.indent)
+	for len(in.lines) < n {
+		if len(in.lines) == 0 {
+			in.lines = append(in.lines, '\n')
+		}
+		in.lines = append(in.lines, in.indent...)
 	}
+	in.dst = append(in.dst, in.lines[:n]...)
 }
 
 // write indents src, which begins and ends between tokens.
