@@ -21,6 +21,9 @@ Shapes (vary them: a figure from one shape is not a claim about the engine):
                               stacks over few frames
   --frees random              blocks outlive their step and are freed at
                               random among all live ones (a scattered heap)
+  --ranges N                  N annotated ranges a step, one after another
+                              (record_function around each layer): many
+                              stages
 """
 import argparse
 import bisect
@@ -197,6 +200,32 @@ class Sim:
                 self.emit("segment_free", base, seg[1], None)
 
 
+class RangeWriter:
+    """Annotated ranges inside a step, one after another, as record_function
+    around each layer writes them: the step's allocations split evenly
+    among n ranges named layers.0 to layers.n-1, the same names each step."""
+
+    def __init__(self, anns, sim, n, allocs):
+        self.anns, self.sim, self.n, self.allocs = anns, sim, n, allocs
+        self.open = None
+
+    def at(self, k):
+        """Before the step's allocation k: a range starts at its first."""
+        if not self.n:
+            return
+        j = k * self.n // self.allocs
+        if k and j == (k - 1) * self.n // self.allocs:
+            return
+        self.close()
+        self.open = "layers.%d" % j
+        self.anns.append({"name": self.open, "stage": "START", "device": 0, "time_us": self.sim.t})
+
+    def close(self):
+        if self.open is not None:
+            self.anns.append({"name": self.open, "stage": "END", "device": 0, "time_us": self.sim.t})
+            self.open = None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
@@ -211,6 +240,8 @@ def main():
                     help="draw the stacks' frames from this many frame dicts shared by all stacks (0: off)")
     ap.add_argument("--frees", choices=["step", "random"], default="step",
                     help="step: a step frees what it made; random: blocks outlive steps, freed at random among all live")
+    ap.add_argument("--ranges", type=int, default=0,
+                    help="annotated ranges a step, one after another, named layers.K (0: only the steps)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     if a.frame_pool:
@@ -229,7 +260,10 @@ def main():
         step += 1
         anns.append({"name": "ProfilerStep#%d" % step, "stage": "START", "device": 0, "time_us": sim.t})
         live = heap if a.frees == "random" else []
-        for _ in range(rng.randint(100, 300)):
+        allocs = rng.randint(100, 300)
+        ranges = RangeWriter(anns, sim, a.ranges, allocs)
+        for k in range(allocs):
+            ranges.at(k)
             req = rng.choice([rng.randint(1, 4096), rng.randint(4096, SMALL), rng.randint(SMALL, 40 << 20)])
             live.append(sim.malloc(req, rng.choice(stacks)))
             if live and rng.random() < (0.45 if a.frees == "random" else 0.3):
@@ -238,6 +272,7 @@ def main():
                 sim.dealloc(live.pop())
             if sim.total >= a.entries:
                 break
+        ranges.close()
         if a.frees == "random":
             # The heap lives on: trim it back to a working set, freeing at
             # random, so memory stays bounded while frees stay scattered.
