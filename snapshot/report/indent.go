@@ -58,6 +58,19 @@ func newIndentWriter(w io.Writer, indent string, chunk int) *indentWriter {
 	return in
 }
 
+// raw writes b, already indented.
+func (in *indentWriter) raw(b []byte) {
+	if len(in.dst)+len(b) < in.flushAt {
+		in.dst = append(in.dst, b...)
+		return
+	}
+	if len(in.dst) > 0 {
+		in.flush(in.dst)
+		in.dst = in.dst[:0]
+	}
+	in.flush(b)
+}
+
 // close writes what is left and returns the first error.
 func (in *indentWriter) close() error {
 	if len(in.dst) > 0 {

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"memscope/format"
 	"memscope/internal/textsafe"
@@ -201,7 +203,7 @@ func sitesJSON(ss []snapshot.SiteBytes) []jsonSite {
 // anomaliesJSON adds the stages, the leak check and the pending frees;
 // they need a trace, and are empty (steps and pending_frees null) without.
 func anomaliesJSON(j *jsonDevice, d *snapshot.DeviceStats, hasTrace bool) {
-	j.Stages, j.LeakSuspects = []jsonStage{}, []jsonLeak{}
+	j.Stages, j.LeakSuspects = make([]jsonStage, 0, len(d.Stages)), []jsonLeak{}
 	for _, s := range d.Stages {
 		j.Stages = append(j.Stages, jsonStage{Name: s.Name, Occurrence: s.Occurrence, Depth: s.Depth,
 			StartUS: s.StartUS, EndUS: s.EndUS, FirstEvent: s.First, EndEvent: s.Last, OpenStart: s.OpenStart, OpenEnd: s.OpenEnd,
@@ -371,23 +373,23 @@ func takeStages(out *jsonReport) [][]jsonStage {
 // writeStages writes compact, indented, with the devices' stages in place
 // of each stagesKey, each stage encoded as the indented JSON reaches it.
 func writeStages(in *indentWriter, compact []byte, stages [][]jsonStage) error {
+	return writeStagesBy(in, compact, stages, stagesChunk)
+}
+
+// stagesChunk is how many stages a goroutine of writeStages encodes at a
+// time.
+const stagesChunk = 256
+
+// writeStagesBy is writeStages with chunk stages encoded at a time.
+func writeStagesBy(in *indentWriter, compact []byte, stages [][]jsonStage, chunk int) error {
 	if bytes.Count(compact, stagesKey) != len(stages) {
 		return fmt.Errorf("report: %d devices' stages for %d in the JSON", len(stages), bytes.Count(compact, stagesKey))
 	}
-	var one bytes.Buffer
-	enc := json.NewEncoder(&one)
 	for _, st := range stages {
 		k := bytes.Index(compact, stagesKey) + len(stagesKey) - 1 // at the ]
 		in.write(compact[:k])
-		for i := range st {
-			if i > 0 {
-				in.write([]byte{','})
-			}
-			one.Reset()
-			if err := enc.Encode(&st[i]); err != nil {
-				return err
-			}
-			in.write(bytes.TrimSuffix(one.Bytes(), []byte{'\n'}))
+		if err := in.elements(st, chunk); err != nil {
+			return err
 		}
 		compact = compact[k:]
 	}
@@ -395,6 +397,82 @@ func writeStages(in *indentWriter, compact []byte, stages [][]jsonStage) error {
 	return in.close()
 }
 
+// elements writes st as the elements of the array just opened, encoded
+// and indented a chunk at a time on every core, and written in order. A
+// model annotated in every layer has tens of thousands of stages, and
+// their JSON, on one core, was half of its report's time.
+func (in *indentWriter) elements(st []jsonStage, chunk int) error {
+	if len(st) == 0 {
+		return nil
+	}
+	n := (len(st) + chunk - 1) / chunk
+	workers := min(runtime.GOMAXPROCS(0), n)
+	type encoded struct {
+		b   []byte
+		err error
+	}
+	out := make([]chan encoded, n)
+	for c := range out {
+		out[c] = make(chan encoded, 1)
+	}
+	// A chunk takes a slot before its number, so that the slots held are
+	// always the lowest chunks not written yet: chunk after chunk waits
+	// for the one written next, never the reverse.
+	slots, done := make(chan struct{}, 2*workers), make(chan struct{})
+	defer close(done)
+	// A written chunk's buffer goes to the next chunk encoded: each was
+	// fresh memory, garbage that a report (which collects late) kept.
+	free := make(chan []byte, 2*workers)
+	var next atomic.Int64
+	indent, depth := in.indent, in.depth
+	for range workers {
+		go func() {
+			var one bytes.Buffer
+			enc := json.NewEncoder(&one)
+			for {
+				select {
+				case slots <- struct{}{}:
+				case <-done:
+					return
+				}
+				c := int(next.Add(1)) - 1
+				if c >= n {
+					return
+				}
+				// Each element of the array begins a line at its depth;
+				// the first comes right after the [.
+				var buf []byte
+				select {
+				case buf = <-free:
+				default:
+				}
+				ind := indenter{indent: indent, depth: depth, open: c == 0, dst: buf[:0]}
+				var err error
+				for i := c * chunk; i < min(len(st), (c+1)*chunk) && err == nil; i++ {
+					if i > 0 {
+						ind.write([]byte{','})
+					}
+					one.Reset()
+					if err = enc.Encode(&st[i]); err == nil {
+						ind.write(bytes.TrimSuffix(one.Bytes(), []byte{'\n'}))
+					}
+				}
+				out[c] <- encoded{ind.dst, err}
+			}
+		}()
+	}
+	for c := range n {
+		e := <-out[c]
+		if e.err != nil {
+			return e.err
+		}
+		in.raw(e.b)
+		free <- e.b
+		<-slots
+	}
+	in.open = false
+	return nil
+}
 func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) jsonDevice {
 	j := jsonDevice{
 		Device: fmt.Sprintf("cuda:%d", d.Device), Reserved: d.ReservedBytes, Allocated: d.AllocatedBytes,

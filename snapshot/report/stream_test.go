@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -13,8 +14,8 @@ import (
 	"memscope/snapshot/estimate"
 )
 
-// TestWriteJSONIsIndent: the JSON report, whose stages are encoded one by
-// one as it is written, is the bytes of the whole value encoded by
+// TestWriteJSONIsIndent: the JSON report, whose stages are encoded a few
+// at a time on several cores as it is written, is the bytes of the whole value encoded by
 // encoding/json with SetIndent("", "  "): real snapshots with stages, two
 // devices whose stage names hold the stages key itself, quotes and
 // control characters, a device without stages, an estimate and a file
@@ -42,15 +43,18 @@ func TestWriteJSONIsIndent(t *testing.T) {
 	if err := enc.Encode(jsonOf(reports, opt)); err != nil {
 		t.Fatal(err)
 	}
-	for _, chunk := range []int{1, 100, indentChunk} {
-		var got bytes.Buffer
-		out := jsonOf(reports, opt)
-		stages := takeStages(&out)
-		if err := writeStages(newIndentWriter(&got, "  ", chunk), compactOf(t, &out), stages); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Fatalf("written in pieces of %d:\n%s\nwant:\n%s", chunk, got.String(), want.String())
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, piece := range []int{1, 100, indentChunk} {
+		for _, chunk := range []int{1, 3, stagesChunk} {
+			var got bytes.Buffer
+			out := jsonOf(reports, opt)
+			stages := takeStages(&out)
+			if err := writeStagesBy(newIndentWriter(&got, "  ", piece), compactOf(t, &out), stages, chunk); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Fatalf("written in pieces of %d, stages encoded %d at a time:\n%s\nwant:\n%s", piece, chunk, got.String(), want.String())
+			}
 		}
 	}
 	var got bytes.Buffer
@@ -120,5 +124,22 @@ func TestWriteStagesChecksKeys(t *testing.T) {
 	err := writeStages(newIndentWriter(&got, "  ", indentChunk), []byte(`{"devices":[]}`), [][]jsonStage{{{Name: "x"}}})
 	if err == nil || got.Len() != 0 {
 		t.Fatalf("error %v, %d bytes written", err, got.Len())
+	}
+}
+
+// TestWriteJSONStopsAtError: a report written in pieces of 8 bytes, its
+// stages one at a time, to a writer that fails returns that error, after
+// one write.
+func TestWriteJSONStopsAtError(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	reports := []FileReport{{Path: "three.pickle", Kind: format.Snapshot, Analysis: snapshot.Analyze(threeDevices(), nil)}}
+	var w failingWriter
+	out := jsonOf(reports, Options{})
+	stages := takeStages(&out)
+	if err := writeStagesBy(newIndentWriter(&w, "  ", 8), compactOf(t, &out), stages, 1); err == nil || err.Error() != "disk full" {
+		t.Fatalf("error %v, want disk full", err)
+	}
+	if w.writes != 1 {
+		t.Errorf("%d writes after the first failed", w.writes-1)
 	}
 }
