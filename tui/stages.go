@@ -21,11 +21,19 @@ type stagesOverlay struct {
 	tl    *snapshot.Timeline
 	list  widget.Scroller
 	notes []string
+	runW  int // the RUN column: the longest run's ordinal, "RUN" at least
 }
 
 func newStagesOverlay(t *timelineTab, st *snapshot.DeviceStats) *stagesOverlay {
-	o := &stagesOverlay{dev: st.Device, st: st, tl: t.tl}
+	o := &stagesOverlay{dev: st.Device, st: st, tl: t.tl, runW: 4}
 	o.notes = anomalyNotes(st, t.tl)
+	// A layer annotated each step runs thousands of times: its ordinal
+	// is whole, the column as wide as the longest.
+	runs := 0
+	for i := range st.Stages {
+		runs = max(runs, st.Stages[i].Occurrence+1)
+	}
+	o.runW = max(o.runW, len(ordinal(runs)))
 	// Start on the stage around the cursor, if any.
 	for i, s := range st.Stages {
 		if s.First <= t.cursor && t.cursor < s.Last {
@@ -114,14 +122,14 @@ func (o *stagesOverlay) view(c *tabContext, w, h int) string {
 	wide := w >= 120
 	nameW := max(12, min(40, w*3/10))
 	const numW = 10
-	siteW := w - nameW - 2*numW - 4 - 5
+	siteW := w - nameW - 2*numW - o.runW - 5
 	head := fmt.Sprintf("%-*s %*s %*s", nameW, "STAGE", numW, "PEAK", numW, "Δ")
 	if wide {
 		siteW -= numW + 1
 		head += fmt.Sprintf(" %*s", numW, "ALLOCATED")
 	}
 	// The stage's run among those of its name (1st, 2nd…), not a count.
-	head += fmt.Sprintf(" %4s  %s", "RUN", "TOP CALL SITE AT ITS PEAK")
+	head += fmt.Sprintf(" %*s  %s", o.runW, "RUN", "TOP CALL SITE AT ITS PEAK")
 	b.WriteString(c.th.Header.Render(widget.Fit(head, w)) + "\n")
 	used++
 	o.list.SetHeight(h - used - 1)
@@ -147,7 +155,7 @@ func (o *stagesOverlay) view(c *tabContext, w, h int) string {
 		if wide {
 			line += " " + widget.FitLeft(bytesStr(s.Allocated), numW)
 		}
-		line += " " + widget.FitLeft(ordinal(s.Occurrence+1), 4) + "  " + top
+		line += " " + widget.FitLeft(ordinal(s.Occurrence+1), o.runW) + "  " + top
 		if i == o.list.Cursor {
 			line = c.th.Sel.Render(widget.Fit(line, w))
 		}

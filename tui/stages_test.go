@@ -2,8 +2,11 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"charm.land/lipgloss/v2"
 )
 
 // TestStagesOverlay: s on the Timeline lists the annotated stages with the
@@ -41,6 +44,30 @@ func TestStagesOverlay(t *testing.T) {
 	press(a, "s")
 	if a.overlay != nil {
 		t.Error("s closes the overlay it opened")
+	}
+}
+
+// TestStagesOverlayLongRuns: a stage run thousands of times (a layer
+// annotated every step) shows its whole ordinal, the column as wide as the
+// longest, at 80 and 200 columns.
+func TestStagesOverlayLongRuns(t *testing.T) {
+	a := newTestApp(t, 80, 24, "../testdata/snapshots/h200/big.pickle.gz")
+	press(a, "5")
+	st := *a.timeline.src.Analysis.Device(0)
+	st.Stages = slices.Clone(st.Stages)
+	st.Stages[0].Occurrence = 12344
+	for _, w := range []int{80, 200} {
+		o := newStagesOverlay(a.timeline, &st)
+		o.list.Cursor = -1 // no row selected: plain text
+		s := o.view(&a.c, w, 20)
+		if !strings.Contains(s, "12345th") || strings.Contains(s, "1234…") {
+			t.Errorf("%d columns: the 12345th run is cut:\n%s", w, s)
+		}
+		for _, l := range strings.Split(s, "\n") {
+			if n := lipgloss.Width(l); n > w {
+				t.Errorf("%d columns: a line of %d: %q", w, n, l)
+			}
+		}
 	}
 }
 
