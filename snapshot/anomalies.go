@@ -276,20 +276,9 @@ func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) map[string]siteL
 		})
 		sample = func(e int32) int { return int(before[e+1]) }
 	}
-	// A change kept: its site (a site number, or -2 less a worker's
-	// number for a name), its boundary and its bytes.
-	type change struct {
-		site, at int32
-		by       int64
-	}
-	type part struct {
-		arrays  [][]int64 // by site number
-		changes []change
-		names   []string // a worker's names, by its numbers for them
-	}
-	parts := make([]part, workers)
+	parts := make([]livePart, workers)
 	par.Each(workers, func(w int) {
-		p := part{arrays: make([][]int64, len(t.siteName))}
+		p := livePart{arrays: make([][]int64, len(t.siteName))}
 		names, local := newSiteNames(), map[string]int32{} // not safe for concurrent use: one each
 		left := cells
 		for j := w * len(t.Intervals) / workers; j < (w+1)*len(t.Intervals)/workers; j++ {
@@ -322,9 +311,9 @@ func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) map[string]siteL
 				}
 				id = -2 - n
 			}
-			p.changes = append(p.changes, change{id, int32(lo), iv.Size})
+			p.keep(change{id, int32(lo), iv.Size})
 			if hi < k {
-				p.changes = append(p.changes, change{id, int32(hi), -iv.Size})
+				p.keep(change{id, int32(hi), -iv.Size})
 			}
 		}
 		parts[w] = p
@@ -353,12 +342,14 @@ func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) map[string]siteL
 				arrays[s] = addInto(arrays[s], a)
 			}
 		}
-		for i, c := range p.changes {
-			if c.site < 0 {
-				c.site = renumber[w][-2-c.site]
-				p.changes[i].site = c.site
+		for _, b := range p.changes {
+			for i, c := range b {
+				if c.site < 0 {
+					c.site = renumber[w][-2-c.site]
+					b[i].site = c.site
+				}
+				from[c.site+1]++
 			}
-			from[c.site+1]++
 		}
 	}
 	for s := range sites {
@@ -367,9 +358,11 @@ func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) map[string]siteL
 	at, by := make([]int32, from[len(sites)]), make([]int64, from[len(sites)])
 	next := slices.Clone(from[:len(sites)])
 	for _, p := range parts {
-		for _, c := range p.changes {
-			at[next[c.site]], by[next[c.site]] = c.at, c.by
-			next[c.site]++
+		for _, b := range p.changes {
+			for _, c := range b {
+				at[next[c.site]], by[next[c.site]] = c.at, c.by
+				next[c.site]++
+			}
 		}
 	}
 	parts = nil // the changes, placed
@@ -405,6 +398,32 @@ func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) map[string]siteL
 		}
 	}
 	return out
+}
+
+// change is one that liveBySiteBy keeps: its site (a site number, or -2
+// less a worker's number for a name), its boundary and its bytes.
+type change struct {
+	site, at int32
+	by       int64
+}
+
+// livePart is a worker's share of liveBySiteBy.
+type livePart struct {
+	arrays  [][]int64  // by site number
+	changes [][]change // in blocks of changeBlock: no copies as they grow
+	names   []string   // the worker's names, by its numbers for them
+}
+
+// changeBlock is how many changes a block of livePart holds (256 KiB).
+const changeBlock = 1 << 14
+
+// keep adds c to the changes.
+func (p *livePart) keep(c change) {
+	if n := len(p.changes); n == 0 || len(p.changes[n-1]) == changeBlock {
+		p.changes = append(p.changes, make([]change, 0, changeBlock))
+	}
+	b := &p.changes[len(p.changes)-1]
+	*b = append(*b, c)
 }
 
 // add takes in the change d of a site's live bytes at boundary i (all of

@@ -553,7 +553,7 @@ func TestLiveBySiteManySites(t *testing.T) {
 			}
 		}
 		live = kept
-		for range 200 {
+		for range 1000 { // past changeBlock changes on one worker
 			addr += 4096
 			p.alloc(addr, int64(1+rng.IntN(8))*tMiB, fmt.Sprintf("site%d %s", rng.IntN(sites), strings.Repeat("x", rng.IntN(3))))
 			live = append(live, block{addr, s + 1 + rng.IntN(steps-s)})
@@ -572,6 +572,9 @@ func TestLiveBySiteManySites(t *testing.T) {
 	want := summarize(liveReference(tl, ev))
 	if len(want) < sites {
 		t.Fatalf("%d sites live at the boundaries: the test needs %d", len(want), sites)
+	}
+	if len(tl.Intervals) < 2*changeBlock {
+		t.Fatalf("%d intervals: the test needs changes past a block", len(tl.Intervals))
 	}
 	for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
 		for _, cells := range arrayCells(ev) {
