@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"memscope/format"
 	"memscope/internal/textsafe"
@@ -122,8 +120,9 @@ type jsonDevice struct {
 	Steps           *jsonSteps     `json:"steps"`
 	LeakSuspects    []jsonLeak     `json:"leak_suspects"`
 	PendingFrees    *jsonPending   `json:"pending_frees"`
-	// Allocations is every active block, with --allocations only.
-	Allocations []jsonAlloc `json:"allocations,omitempty"`
+	// Allocations is every active block ([]jsonAlloc, none omitted),
+	// with --allocations only; while written, what takeArrays leaves.
+	Allocations any `json:"allocations,omitempty"`
 }
 
 // jsonAlloc is one active block of report --json --allocations: enough to
@@ -309,14 +308,14 @@ func WriteJSON(w io.Writer, reports []FileReport, opt Options) error {
 	out := jsonOf(reports, opt)
 	// Compact first, then indented in one pass of our own (indenter): the
 	// same bytes as Encoder.SetIndent("", "  "), in a third of the time.
-	// The devices' stages are encoded one by one as the indented JSON is
-	// written (writeStages).
-	stages := takeStages(&out)
+	// The devices' stages and allocations are encoded a few at a time as
+	// the indented JSON is written (writeArrays).
+	arrays := takeArrays(&out)
 	var compact bytes.Buffer
 	if err := json.NewEncoder(&compact).Encode(out); err != nil {
 		return err
 	}
-	return writeStages(newIndentWriter(w, "  ", indentChunk), compact.Bytes(), stages)
+	return writeArrays(newIndentWriter(w, "  ", indentChunk), compact.Bytes(), arrays, arrayChunk)
 }
 
 // jsonOf is the reports' JSON value.
@@ -342,137 +341,6 @@ func jsonOf(reports []FileReport, opt Options) jsonReport {
 	return out
 }
 
-// stagesKey is a device's "stages" with none, which takeStages leaves: in
-// compact JSON these bytes are that key and its value only (within a
-// string, a quote is escaped).
-var stagesKey = []byte(`"stages":[]`)
-
-// takeStages takes the devices' stages out of out, in the order the
-// devices are written, leaving none (stagesKey). A model annotated in
-// every layer has a stage for each layer and step: a hundred thousand,
-// 64 MB of indented JSON, which encoding/json built whole in a buffer
-// that doubled as it grew (its copies and fresh pages were two thirds of
-// the report's time, and its peak 280 MB against 120 for the text).
-func takeStages(out *jsonReport) [][]jsonStage {
-	var stages [][]jsonStage
-	for i := range out.Files {
-		devs, ok := out.Files[i].Devices.([]jsonDevice)
-		if !ok {
-			continue
-		}
-		devs = slices.Clone(devs) // a prepared report may be written again
-		for k := range devs {
-			stages = append(stages, devs[k].Stages)
-			devs[k].Stages = []jsonStage{}
-		}
-		out.Files[i].Devices = devs
-	}
-	return stages
-}
-
-// writeStages writes compact, indented, with the devices' stages in place
-// of each stagesKey, each stage encoded as the indented JSON reaches it.
-func writeStages(in *indentWriter, compact []byte, stages [][]jsonStage) error {
-	return writeStagesBy(in, compact, stages, stagesChunk)
-}
-
-// stagesChunk is how many stages a goroutine of writeStages encodes at a
-// time.
-const stagesChunk = 256
-
-// writeStagesBy is writeStages with chunk stages encoded at a time.
-func writeStagesBy(in *indentWriter, compact []byte, stages [][]jsonStage, chunk int) error {
-	if bytes.Count(compact, stagesKey) != len(stages) {
-		return fmt.Errorf("report: %d devices' stages for %d in the JSON", len(stages), bytes.Count(compact, stagesKey))
-	}
-	for _, st := range stages {
-		k := bytes.Index(compact, stagesKey) + len(stagesKey) - 1 // at the ]
-		in.write(compact[:k])
-		if err := in.elements(st, chunk); err != nil {
-			return err
-		}
-		compact = compact[k:]
-	}
-	in.write(compact)
-	return in.close()
-}
-
-// elements writes st as the elements of the array just opened, encoded
-// and indented a chunk at a time on every core, and written in order. A
-// model annotated in every layer has tens of thousands of stages, and
-// their JSON, on one core, was half of its report's time.
-func (in *indentWriter) elements(st []jsonStage, chunk int) error {
-	if len(st) == 0 {
-		return nil
-	}
-	n := (len(st) + chunk - 1) / chunk
-	workers := min(runtime.GOMAXPROCS(0), n)
-	type encoded struct {
-		b   []byte
-		err error
-	}
-	out := make([]chan encoded, n)
-	for c := range out {
-		out[c] = make(chan encoded, 1)
-	}
-	// A chunk takes a slot before its number, so that the slots held are
-	// always the lowest chunks not written yet: chunk after chunk waits
-	// for the one written next, never the reverse.
-	slots, done := make(chan struct{}, 2*workers), make(chan struct{})
-	defer close(done)
-	// A written chunk's buffer goes to the next chunk encoded: each was
-	// fresh memory, garbage that a report (which collects late) kept.
-	free := make(chan []byte, 2*workers)
-	var next atomic.Int64
-	indent, depth := in.indent, in.depth
-	for range workers {
-		go func() {
-			var one bytes.Buffer
-			enc := json.NewEncoder(&one)
-			for {
-				select {
-				case slots <- struct{}{}:
-				case <-done:
-					return
-				}
-				c := int(next.Add(1)) - 1
-				if c >= n {
-					return
-				}
-				// Each element of the array begins a line at its depth;
-				// the first comes right after the [.
-				var buf []byte
-				select {
-				case buf = <-free:
-				default:
-				}
-				ind := indenter{indent: indent, depth: depth, open: c == 0, dst: buf[:0]}
-				var err error
-				for i := c * chunk; i < min(len(st), (c+1)*chunk) && err == nil; i++ {
-					if i > 0 {
-						ind.write([]byte{','})
-					}
-					one.Reset()
-					if err = enc.Encode(&st[i]); err == nil {
-						ind.write(bytes.TrimSuffix(one.Bytes(), []byte{'\n'}))
-					}
-				}
-				out[c] <- encoded{ind.dst, err}
-			}
-		}()
-	}
-	for c := range n {
-		e := <-out[c]
-		if e.err != nil {
-			return e.err
-		}
-		in.raw(e.b)
-		free <- e.b
-		<-slots
-	}
-	in.open = false
-	return nil
-}
 func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) jsonDevice {
 	j := jsonDevice{
 		Device: fmt.Sprintf("cuda:%d", d.Device), Reserved: d.ReservedBytes, Allocated: d.AllocatedBytes,
@@ -522,13 +390,14 @@ func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) json
 			Site: site, Op: snapshot.Op(l.Frames), Location: site})
 	}
 	anomaliesJSON(&j, d, a.Timeline(d.Device) != nil)
-	if opt.Allocations {
-		j.Allocations = []jsonAlloc{}
+	if opt.Allocations && len(d.Allocations) > 0 {
+		all := make([]jsonAlloc, 0, len(d.Allocations))
 		for i := range d.Allocations {
 			al := &d.Allocations[i]
-			j.Allocations = append(j.Allocations, jsonAlloc{Addr: al.Address, Size: al.Size, Requested: al.RequestedSize,
+			all = append(all, jsonAlloc{Addr: al.Address, Size: al.Size, Requested: al.RequestedSize,
 				Role: al.Role.String(), Category: al.Category, Site: al.Location(), Op: snapshot.Op(al.Frames)})
 		}
+		j.Allocations = all
 	}
 	return j
 }

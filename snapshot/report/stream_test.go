@@ -14,12 +14,13 @@ import (
 	"memscope/snapshot/estimate"
 )
 
-// TestWriteJSONIsIndent: the JSON report, whose stages are encoded a few
-// at a time on several cores as it is written, is the bytes of the whole value encoded by
-// encoding/json with SetIndent("", "  "): real snapshots with stages, two
-// devices whose stage names hold the stages key itself, quotes and
-// control characters, a device without stages, an estimate and a file
-// that failed.
+// TestWriteJSONIsIndent: the JSON report, whose stages and allocations
+// are encoded a few at a time on several cores as it is written, is the
+// bytes of the whole value encoded by encoding/json with SetIndent("",
+// "  "): real snapshots with stages and allocations, two devices whose
+// stage names and call sites hold the keys themselves, quotes and control
+// characters, a device without stages, an estimate and a file that
+// failed.
 func TestWriteJSONIsIndent(t *testing.T) {
 	var reports []FileReport
 	for _, p := range []string{"../../testdata/snapshots/h100/gpt_adamw.pickle.gz", "../../testdata/snapshots/h200/train.pickle"} {
@@ -36,7 +37,7 @@ func TestWriteJSONIsIndent(t *testing.T) {
 	}
 	reports = append(reports, FileReport{Path: "est.json", Kind: format.Estimate, Estimate: estimate.Analyze(e, nil)},
 		FileReport{Path: "gone.pickle", Kind: format.Snapshot, Err: errors.New("no such file")})
-	opt := Options{TopN: 4}
+	opt := Options{TopN: 4, Allocations: true}
 	var want bytes.Buffer
 	enc := json.NewEncoder(&want)
 	enc.SetIndent("", "  ")
@@ -45,15 +46,15 @@ func TestWriteJSONIsIndent(t *testing.T) {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	for _, piece := range []int{1, 100, indentChunk} {
-		for _, chunk := range []int{1, 3, stagesChunk} {
+		for _, chunk := range []int{1, 3, arrayChunk} {
 			var got bytes.Buffer
 			out := jsonOf(reports, opt)
-			stages := takeStages(&out)
-			if err := writeStagesBy(newIndentWriter(&got, "  ", piece), compactOf(t, &out), stages, chunk); err != nil {
+			arrays := takeArrays(&out)
+			if err := writeArrays(newIndentWriter(&got, "  ", piece), compactOf(t, &out), arrays, chunk); err != nil {
 				t.Fatal(err)
 			}
 			if got.String() != want.String() {
-				t.Fatalf("written in pieces of %d, stages encoded %d at a time:\n%s\nwant:\n%s", piece, chunk, got.String(), want.String())
+				t.Fatalf("written in pieces of %d, elements encoded %d at a time:\n%s\nwant:\n%s", piece, chunk, got.String(), want.String())
 			}
 		}
 	}
@@ -64,18 +65,25 @@ func TestWriteJSONIsIndent(t *testing.T) {
 	// What the comparison covers: stages on two devices of a file, with
 	// the key in their names, and none on its third.
 	var stages []int
+	allocs := 0
 	for _, f := range jsonOf(reports, opt).Files {
 		if devs, ok := f.Devices.([]jsonDevice); ok {
 			for _, d := range devs {
 				stages = append(stages, len(d.Stages))
+				if all, ok := d.Allocations.([]jsonAlloc); ok {
+					allocs += len(all)
+				}
 			}
 		}
+	}
+	if allocs < 2*3 {
+		t.Fatalf("%d allocations: the test needs them written in chunks", allocs)
 	}
 	if len(stages) != 5 || stages[0] == 0 || stages[2] == 0 || stages[3] == 0 || stages[4] != 0 {
 		t.Fatalf("stages by device %v: the test needs stages on the first and on the third file's first two, none on its last", stages)
 	}
-	if !strings.Contains(want.String(), `\"stages\":[]`) {
-		t.Fatal("no stage name holds the stages key: the test proves less than it says")
+	if !strings.Contains(want.String(), `\"stages\":[]`) || !strings.Contains(want.String(), `\"allocations\":[]`) {
+		t.Fatal("no stage name holds the keys: the test proves less than it says")
 	}
 }
 
@@ -84,7 +92,7 @@ func TestWriteJSONIsIndent(t *testing.T) {
 // hard to write as JSON.
 func threeDevices() *snapshot.Snapshot {
 	s := &snapshot.Snapshot{}
-	names := []string{`"stages":[]`, `a"b\c`, "tab\there\x01", `{"stages":[]}`}
+	names := []string{`"stages":[]`, `a"b\c`, "tab\there\x01", `{"stages":[],"allocations":[]}`}
 	for dev := range 3 {
 		var tr []snapshot.TraceEntry
 		us := int64(1_000_000)
@@ -117,13 +125,25 @@ func compactOf(t *testing.T, out *jsonReport) []byte {
 	return b.Bytes()
 }
 
-// TestWriteStagesChecksKeys: stages that have no key left to go to are an
-// error, and nothing of them is written.
-func TestWriteStagesChecksKeys(t *testing.T) {
+// TestWriteArraysChecksKeys: arrays that have no key left to go to, or
+// keys left without their array, are an error, and nothing is written.
+func TestWriteArraysChecksKeys(t *testing.T) {
 	var got bytes.Buffer
-	err := writeStages(newIndentWriter(&got, "  ", indentChunk), []byte(`{"devices":[]}`), [][]jsonStage{{{Name: "x"}}})
-	if err == nil || got.Len() != 0 {
-		t.Fatalf("error %v, %d bytes written", err, got.Len())
+	one := func(key []byte) streamed {
+		return streamed{key: key, n: 1, encode: func(enc *json.Encoder, i int) error { return enc.Encode(i) }}
+	}
+	for _, c := range []struct {
+		compact string
+		arrays  []streamed
+	}{
+		{`{"devices":[]}`, []streamed{one(stagesKey)}},
+		{`{"stages":[],"allocations":[]}`, []streamed{one(stagesKey)}},
+		{`{"stages":[]}`, []streamed{one(stagesKey), one(allocsKey)}},
+	} {
+		err := writeArrays(newIndentWriter(&got, "  ", indentChunk), []byte(c.compact), c.arrays, arrayChunk)
+		if err == nil || got.Len() != 0 {
+			t.Fatalf("%s with %d arrays: error %v, %d bytes written", c.compact, len(c.arrays), err, got.Len())
+		}
 	}
 }
 
@@ -135,8 +155,8 @@ func TestWriteJSONStopsAtError(t *testing.T) {
 	reports := []FileReport{{Path: "three.pickle", Kind: format.Snapshot, Analysis: snapshot.Analyze(threeDevices(), nil)}}
 	var w failingWriter
 	out := jsonOf(reports, Options{})
-	stages := takeStages(&out)
-	if err := writeStagesBy(newIndentWriter(&w, "  ", 8), compactOf(t, &out), stages, 1); err == nil || err.Error() != "disk full" {
+	arrays := takeArrays(&out)
+	if err := writeArrays(newIndentWriter(&w, "  ", 8), compactOf(t, &out), arrays, 1); err == nil || err.Error() != "disk full" {
 		t.Fatalf("error %v, want disk full", err)
 	}
 	if w.writes != 1 {
