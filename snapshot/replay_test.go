@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // The memory_viz semantics on small traces whose answers are worked out by
@@ -749,6 +750,43 @@ func TestLiveStatsSteps(t *testing.T) {
 		if within < 20 || over < 20 {
 			t.Errorf("%s: %d steps within the bound, %d over it: the test checks little", p, within, over)
 		}
+	}
+}
+
+// TestBlockStackCacheSets: two stacks of one slot of blockStackCache, met
+// in turn, keep their entries (a way each of its set), whatever the
+// heap's addresses make collide: a direct-mapped table added them again
+// at each turn (TestBlockStacksShared failed one run in forty).
+func TestBlockStackCacheSets(t *testing.T) {
+	table := cycledFrames([]string{"/ws/train.py"}, []string{"forward"}, 4)
+	slotOf := func(st Stack) uint64 {
+		k, _ := stackKeyOf(uintptr(unsafe.Pointer(st.Key())), st.Len())
+		return (k * 0x9e3779b97f4a7c15) >> (64 - blockStackBits)
+	}
+	// More stacks than slots: two of them hash to one (and so one set).
+	bySlot := map[uint64]Stack{}
+	var a, b Stack
+	for i := 0; a.Len() == 0; i++ {
+		st := NewStack(table, []uint32{uint32(i % 4)})
+		if other, ok := bySlot[slotOf(st)]; ok {
+			a, b = other, st
+		}
+		bySlot[slotOf(st)] = st
+	}
+	var tl Timeline
+	var recent blockStackCache
+	for i := range 1000 {
+		st := a
+		if i%2 == 1 {
+			st = b
+		}
+		want := uint32(1 + i%2)
+		if got := tl.blockStack(st, &recent); got != want {
+			t.Fatalf("turn %d: entry %d, want %d", i, got, want)
+		}
+	}
+	if len(tl.blockStacks) != 2 {
+		t.Fatalf("%d entries for two stacks", len(tl.blockStacks))
 	}
 }
 
