@@ -203,20 +203,14 @@ func (t *Timeline) stageRanges(anns []Annotation) []Stage {
 	if len(t.Events) == 0 || t.Events[len(t.Events)-1].TimeUS == 0 {
 		return nil
 	}
-	n := 0
-	for _, a := range anns {
-		if a.Device == t.Device && a.TimeUS != 0 {
-			n++
-		}
-	}
-	mine := make([]Annotation, 0, n)
+	mine := make([]Annotation, 0, len(anns))
 	for _, a := range anns {
 		if a.Device == t.Device && a.TimeUS != 0 {
 			mine = append(mine, a)
 		}
 	}
 	slices.SortStableFunc(mine, func(a, b Annotation) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
-	out := make([]Stage, 0, n) // a stage or more for every START, one for an END alone
+	out := make([]Stage, 0, len(mine)) // a stage for every START, and for an END alone
 	open := map[string][]int{} // name -> indices in out of its open stages
 	depth := 0
 	firstUS := t.Events[0].TimeUS
