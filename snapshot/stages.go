@@ -211,7 +211,7 @@ func (t *Timeline) stageRanges(anns []Annotation) []Stage {
 	}
 	slices.SortStableFunc(mine, func(a, b Annotation) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
 	out := make([]Stage, 0, len(mine)) // a stage for every START, and for an END alone
-	open := map[string][]int{} // name -> indices in out of its open stages
+	open := map[string][]int{}         // name -> indices in out of its open stages
 	depth := 0
 	firstUS := t.Events[0].TimeUS
 	for _, a := range mine {
