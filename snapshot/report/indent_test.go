@@ -4,15 +4,26 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// indentJSON is indentFlush in one piece.
+// indentJSON is the indenter on src in one piece.
 func indentJSON(dst, src []byte, indent string) []byte {
-	return indentFlush(dst, src, indent, 0, nil)
+	in := indenter{indent: indent, dst: dst}
+	in.write(src)
+	return in.dst
+}
+
+// writeIndented is an indentWriter on src in one piece, written in pieces
+// of about chunk bytes.
+func writeIndented(w io.Writer, src []byte, indent string, chunk int) error {
+	in := newIndentWriter(w, indent, chunk)
+	in.write(src)
+	return in.close()
 }
 
 // checkIndent compares indentJSON with json.Indent on src (valid JSON,
