@@ -6,14 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -62,13 +59,6 @@ type Options struct {
 // GPUs' history at 15 s takes about 100 MB, their latest figures about
 // 5 MB a query.
 const DefaultMaxResponse = 256 << 20
-
-type limitKey struct{}
-
-// withLimit sets the response limit of the requests made under ctx.
-func withLimit(ctx context.Context, n int64) context.Context {
-	return context.WithValue(ctx, limitKey{}, n)
-}
 
 // Client reads dcgm-exporter metrics from one Prometheus.
 type Client struct {
@@ -133,70 +123,8 @@ func New(opt Options) (*Client, error) {
 // Options returns the options in effect (defaults filled in).
 func (c *Client) Options() Options { return c.opt }
 
-type authTransport struct {
-	next              http.RoundTripper
-	token, user, pass string
-}
-
-func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	if a.token != "" {
-		r.Header.Set("Authorization", "Bearer "+a.token)
-	} else {
-		r.SetBasicAuth(a.user, a.pass)
-	}
-	return a.next.RoundTrip(r)
-}
-
 // normalizeSelector strips the braces of a label selector and checks they
 // balance; Prometheus checks the rest and its message is shown as is.
-// ErrResponseTooLarge is returned when a response passes MaxResponse.
-var ErrResponseTooLarge = errors.New("response too large")
-
-// limitTransport cuts every response body at max bytes: a server (or
-// something posing as one) streaming a gigabyte must not take it all.
-type limitTransport struct {
-	next http.RoundTripper
-	max  int64
-}
-
-func (l limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := l.next.RoundTrip(r)
-	if err != nil {
-		return nil, err
-	}
-	limit := l.max
-	if n, ok := r.Context().Value(limitKey{}).(int64); ok && n > 0 {
-		limit = n
-	}
-	resp.Body = &limitedBody{rc: resp.Body, left: limit}
-	return resp, nil
-}
-
-type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more tells a body of exactly max from a longer one.
-		var one [1]byte
-		if n, _ := b.rc.Read(one[:]); n > 0 {
-			return 0, ErrResponseTooLarge
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }
-
 func normalizeSelector(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "{") {
@@ -232,105 +160,6 @@ func Step(rng, scrape time.Duration) time.Duration {
 		step = ((minStep + time.Second - 1) / time.Second) * time.Second
 	}
 	return step
-}
-
-// Fleet is every GPU the selector matches, as Prometheus knew them at At.
-type Fleet struct {
-	At    time.Time
-	Range time.Duration
-	Step  time.Duration
-	// GPUs sorted by host, then GPU number.
-	GPUs []GPU
-	// Warnings from Prometheus and about the data.
-	Warnings []string
-	// HasHistory is set once History has filled the series.
-	HasHistory bool
-}
-
-// Clone copies the fleet so History can fill the copy while the original
-// is still read elsewhere.
-func (f *Fleet) Clone() *Fleet {
-	c := *f
-	c.GPUs = slices.Clone(f.GPUs)
-	c.Warnings = slices.Clone(f.Warnings)
-	return &c
-}
-
-// Hosts returns the distinct host names, sorted.
-func (f *Fleet) Hosts() []string {
-	var out []string
-	for i, g := range f.GPUs {
-		if i == 0 || g.Host != f.GPUs[i-1].Host {
-			out = append(out, g.Host)
-		}
-	}
-	return out
-}
-
-// GPU is one GPU's latest figures. Bytes are -1 and rates NaN when the
-// latest sample is missing or blank.
-type GPU struct {
-	Host, Index, UUID, Model, Device, PCIBusID string
-	Pod, Namespace, Container                  string
-	Used, Free, Reserved                       int64
-	// Total is FB_TOTAL when exported, else USED + FREE (+ RESERVED).
-	Total int64
-	// MaxUsed is the maximum of FB_USED over the range.
-	MaxUsed int64
-	// Util is GPU utilisation in percent, Power in watts.
-	Util, Power float64
-	// History is FB_USED over the range (blanks left out).
-	History []Point
-
-	// LastSeen is the time of the newest FB_USED sample: exact for a fresh
-	// GPU, the last history point (within a step) for a stale one, zero
-	// when unknown.
-	LastSeen time.Time
-	// Stale is set when that sample is older than two scrape intervals
-	// (its exporter stopped answering): the figures are the last ones
-	// seen in the range, not current.
-	Stale bool
-
-	maxBlank bool // the range held a blank: MaxUsed needs the history
-	total    int64
-}
-
-// Point is one history sample.
-type Point struct {
-	T     time.Time
-	Bytes int64
-}
-
-// Key identifies a GPU across queries.
-func (g *GPU) Key() string { return g.Host + "\x00" + g.Index + "\x00" + g.UUID }
-
-// UsedFraction is used over total, NaN when either is unknown.
-func (g *GPU) UsedFraction() float64 {
-	if g.Used < 0 || g.Total <= 0 {
-		return math.NaN()
-	}
-	return float64(g.Used) / float64(g.Total)
-}
-
-func hostOf(m model.Metric) string {
-	if h := m[LabelHost]; h != "" {
-		return string(h)
-	}
-	return string(m["instance"])
-}
-
-func gpuFrom(m model.Metric) GPU {
-	return GPU{
-		Host: hostOf(m), Index: string(m[LabelGPU]), UUID: string(m[LabelUUID]),
-		Model: string(m[LabelModel]), Device: string(m[LabelDevice]), PCIBusID: string(m[LabelPCIBusID]),
-		Pod: string(m[LabelPod]), Namespace: string(m[LabelNamespace]), Container: string(m[LabelContainer]),
-		Used: -1, Free: -1, Reserved: -1, Total: -1, MaxUsed: -1, total: -1,
-		Util: math.NaN(), Power: math.NaN(), Stale: true,
-	}
-}
-
-func keyOf(m model.Metric) string {
-	return hostOf(m) + "\x00" + string(m[LabelGPU]) + "\x00" + string(m[LabelUUID])
 }
 
 // instantQueries are the queries of Latest, each filling one figure.
@@ -502,32 +331,6 @@ func distinct(errs []error) error {
 		return uniq[0]
 	}
 	return errors.Join(uniq...)
-}
-
-func totalOf(g *GPU) int64 {
-	if g.total > 0 {
-		return g.total
-	}
-	if g.Used < 0 || g.Free < 0 {
-		return -1
-	}
-	t := g.Used + g.Free
-	if g.Reserved > 0 {
-		t += g.Reserved
-	}
-	return t
-}
-
-func sortGPUs(gs []GPU) {
-	sort.SliceStable(gs, func(i, j int) bool {
-		if gs[i].Host != gs[j].Host {
-			return gs[i].Host < gs[j].Host
-		}
-		if gs[i].Index != gs[j].Index {
-			return gpuLess(gs[i].Index, gs[j].Index)
-		}
-		return gs[i].UUID < gs[j].UUID
-	})
 }
 
 // History fills each GPU's FB_USED series over the range with one
