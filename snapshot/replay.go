@@ -414,6 +414,8 @@ func (t *Timeline) PeakCategories() []CategoryTotal {
 	return cats
 }
 
+// addAnnotations marks each of the device's timed annotations at the first
+// event at or after its time (the last event when none is).
 func (t *Timeline) addAnnotations(s *Snapshot) {
 	for _, a := range s.Annotations {
 		if a.Device != t.Device || a.TimeUS == 0 {
