@@ -62,7 +62,7 @@ const (
 // peak grew from 159 to 190 MiB. So a decode runs on up to
 // repeatedMachines when a sample of the input shows its call stacks
 // repeating (machinesFor), else on up to maxMachines (see
-// docs/development.md).
+// docs/performance-log.md, second session).
 const (
 	maxMachines      = 4
 	repeatedMachines = 8
