@@ -108,9 +108,9 @@ func (t *Timeline) LeakSuspects(steps Steps) []LeakSuspect {
 	}
 	k := len(ev)
 	var out []LeakSuspect
-	for name, l := range t.liveBySite(ev) {
+	for _, l := range t.liveBySite(ev) {
 		if !l.Shrank && 2*l.Grew > k-1 {
-			out = append(out, LeakSuspect{Site: name, First: l.First, Last: l.Last, Grew: l.Grew, Steps: k - 1})
+			out = append(out, LeakSuspect{Site: l.Site, First: l.First, Last: l.Last, Grew: l.Grew, Steps: k - 1})
 		}
 	}
 	slices.SortFunc(out, func(a, b LeakSuspect) int {
@@ -226,10 +226,18 @@ type siteLive struct {
 	Shrank      bool  // whether live[i] < live[i-1] for some i >= 1
 }
 
+// siteLiveOf is a site's siteLive.
+type siteLiveOf struct {
+	Site string
+	siteLive
+}
+
 // liveBySite is each call site's live bytes at the events ev (an interval
 // is live at e when Start <= e < End), as siteLive, for the sites live at
-// one of them at least.
-func (t *Timeline) liveBySite(ev []int) map[string]siteLive {
+// one of them at least, each once. A slice, not a map by site: its one
+// reader goes through it once, and a map of w4's tens of thousands of
+// sites allocated 8 MB.
+func (t *Timeline) liveBySite(ev []int) []siteLiveOf {
 	return t.liveBySiteBy(ev, livePerWorker, liveArrayCells)
 }
 
@@ -254,7 +262,7 @@ const liveArrayCells = 1 << 20
 // 256). So a worker gives arrays to the sites it meets first, within
 // cells, and keeps the changes of the others, and of sites that are names
 // (see siteNumber), 16 bytes each, summed by site after.
-func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) map[string]siteLive {
+func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) []siteLiveOf {
 	k := len(ev)
 	// sample(e) is the number of samples before event e (sort.SearchInts
 	// of ev), read from a table when the samples are in order: two binary
@@ -391,10 +399,10 @@ func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) map[string]siteL
 			}
 		}
 	})
-	out := map[string]siteLive{}
+	var out []siteLiveOf
 	for s, name := range sites {
 		if arrays[s] != nil || from[s] < from[s+1] {
-			out[name] = live[s]
+			out = append(out, siteLiveOf{name, live[s]})
 		}
 	}
 	return out

@@ -626,8 +626,15 @@ func summarize(live map[string][]int64) map[string]siteLive {
 	return out
 }
 
-func checkLive(t *testing.T, what string, got, want map[string]siteLive) {
+func checkLive(t *testing.T, what string, list []siteLiveOf, want map[string]siteLive) {
 	t.Helper()
+	got := map[string]siteLive{}
+	for _, l := range list {
+		if _, dup := got[l.Site]; dup {
+			t.Fatalf("%s: site %s twice", what, l.Site)
+		}
+		got[l.Site] = l.siteLive
+	}
 	for site, w := range want {
 		if g, ok := got[site]; !ok || g != w {
 			t.Fatalf("%s: %s %+v (found: %v), want %+v", what, site, g, ok, w)
