@@ -489,11 +489,14 @@ func (w *Workspace) loadData(src *Source, progress func(float64)) (Source, error
 		}
 		if a := res.Analysis; a != nil {
 			// The explorer shows the peak's live set (the Top tab, the
-			// flame graph), which the analysis leaves to be made when
-			// asked: made here, off the UI goroutine (400k allocations
-			// take 0.1 s).
+			// flame graph), which a timeline leaves to be made when
+			// asked and then keeps: made here, off the UI goroutine
+			// (400k allocations take 0.1 s). A device without a trace
+			// keeps none: its set is made where it is shown.
 			for i := range a.Devices {
-				a.PeakLive(&a.Devices[i])
+				if tl := a.Timeline(a.Devices[i].Device); tl != nil {
+					tl.PeakLive()
+				}
 			}
 		}
 		out.Analysis, out.Estimate = res.Analysis, res.Estimate
