@@ -471,14 +471,42 @@ func assignRoles(allocs []Allocation, tl *Timeline, cat *Categorizer) {
 			}
 		}
 	}
+	// Each distinct stack is read once, by its key in an addrMap, and the
+	// frames' facts kept in arrays by frame id, as categorize and the
+	// timeline's roles do: without a trace, 200k blocks on distinct stacks
+	// spent 90 ms here in a Go map by stack (and a *stackTraits each).
 	c := newRoleClassifier(cat)
+	for i := range allocs {
+		if st := allocs[i].Frames; st.Len() > 0 {
+			c.useTable(st.Table())
+			break
+		}
+	}
+	index := newAddrMap(64)
+	var read []stackTraits // by index's values
 	for i := range allocs {
 		a := &allocs[i]
 		if j, ok := open.Get(a.Address); ok {
 			a.Role = tl.Role(int(j))
 			continue
 		}
-		a.Role = c.decide(c.traits(a.Frames), lifetime{alive: true})
+		st := a.Frames
+		if st.Len() == 0 {
+			a.Role = c.decide(&c.empty, lifetime{alive: true})
+			continue
+		}
+		k, keyed := stackKeyOf(uintptr(unsafe.Pointer(st.Key())), st.Len())
+		if j, ok := index.Get(k); ok && keyed {
+			a.Role = c.decide(&read[j], lifetime{alive: true})
+			continue
+		}
+		var t stackTraits
+		c.read(st, &t)
+		if keyed {
+			index.Put(k, int32(len(read)))
+			read = append(read, t)
+		}
+		a.Role = c.decide(&t, lifetime{alive: true})
 	}
 }
 

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"memscope/snapshot/schema"
 )
 
 // truthFile is what gpt_adamw.truth.json holds: every live tensor at the
@@ -527,5 +530,67 @@ func TestSharedStackFacts(t *testing.T) {
 		if one := Analyze(s, nil).Timeline(0); one == nil || one.share != nil {
 			t.Errorf("%s: one traced device, a share", p)
 		}
+	}
+}
+
+// TestAssignRolesWithoutTrace: without a trace, each block's role is its
+// stack's, read once per distinct stack (by the ids' address and length)
+// or, for a stack no key names (1<<16 frames), on its own; the roles equal
+// those of a classifier asked block by block. The blocks are a real
+// snapshot's (C++ and Python frames), with stacks shared, prefixes of one
+// array (same address, other lengths), empty and too long to key.
+func TestAssignRolesWithoutTrace(t *testing.T) {
+	s, err := Open(context.Background(), "../testdata/snapshots/h100/gpt_adamw.pickle.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := NewCategorizer(nil)
+	a := Analyze(s, cat)
+	var allocs []Allocation
+	for i := range a.Devices {
+		allocs = append(allocs, a.Devices[i].Allocations...)
+	}
+	if len(allocs) < 100 {
+		t.Fatalf("%d blocks: the test checks little", len(allocs))
+	}
+	var long Stack
+	for _, al := range allocs {
+		if st := al.Frames; st.Len() >= 8 {
+			ids := make([]uint32, 0, 1<<16)
+			for len(ids) < 1<<16 {
+				for i := range st.Len() {
+					ids = append(ids, st.ID(i))
+				}
+			}
+			ids = ids[:1<<16]
+			long = schema.NewStack(st.Table(), ids)
+			for _, n := range []int{1, 3, 7} { // prefixes of one array
+				allocs = append(allocs, Allocation{Address: uint64(n), Frames: schema.NewStack(st.Table(), ids[:n])})
+			}
+			break
+		}
+	}
+	if long.Len() == 0 {
+		t.Fatal("no stack of 8 frames to build from")
+	}
+	if _, keyed := stackKeyOf(uintptr(unsafe.Pointer(long.Key())), long.Len()); keyed {
+		t.Fatal("the long stack is keyed: the test misses the unkeyed path")
+	}
+	allocs = append(allocs, Allocation{Address: 1 << 40, Frames: long}, Allocation{Address: 1<<40 + 1, Frames: long}, Allocation{Address: 1<<40 + 2})
+	for i := range allocs {
+		allocs[i].Role = RoleUnknown
+	}
+	assignRoles(allocs, nil, cat)
+	ref := newRoleClassifier(cat)
+	seen := map[Role]bool{}
+	for i, al := range allocs {
+		want := ref.decide(ref.traits(al.Frames), lifetime{alive: true})
+		if al.Role != want {
+			t.Fatalf("block %d (%d frames): %v, want %v", i, al.Frames.Len(), al.Role, want)
+		}
+		seen[want] = true
+	}
+	if len(seen) < 3 {
+		t.Errorf("roles %v: the test checks little", seen)
 	}
 }
