@@ -186,7 +186,9 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakSta
 		st.Pools = append(st.Pools, *pools[name])
 	}
 
-	categorize(st.Allocations, cat)
+	g := groupStacks(st.Allocations)
+	categorize(st.Allocations, cat, g)
+	assignRoles(st.Allocations, tl, cat, g)
 	// Largest first; ties by address so the order is stable across runs.
 	slices.SortFunc(st.Allocations, func(x, y Allocation) int {
 		if c := cmp.Compare(y.Size, x.Size); c != 0 {
@@ -195,7 +197,6 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakSta
 		return cmp.Compare(x.Address, y.Address)
 	})
 	st.Categories = CategoryTotals(st.Allocations, cat)
-	assignRoles(st.Allocations, tl, cat)
 	st.Roles = RoleTotals(st.Allocations)
 
 	st.TraceEntries = len(trace)
@@ -402,43 +403,52 @@ func (c *Categorizer) Categorized(a Allocation) Allocation {
 	return a
 }
 
-// categorize sets each allocation's category, as Categorized does, on
-// every core for many (see decideAll): a snapshot of 200k active blocks on
-// distinct stacks spent 80 ms deciding them one by one.
-//
-// Each distinct stack is decided once: a real snapshot's blocks share the
-// stacks of a few thousand call sites, and a generated one of 300k live
-// blocks over 5,000 stacks spent 140 ms of CPU deciding each block's
-// stack again. Blocks bound from a pickle share their stack's ids, so the
-// ids' address and length name a stack. On 300k distinct stacks, a Go map
-// and a slice of the distinct stacks peaked at 363 MiB; an addrMap and the
-// index of each stack's first allocation at 307 (without grouping: 289).
-func categorize(allocs []Allocation, cat *Categorizer) {
+// stackGroups says which allocations share a stack: which[i] is
+// allocation i's group (-1: no frames), first[g] group g's first
+// allocation.
+type stackGroups struct{ which, first []int32 }
+
+// groupStacks groups allocations by stack, once for both categorize and
+// assignRoles. Blocks bound from a pickle share their stack's ids, so the
+// ids' address and length name a stack (a stack no key names is a group of
+// its own). On 300k distinct stacks, a Go map and a slice of the distinct
+// stacks peaked at 363 MiB; an addrMap and the index of each stack's
+// first allocation at 307 (without grouping: 289).
+func groupStacks(allocs []Allocation) stackGroups {
 	index := newAddrMap(64)
-	var first []int32                   // the first allocation of each distinct stack
-	which := make([]int32, len(allocs)) // -1: no frames
+	g := stackGroups{which: make([]int32, len(allocs))}
 	for i := range allocs {
 		st := allocs[i].Frames
 		if st.Len() == 0 {
-			which[i] = -1
+			g.which[i] = -1
 			continue
 		}
 		k, keyed := stackKeyOf(uintptr(unsafe.Pointer(st.Key())), st.Len())
 		j, ok := index.Get(k)
 		if !ok || !keyed {
-			j = int32(len(first))
+			j = int32(len(g.first))
 			if keyed {
 				index.Put(k, j)
 			}
-			first = append(first, int32(i))
+			g.first = append(g.first, int32(i))
 		}
-		which[i] = j
+		g.which[i] = j
 	}
-	hits := cat.decideAll(len(first), func(i int) Stack { return allocs[first[i]].Frames })
+	return g
+}
+
+// categorize sets each allocation's category, as Categorized does, on
+// every core for many (see decideAll): a snapshot of 200k active blocks on
+// distinct stacks spent 80 ms deciding them one by one. Each group of g
+// is decided once: a real snapshot's blocks share the stacks of a few
+// thousand call sites, and a generated one of 300k live blocks over 5,000
+// stacks spent 140 ms of CPU deciding each block's stack again.
+func categorize(allocs []Allocation, cat *Categorizer, g stackGroups) {
+	hits := cat.decideAll(len(g.first), func(i int) Stack { return allocs[g.first[i]].Frames })
 	none := cat.decision(stackHit{rule: -1, frame: -1})
 	for i := range allocs {
 		d := none
-		if j := which[i]; j >= 0 {
+		if j := g.which[i]; j >= 0 {
 			d = cat.decision(hits[j])
 		}
 		allocs[i].Category, allocs[i].CategoryFrame, allocs[i].CategoryKeyword = d.Category, d.Frame, d.Keyword
@@ -458,12 +468,16 @@ func stackKeyOf(p uintptr, n int) (uint64, bool) {
 // assignRoles sets the role of the snapshot's active blocks: the role the
 // timeline gave the allocation still open at each block's address, or,
 // without a trace (or for a block the trace never saw), the role its stack
-// gives an allocation alive at the dump.
-func assignRoles(allocs []Allocation, tl *Timeline, cat *Categorizer) {
-	// The open intervals by address, in the replay's open-addressing
-	// table: a Go map of 400k was 60 ms of a snapshot's analysis.
-	open := newAddrMap(len(allocs))
+// gives an allocation alive at the dump, decided once for each group of g
+// with the frames' facts in arrays by frame id, as the timeline's roles
+// are: without a trace, 200k blocks on distinct stacks spent 90 ms here
+// in a Go map by stack.
+func assignRoles(allocs []Allocation, tl *Timeline, cat *Categorizer, g stackGroups) {
+	var open *addrMap
 	if tl != nil {
+		// The open intervals by address, in the replay's open-addressing
+		// table: a Go map of 400k was 60 ms of a snapshot's analysis.
+		open = newAddrMap(len(allocs))
 		n := int32(len(tl.Events))
 		for j := range tl.Intervals {
 			if iv := &tl.Intervals[j]; iv.End == n {
@@ -471,42 +485,31 @@ func assignRoles(allocs []Allocation, tl *Timeline, cat *Categorizer) {
 			}
 		}
 	}
-	// Each distinct stack is read once, by its key in an addrMap, and the
-	// frames' facts kept in arrays by frame id, as categorize and the
-	// timeline's roles do: without a trace, 200k blocks on distinct stacks
-	// spent 90 ms here in a Go map by stack (and a *stackTraits each).
 	c := newRoleClassifier(cat)
-	for i := range allocs {
-		if st := allocs[i].Frames; st.Len() > 0 {
-			c.useTable(st.Table())
-			break
-		}
+	if len(g.first) > 0 {
+		c.useTable(allocs[g.first[0]].Frames.Table())
 	}
-	index := newAddrMap(64)
-	var read []stackTraits // by index's values
+	roles := make([]Role, len(g.first)) // by group; RoleUnknown until decided
+	decided := make([]bool, len(g.first))
 	for i := range allocs {
 		a := &allocs[i]
-		if j, ok := open.Get(a.Address); ok {
-			a.Role = tl.Role(int(j))
-			continue
+		if open != nil {
+			if j, ok := open.Get(a.Address); ok {
+				a.Role = tl.Role(int(j))
+				continue
+			}
 		}
-		st := a.Frames
-		if st.Len() == 0 {
+		j := g.which[i]
+		if j < 0 {
 			a.Role = c.decide(&c.empty, lifetime{alive: true})
 			continue
 		}
-		k, keyed := stackKeyOf(uintptr(unsafe.Pointer(st.Key())), st.Len())
-		if j, ok := index.Get(k); ok && keyed {
-			a.Role = c.decide(&read[j], lifetime{alive: true})
-			continue
+		if !decided[j] {
+			var t stackTraits
+			c.read(allocs[g.first[j]].Frames, &t)
+			roles[j], decided[j] = c.decide(&t, lifetime{alive: true}), true
 		}
-		var t stackTraits
-		c.read(st, &t)
-		if keyed {
-			index.Put(k, int32(len(read)))
-			read = append(read, t)
-		}
-		a.Role = c.decide(&t, lifetime{alive: true})
+		a.Role = roles[j]
 	}
 }
 

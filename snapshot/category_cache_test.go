@@ -424,7 +424,7 @@ func TestCategorizeSharedStacks(t *testing.T) {
 		// stacks keyed too.
 		allocs[n/2+1].Frames = NewStack(table, longPrefixed[:5])
 		allocs[n/2+2].Frames = NewStack(table, longPrefixed)
-		categorize(allocs, NewCategorizer(nil))
+		categorize(allocs, NewCategorizer(nil), groupStacks(allocs))
 		ref := NewCategorizer(nil)
 		for i, a := range allocs {
 			want := matchReference(ref, a.Frames)

@@ -580,7 +580,7 @@ func TestAssignRolesWithoutTrace(t *testing.T) {
 	for i := range allocs {
 		allocs[i].Role = RoleUnknown
 	}
-	assignRoles(allocs, nil, cat)
+	assignRoles(allocs, nil, cat, groupStacks(allocs))
 	ref := newRoleClassifier(cat)
 	seen := map[Role]bool{}
 	for i, al := range allocs {
