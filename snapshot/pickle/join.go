@@ -153,8 +153,9 @@ func joinParts(procs, n int) int { return max(1, min(procs, n/joinStacksMin)) }
 // looked up on up to procs goroutines, which only read the table, and
 // those it lacks are interned after, in order, numbered as they would be
 // one by one. A stack with a frame the helper named by memo index
-// (frameMemoRef) is resolved in that second pass only: resolving reads
-// the joiner's maps, which the first pass does not touch.
+// (frameMemoRef) is resolved in the first pass when every such frame
+// names a frame (framesNamed), and is otherwise left to the second, which
+// makes it a generic list.
 func (j *joiner) internStacks(procs int) {
 	hg, t, n := j.h.g, &j.d.g.stacks, len(j.stacks)
 	t.ready()
@@ -189,20 +190,23 @@ func (j *joiner) internStacks(procs int) {
 			}
 			nb = 0
 		}
-	stacks:
+		var named []uint32 // a stack's ids resolved, before they replace its own
 		for i := p * n / parts; i < (p+1)*n/parts; i++ {
 			ids := hg.stacks.get(uint32(i))
-			for _, f := range ids {
-				if f&frameMemoRef != 0 {
+			if hasPlaceholders(ids) {
+				var ok bool
+				if named, ok = j.framesNamed(named[:0], ids); !ok {
 					lookBatch() // out stays in order: it numbers the new stacks
 					out = append(out, miss{i: uint32(i) | unread})
-					continue stacks
+					continue
 				}
-			}
-			// The helper's stack becomes the main machine's: its ids
-			// are renumbered where they lie (see adopt).
-			for k, f := range ids {
-				ids[k] = j.frames[f]
+				copy(ids, named)
+			} else {
+				// The helper's stack becomes the main machine's: its ids
+				// are renumbered where they lie (see adopt).
+				for k, f := range ids {
+					ids[k] = j.frames[f]
+				}
 			}
 			is[nb], hs[nb], idss[nb] = uint32(i), t.hash(ids), ids
 			if nb++; nb == findBatch {
@@ -271,6 +275,50 @@ func (j *joiner) internStacks(procs int) {
 			}
 			j.stacks[i] = t.internHashed(t.hash(ids), ids)
 		}
+	}
+}
+
+// framesNamed appends to dst the main machine's ids of a helper's stack
+// ids, whose placeholders (frameMemoRef) name frames; false when one names
+// anything else. It only reads (the main machine's memo, the helper's,
+// and the joins before), so internStacks runs it on every core: resolved
+// one by one after the lookups, the stacks with a placeholder were most
+// of the join of a frame pool whose frames are first written all along
+// the trace (70k frames: 28 ms a report, one core idle).
+func (j *joiner) framesNamed(dst, ids []uint32) ([]uint32, bool) {
+	for _, f := range ids {
+		if f&frameMemoRef == 0 {
+			dst = append(dst, j.frames[f])
+			continue
+		}
+		id, ok := j.frameNamed(f &^ frameMemoRef)
+		if !ok {
+			return dst, false
+		}
+		dst = append(dst, id)
+	}
+	return dst, true
+}
+
+// frameNamed is resolve for a placeholder that must name a frame, without
+// remap's reads of the tables internStacks is still filling: a stack is
+// all frames, or the join leaves it a generic list (copyContainers).
+func (j *joiner) frameNamed(idx uint32) (uint32, bool) {
+	for {
+		if int(idx) < j.memoAt {
+			v := j.d.entryBelow(idx)
+			return v.ref, v.k == kFrame
+		}
+		v, ok := j.helperEntry(idx)
+		switch {
+		case !ok:
+			return 0, false
+		case v.k == kFrame:
+			return j.frames[v.ref], true
+		case v.k != kRef:
+			return 0, false
+		}
+		idx = v.ref
 	}
 }
 

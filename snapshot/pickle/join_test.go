@@ -362,3 +362,62 @@ func TestJoinCollects(t *testing.T) {
 		t.Errorf("a table of 5000 stacks of 3 holds %d bytes, at least %d", got, least)
 	}
 }
+
+// TestFrameNamedAgreesWithResolve: the join's read-only resolution of a
+// stack's placeholder (frameNamed, run on every core) names the frame
+// resolve names, for every kind of memo entry a placeholder may reach:
+// the main machine's frames and other values below the boundary, an
+// earlier helper's entries, the helper's own frames, chains of memo reads
+// memoized again, holes, and indices past the helper's memo.
+func TestFrameNamedAgreesWithResolve(t *testing.T) {
+	d, early, h := newDecoder(nil), newDecoder(nil), newDecoder(nil)
+	push := func(dec *decoder, v val) {
+		r, ok := dec.memoRef(v)
+		if !ok {
+			t.Fatalf("no memo reference for %v", v)
+		}
+		dec.memo.push(r)
+	}
+	// The main machine's entries 0-4: frames 7 and 9, a list, a string,
+	// a hole.
+	for _, v := range []val{{k: kFrame, ref: 7}, {k: kFrame, ref: 9}, {k: kList, ref: 3}, {k: kStr, ref: 2}} {
+		push(d, v)
+	}
+	d.memo.push(0)
+	// An earlier helper joined at 5: its entries 5-8 are its frame 1 (main
+	// frame 11), a read of main entry 1, a read of its own entry 5, a list.
+	ej := &joiner{d: d, h: early, memoAt: 5, hbase: 0, frames: []uint32{10, 11}, stacks: []uint32{}}
+	for _, v := range []val{{k: kFrame, ref: 1}, {k: kRef, ref: 1}, {k: kRef, ref: 5}, {k: kList, ref: 0}} {
+		push(early, v)
+	}
+	ej.memoEnd = 9
+	for range 4 {
+		d.memo.push(0) // the main memo holds the joined helper's entries as holes here
+	}
+	d.joined = append(d.joined, ej)
+	// The helper being joined, at 9, after a prefix of 2 entries: its own
+	// entries 9-14 are its frame 0 (main frame 20), a read of main entry 0,
+	// of the earlier helper's entry 7, of its own entry 9, a dict, and a
+	// read of the dict.
+	j := &joiner{d: d, h: h, memoAt: 9, hbase: 2, frames: []uint32{20, 21}}
+	h.memo.push(0)
+	h.memo.push(0)
+	for _, v := range []val{{k: kFrame, ref: 0}, {k: kRef, ref: 0}, {k: kRef, ref: 7}, {k: kRef, ref: 9}, {k: kDict, ref: 4}, {k: kRef, ref: 13}} {
+		push(h, v)
+	}
+	j.memoEnd = 15
+	frames := 0
+	for idx := uint32(0); idx < 20; idx++ {
+		got, ok := j.frameNamed(idx)
+		want := j.resolve(val{k: kRef, ref: idx})
+		if ok != (want.k == kFrame) || ok && got != want.ref {
+			t.Errorf("memo entry %d: frameNamed gives %d, %v; resolve gives %+v", idx, got, ok, want)
+		}
+		if ok {
+			frames++
+		}
+	}
+	if frames != 9 { // 0, 1, 5, 6, 7, 9, 10, 11, 12
+		t.Errorf("%d entries named frames, want 9", frames)
+	}
+}
