@@ -238,7 +238,7 @@ type siteLiveOf struct {
 // reader goes through it once, and a map of w4's tens of thousands of
 // sites allocated 8 MB.
 func (t *Timeline) liveBySite(ev []int) []siteLiveOf {
-	return t.liveBySiteBy(ev, livePerWorker, liveArrayCells)
+	return t.liveBySiteBy(ev, livePerWorker)
 }
 
 // livePerWorker is the fewest intervals liveBySite gives a goroutine of its
@@ -246,34 +246,31 @@ func (t *Timeline) liveBySite(ev []int) []siteLiveOf {
 // waited (10-20 ms of a report of 900k entries).
 const livePerWorker = 1 << 17
 
-// liveArrayCells bounds the boundaries of the arrays a worker of liveBySite
-// gives sites (8 bytes each): 8 MiB.
-const liveArrayCells = 1 << 20
-
 // liveBySiteBy is liveBySite with perWorker intervals at least per
-// goroutine, each of which gives sites arrays of cells boundaries in all.
+// goroutine.
 //
 // A site's live bytes change at a boundary by what the intervals starting
-// and ending there (in samples) add and take away: an interval live at a
-// boundary is two changes (one when it outlives the last). A site sums
-// its changes in an array of the k boundaries, each worker's own, added up
-// after; that was sites times k, and a trace over 70,000 frames had tens
-// of thousands of sites (240 MB, and half of its report's time, at k =
-// 256). So a worker gives arrays to the sites it meets first, within
-// cells, and keeps the changes of the others, and of sites that are names
-// (see siteNumber), 16 bytes each, summed by site after.
-func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) []siteLiveOf {
+// and ending there (in samples) add and take away, and siteLive needs
+// only each boundary's whole change, in any order. So the intervals live
+// at a boundary are placed by site (counted, then placed: 16 bytes each),
+// and each site's changes are summed in one array of the k boundaries,
+// which stays in cache. An array per site (sites times k) was hundreds of
+// MB for a trace over 70,000 frames; arrays for the sites met first, the
+// others' changes kept aside, were still 35 MB on w4 (tens of thousands
+// of sites), and their scattered adds a third of its report's analysis.
+func (t *Timeline) liveBySiteBy(ev []int, perWorker int) []siteLiveOf {
 	k := len(ev)
 	// sample(e) is the number of samples before event e (sort.SearchInts
 	// of ev), read from a table when the samples are in order: two binary
 	// searches per interval were half the check (bigtrain: 366k intervals).
 	sample := func(e int32) int { return sort.SearchInts(ev, int(e)) }
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(t.Intervals)/perWorker))
+	n := len(t.Intervals)
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/perWorker))
 	if slices.IsSorted(ev) {
-		n := len(t.Events)
-		before := make([]int32, n+2) // before[e+1], for e in [-1, n]
+		events := len(t.Events)
+		before := make([]int32, events+2) // before[e+1], for e in [-1, events]
 		par.Each(workers, func(w int) {
-			lo, hi := -1+w*(n+2)/workers, -1+(w+1)*(n+2)/workers
+			lo, hi := -1+w*(events+2)/workers, -1+(w+1)*(events+2)/workers
 			s := sort.SearchInts(ev, lo)
 			for e := lo; e < hi; e++ {
 				for s < k && ev[s] < e {
@@ -284,154 +281,139 @@ func (t *Timeline) liveBySiteBy(ev []int, perWorker, cells int) []siteLiveOf {
 		})
 		sample = func(e int32) int { return int(before[e+1]) }
 	}
-	parts := make([]livePart, workers)
+	// The workers count their intervals live at a boundary by site: a
+	// site number, or the worker's number for a name (see siteNumber).
+	// Placing them reads each interval's site again, as an array of them
+	// would be 4 bytes an interval at the analysis' peak.
+	type worker struct {
+		sn     *siteNames       // not safe for concurrent use: one each
+		local  map[string]int32 // the worker's numbers of its names
+		names  []string         // its names, by its numbers
+		counts []int32          // by site number
+		named  []int32          // by its numbers of names
+	}
+	ws := make([]worker, workers)
 	par.Each(workers, func(w int) {
-		p := livePart{arrays: make([][]int64, len(t.siteName))}
-		names, local := newSiteNames(), map[string]int32{} // not safe for concurrent use: one each
-		left := cells
-		for j := w * len(t.Intervals) / workers; j < (w+1)*len(t.Intervals)/workers; j++ {
+		wk := &ws[w]
+		wk.sn, wk.local, wk.counts = newSiteNames(), map[string]int32{}, make([]int32, len(t.siteName))
+		for j := w * n / workers; j < (w+1)*n/workers; j++ {
+			iv := &t.Intervals[j]
+			if sample(iv.Start) >= sample(iv.End) {
+				continue
+			}
+			id, name := t.siteNumber(iv, wk.sn)
+			if id >= 0 {
+				wk.counts[id]++
+				continue
+			}
+			m, ok := wk.local[name]
+			if !ok {
+				m = int32(len(wk.names))
+				wk.local[name] = m
+				wk.names = append(wk.names, name)
+				wk.named = append(wk.named, 0)
+			}
+			wk.named[m]++
+		}
+	})
+	// Sites by number, then names in the order the workers met them.
+	sites := slices.Clone(t.siteName)
+	byName := map[string]int32{}
+	renumber := make([][]int32, workers) // a worker's names' site numbers
+	for w := range workers {
+		for _, name := range ws[w].names {
+			m, ok := byName[name]
+			if !ok {
+				m = int32(len(sites))
+				byName[name] = m
+				sites = append(sites, name)
+			}
+			renumber[w] = append(renumber[w], m)
+		}
+	}
+	counts := make([][]int32, workers) // by worker and site
+	for w := range workers {
+		wk := &ws[w]
+		counts[w] = append(wk.counts, make([]int32, len(sites)-len(wk.counts))...)
+		for m, c := range wk.named {
+			counts[w][renumber[w][m]] += c
+		}
+	}
+	from := make([]int, len(sites)+1) // a site's spans: from[s] to from[s+1]
+	next := make([][]int, workers)
+	for w := range next {
+		next[w] = make([]int, len(sites))
+	}
+	for s := range sites {
+		at := from[s]
+		for w := range workers {
+			next[w][s] = at
+			at += int(counts[w][s])
+		}
+		from[s+1] = at
+	}
+	counts = nil
+	// Placed: a worker's spans of a site follow the earlier workers'.
+	bySite := make([]liveSpan, from[len(sites)])
+	par.Each(workers, func(w int) {
+		at, wk := next[w], &ws[w]
+		for j := w * n / workers; j < (w+1)*n/workers; j++ {
 			iv := &t.Intervals[j]
 			lo, hi := sample(iv.Start), sample(iv.End)
 			if lo >= hi {
 				continue
 			}
-			id, name := t.siteNumber(iv, names)
-			if id >= 0 {
-				a := p.arrays[id]
-				if a == nil && left >= k {
-					a = make([]int64, k)
-					p.arrays[id] = a
-					left -= k
-				}
-				if a != nil {
-					a[lo] += iv.Size
-					if hi < k {
-						a[hi] -= iv.Size
-					}
-					continue
-				}
-			} else {
-				n, ok := local[name]
-				if !ok {
-					n = int32(len(p.names))
-					local[name] = n
-					p.names = append(p.names, name)
-				}
-				id = -2 - n
+			s, name := t.siteNumber(iv, wk.sn)
+			if s < 0 {
+				s = renumber[w][wk.local[name]]
 			}
-			p.keep(change{id, int32(lo), iv.Size})
-			if hi < k {
-				p.keep(change{id, int32(hi), -iv.Size})
-			}
+			bySite[at[s]] = liveSpan{int32(lo), int32(hi), iv.Size}
+			at[s]++
 		}
-		parts[w] = p
 	})
-	// Sites by number, then names: the arrays added up, and the changes
-	// kept, sorted by site (counted, then placed).
-	sites := slices.Clone(t.siteName)
-	byName := map[string]int32{}
-	renumber := make([][]int32, workers) // a worker's names' site numbers
-	for w, p := range parts {
-		for _, name := range p.names {
-			n, ok := byName[name]
-			if !ok {
-				n = int32(len(sites))
-				byName[name] = n
-				sites = append(sites, name)
-			}
-			renumber[w] = append(renumber[w], n)
-		}
-	}
-	arrays := make([][]int64, len(sites))
-	from := make([]int, len(sites)+1) // a site's changes: from[s] to from[s+1]
-	for w, p := range parts {
-		for s, a := range p.arrays {
-			if a != nil {
-				arrays[s] = addInto(arrays[s], a)
-			}
-		}
-		for _, b := range p.changes {
-			for i, c := range b {
-				if c.site < 0 {
-					c.site = renumber[w][-2-c.site]
-					b[i].site = c.site
-				}
-				from[c.site+1]++
-			}
-		}
-	}
-	for s := range sites {
-		from[s+1] += from[s]
-	}
-	at, by := make([]int32, from[len(sites)]), make([]int64, from[len(sites)])
-	next := slices.Clone(from[:len(sites)])
-	for _, p := range parts {
-		for _, b := range p.changes {
-			for _, c := range b {
-				at[next[c.site]], by[next[c.site]] = c.at, c.by
-				next[c.site]++
-			}
-		}
-	}
-	parts = nil // the changes, placed
+	ws, next = nil, nil
+	// Each worker sums a run of sites with about as many spans as the
+	// others' (the sites past the last span have none).
 	live := make([]siteLive, len(sites))
+	total := len(bySite)
 	par.Each(workers, func(w int) {
+		lo, _ := slices.BinarySearch(from, w*total/workers)
+		hi, _ := slices.BinarySearch(from, (w+1)*total/workers)
+		// A boundary's sum is read at its first change and cleared, so
+		// its other changes read zero.
 		sum := make([]int64, k)
-		for s := w * len(sites) / workers; s < (w+1)*len(sites)/workers; s++ {
-			if a := arrays[s]; a != nil {
-				for c := from[s]; c < from[s+1]; c++ {
-					a[at[c]] += by[c]
+		for s := lo; s < hi; s++ {
+			mine := bySite[from[s]:from[s+1]]
+			for _, sp := range mine {
+				sum[sp.lo] += sp.size
+				if int(sp.hi) < k {
+					sum[sp.hi] -= sp.size
 				}
-				for i, d := range a {
-					live[s].add(i, d)
+			}
+			l := &live[s]
+			for _, sp := range mine {
+				l.add(int(sp.lo), sum[sp.lo])
+				sum[sp.lo] = 0
+				if int(sp.hi) < k {
+					l.add(int(sp.hi), sum[sp.hi])
+					sum[sp.hi] = 0
 				}
-				continue
-			}
-			// A boundary's sum is read at its first change and
-			// cleared, so its other changes read zero.
-			for c := from[s]; c < from[s+1]; c++ {
-				sum[at[c]] += by[c]
-			}
-			for c := from[s]; c < from[s+1]; c++ {
-				i := at[c]
-				live[s].add(int(i), sum[i])
-				sum[i] = 0
 			}
 		}
 	})
 	var out []siteLiveOf
 	for s, name := range sites {
-		if arrays[s] != nil || from[s] < from[s+1] {
+		if from[s] < from[s+1] {
 			out = append(out, siteLiveOf{name, live[s]})
 		}
 	}
 	return out
 }
 
-// change is one that liveBySiteBy keeps: its site (a site number, or -2
-// less a worker's number for a name), its boundary and its bytes.
-type change struct {
-	site, at int32
-	by       int64
-}
-
-// livePart is a worker's share of liveBySiteBy.
-type livePart struct {
-	arrays  [][]int64  // by site number
-	changes [][]change // in blocks of changeBlock: no copies as they grow
-	names   []string   // the worker's names, by its numbers for them
-}
-
-// changeBlock is how many changes a block of livePart holds (256 KiB).
-const changeBlock = 1 << 14
-
-// keep adds c to the changes.
-func (p *livePart) keep(c change) {
-	if n := len(p.changes); n == 0 || len(p.changes[n-1]) == changeBlock {
-		p.changes = append(p.changes, make([]change, 0, changeBlock))
-	}
-	b := &p.changes[len(p.changes)-1]
-	*b = append(*b, c)
+// liveSpan is an interval's samples, [lo, hi), and its bytes.
+type liveSpan struct {
+	lo, hi int32
+	size   int64
 }
 
 // add takes in the change d of a site's live bytes at boundary i (all of
@@ -446,16 +428,4 @@ func (l *siteLive) add(i int, d int64) {
 	case d < 0:
 		l.Shrank = true
 	}
-}
-
-// addInto adds d into sum, element by element, and returns sum (d itself
-// when sum is nil).
-func addInto(sum, d []int64) []int64 {
-	if sum == nil {
-		return d
-	}
-	for i := range d {
-		sum[i] += d[i]
-	}
-	return sum
 }

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -494,7 +493,8 @@ func TestByStart(t *testing.T) {
 // a table; and out of order, which take binary searches), each site's live
 // bytes at each boundary are those of the intervals live there, counted
 // one by one; on one core, and on four with a few intervals each (the
-// table filled in parts, the workers' arrays added up).
+// table filled in parts, each site's spans placed by several workers and
+// summed by another).
 func TestLiveBySiteAtAnyBoundaries(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	eachRealTimeline(t, func(p string, tl *Timeline) {
@@ -511,9 +511,7 @@ func TestLiveBySiteAtAnyBoundaries(t *testing.T) {
 				t.Fatalf("%s: %d sites live at the boundaries: the test needs more", p, len(want))
 			}
 			for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
-				for _, cells := range arrayCells(ev) {
-					checkLive(t, fmt.Sprintf("%s cuda:%d, boundaries %v, %d a worker, arrays of %d cells", p, tl.Device, ev, perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
-				}
+				checkLive(t, fmt.Sprintf("%s cuda:%d, boundaries %v, %d a worker", p, tl.Device, ev, perWorker), tl.liveBySiteBy(ev, perWorker), want)
 			}
 		}
 	})
@@ -553,7 +551,7 @@ func TestLiveBySiteManySites(t *testing.T) {
 			}
 		}
 		live = kept
-		for range 1000 { // past changeBlock changes on one worker
+		for range 1000 {
 			addr += 4096
 			p.alloc(addr, int64(1+rng.IntN(8))*tMiB, fmt.Sprintf("site%d %s", rng.IntN(sites), strings.Repeat("x", rng.IntN(3))))
 			live = append(live, block{addr, s + 1 + rng.IntN(steps-s)})
@@ -573,13 +571,8 @@ func TestLiveBySiteManySites(t *testing.T) {
 	if len(want) < sites {
 		t.Fatalf("%d sites live at the boundaries: the test needs %d", len(want), sites)
 	}
-	if len(tl.Intervals) < 2*changeBlock {
-		t.Fatalf("%d intervals: the test needs changes past a block", len(tl.Intervals))
-	}
 	for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
-		for _, cells := range arrayCells(ev) {
-			checkLive(t, fmt.Sprintf("%d a worker, arrays of %d cells", perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
-		}
+		checkLive(t, fmt.Sprintf("%d a worker", perWorker), tl.liveBySiteBy(ev, perWorker), want)
 	}
 	// Sites no stack of the snapshot numbers (a block's made before the
 	// trace) go by name: half the stacks lose their site numbers here.
@@ -597,16 +590,10 @@ func TestLiveBySiteManySites(t *testing.T) {
 		t.Fatalf("%d sites live at the boundaries with names: the test needs %d", len(want), sites)
 	} else {
 		for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
-			for _, cells := range arrayCells(ev) {
-				checkLive(t, fmt.Sprintf("names, %d a worker, arrays of %d cells", perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
-			}
+			checkLive(t, fmt.Sprintf("names, %d a worker", perWorker), tl.liveBySiteBy(ev, perWorker), want)
 		}
 	}
 }
-
-// arrayCells are the cells of arrays liveBySiteBy's workers give sites:
-// none, a few sites' (the rest keep their changes), liveBySite's, all.
-func arrayCells(ev []int) []int { return []int{0, 3 * len(ev), liveArrayCells, math.MaxInt} }
 
 // summarize is each site's siteLive, from its live bytes at each boundary.
 func summarize(live map[string][]int64) map[string]siteLive {
