@@ -48,6 +48,14 @@ func framesProgram(prog []byte) []byte {
 	w.Put("not a frame")
 	str := memo
 	put()
+	// A frame dict's keys and strings, for frames written out as
+	// pickle.dump writes them (all memo gets).
+	var keys []uint32
+	for _, s := range []string{"filename", "line", "name", "/w/out.py", "out"} {
+		w.Put(s)
+		keys = append(keys, memo)
+		put()
+	}
 	w.Op(pt.OpAppends)
 	get := func(idx uint32, long bool) []byte {
 		if idx < 256 && !long {
@@ -127,9 +135,26 @@ func framesProgram(prog []byte) []byte {
 			w.Op(pt.OpEmptyList)
 			put()
 			w.Op(pt.OpMark)
-			w.Put(pt.FrameDict("/w/inner.py", int(arg), "inner"))
+			if arg&1 == 0 {
+				w.Put(pt.FrameDict("/w/inner.py", int(arg), "inner"))
+			} else {
+				// Written out as pickle.dump does: MEMOIZE first, then
+				// the keys and values, memo gets but the line.
+				w.Op(pt.OpEmptyDict, pt.OpMemoize, pt.OpMark)
+				w.Op(get(keys[0], arg&2 != 0)...)
+				w.Op(get(keys[3], false)...)
+				w.Op(get(keys[1], false)...)
+				w.Put(int(arg))
+				w.Op(get(keys[2], false)...)
+				w.Op(get(keys[4], arg&4 != 0)...)
+				w.Op(pt.OpSetItems)
+			}
 			frames = append(frames, memo)
-			put()
+			if arg&1 == 0 {
+				put()
+			} else {
+				memo++ // its MEMOIZE, written first
+			}
 			items := gets(1+int(arg%4), false)
 			w.Op(items...)
 			w.Op(pt.OpAppends)
@@ -246,6 +271,9 @@ func FuzzFastPaths(f *testing.F) {
 		{0, 5, 2, 1, 0, 1, 7, 1, 0, 1, 1, 0, 1, 0},
 		// Twenty gets; one other; the twenty again, from the span cache.
 		{5, 0, 19, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 0, 1, 2, 0, 0, 3, 2, 0},
+		// Frames written out in lists, among gets of older ones, long
+		// gets among the keys.
+		{2, 5, 3, 0, 1, 2, 0, 5, 7, 1, 2, 0, 1, 0, 6, 0, 1, 2, 5, 0x25, 0, 1},
 		traceSeed,
 	} {
 		f.Add(seed)

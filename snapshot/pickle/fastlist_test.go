@@ -88,9 +88,9 @@ func TestFrameListFastPath(t *testing.T) {
 
 // fastAgrees decodes in with the fast paths and opcode by opcode (split
 // places the helpers of both), fails t unless both give the same error or
-// the same value, memo, trace records and stacks (a list read at once as
-// a value has no container), and returns how many lists the fast paths
-// took at once.
+// the same value, memo, trace records and stacks, and no more containers
+// (a list read at once as a value has none), and returns how many lists
+// the fast paths took at once.
 func fastAgrees(t testing.TB, name string, in []byte, split splitFunc) (taken int) {
 	t.Helper()
 	fast, r1, e1 := decodeWith(context.Background(), in, nil, split, nil, nil)
@@ -101,7 +101,10 @@ func fastAgrees(t testing.TB, name string, in []byte, split splitFunc) (taken in
 	if a, b := canonical(fast.g, r1), canonical(slow.g, r2); a != b {
 		t.Fatalf("%s: values differ:\nfast %.2000s\nslow %.2000s", name, a, b)
 	}
-	if fast.memo.len() != slow.memo.len() || fast.g.conts.len()+fast.bareLists != slow.g.conts.len() ||
+	// A list read at once is a value (bareLists); a frame dict written
+	// out in one leaves the dict around it pending, where the machine
+	// gives it a container: the fast paths make no more containers.
+	if fast.memo.len() != slow.memo.len() || fast.g.conts.len()+fast.bareLists > slow.g.conts.len() ||
 		fast.g.traces.len() != slow.g.traces.len() || fast.g.stacks.len() != slow.g.stacks.len() {
 		t.Fatalf("%s: memo %d/%d, containers %d/%d, trace records %d/%d, stacks %d/%d", name,
 			fast.memo.len(), slow.memo.len(), fast.g.conts.len(), slow.g.conts.len(),
@@ -273,6 +276,83 @@ func TestFrameDictFastPath(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err == nil {
 		if agreed := compareWithPython(t, map[string][]byte{"frame dicts": data}); agreed != 1 {
 			t.Error("CPython loads the frame dicts otherwise")
+		}
+	}
+}
+
+// TestFrameListWithFramesWrittenOut: a frame list may write out a frame
+// dict it is the first to hold (a frame pool's frames, where a stack first
+// holds them); the list is still read at once when each such dict is one
+// frameDict takes, with its memo entry after the list's, as the opcodes
+// one by one leave them. Anything else, a frame table without room for
+// them among it, is left to the machine.
+func TestFrameListWithFramesWrittenOut(t *testing.T) {
+	// Memo 0-6: the keys, then two files' and names' strings.
+	var prelude []byte
+	for _, s := range []string{"filename", "line", "name", "a.py", "f", "b.py", "g"} {
+		w := &pt.Writer{}
+		w.Put(s)
+		prelude = append(prelude, w.Bytes()...)
+		prelude = append(prelude, opMemoize, opPop)
+	}
+	dict := func(file, name byte, line byte, put ...byte) []byte {
+		d := append([]byte{opEmptyDict}, put...)
+		return append(d, opMark, opBinGet, 0, opBinGet, file, opBinGet, 1, opBinInt1, line, opBinGet, 2, opBinGet, name, opSetItems)
+	}
+	list := func(put []byte, items ...[]byte) []byte {
+		l := append(append([]byte{opEmptyList}, put...), opMark)
+		for _, it := range items {
+			l = append(l, it...)
+		}
+		return append(l, opAppends)
+	}
+	memoize := []byte{opMemoize}
+	cases := []struct {
+		name         string
+		list         []byte
+		limit        int // of the frame table; 0: none
+		lists, dicts int // taken at once
+		reads        []byte
+	}{
+		{"two frames written out", list(memoize, dict(3, 4, 1, opMemoize), dict(5, 6, 2, opMemoize)), 0, 1, 2, []byte{7, 8, 9}},
+		{"a frame read, one written out", list(memoize, []byte{opBinGet, 0}, dict(5, 6, 2, opMemoize)), 0, 0, 1, []byte{7, 8}},
+		{"written out among frames read", list(memoize, dict(3, 4, 1, opMemoize), []byte{opBinGet, 8}), 0, 0, 1, []byte{7, 8}},
+		{"puts by index", list([]byte{opBinPut, 7}, dict(3, 4, 1, opBinPut, 8), dict(5, 6, 2, opBinPut, 9)), 0, 1, 2, []byte{7, 8, 9}},
+		{"a put of another index", list([]byte{opBinPut, 7}, dict(3, 4, 1, opBinPut, 9)), 0, 0, 0, []byte{7, 9}},
+		{"a dict that is no frame", list(memoize, []byte{opEmptyDict, opMemoize, opMark, opBinGet, 3, opBinGet, 4, opSetItems}), 0, 0, 0, []byte{7, 8}},
+		{"room for both", list(memoize, dict(3, 4, 1, opMemoize), dict(5, 6, 2, opMemoize)), 2, 1, 2, []byte{7, 8, 9}},
+		{"room for one", list(memoize, dict(3, 4, 1, opMemoize), dict(5, 6, 2, opMemoize)), 1, 0, 1, []byte{7, 8, 9}},
+		// Room is counted by dicts, not distinct frames: the machine
+		// takes these one by one.
+		{"the same frame twice, room for one", list(memoize, dict(3, 4, 1, opMemoize), dict(3, 4, 1, opMemoize)), 1, 0, 2, []byte{7, 8, 9}},
+		{"the same frame twice", list(memoize, dict(3, 4, 1, opMemoize), dict(3, 4, 1, opMemoize)), 0, 1, 2, []byte{7, 8, 9}},
+	}
+	for _, c := range cases {
+		// The list and, read back from the memo, what it and its dicts
+		// put there, in a tuple.
+		data := append(append([]byte{opProto, 4}, prelude...), opMark)
+		data = append(data, c.list...)
+		for _, i := range c.reads {
+			data = append(data, opBinGet, i)
+		}
+		data = append(data, opTuple, opStop)
+		opts := []func(*decoder){}
+		if c.limit > 0 {
+			opts = append(opts, func(d *decoder) { d.g.frames.limit = c.limit })
+		}
+		fast, r1, e1 := decodeWith(context.Background(), data, nil, nil, nil, nil, opts...)
+		slow, r2, e2 := decodeWith(context.Background(), data, nil, nil, nil, nil, append(opts, noFast)...)
+		if e1 != nil || e2 != nil {
+			t.Fatalf("%s: %v, %v", c.name, e1, e2)
+		}
+		if a, b := canonical(fast.g, r1), canonical(slow.g, r2); a != b {
+			t.Errorf("%s: values differ:\nfast %s\nslow %s", c.name, a, b)
+		}
+		if fast.memo.len() != slow.memo.len() || fast.g.frames.len() != slow.g.frames.len() {
+			t.Errorf("%s: memo %d/%d, frames %d/%d", c.name, fast.memo.len(), slow.memo.len(), fast.g.frames.len(), slow.g.frames.len())
+		}
+		if fast.fastLists != c.lists || fast.fastDicts != c.dicts {
+			t.Errorf("%s: %d lists and %d dicts taken at once, want %d and %d", c.name, fast.fastLists, fast.fastDicts, c.lists, c.dicts)
 		}
 	}
 }

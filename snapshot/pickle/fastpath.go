@@ -10,17 +10,30 @@ import "encoding/binary"
 // fastList does what EMPTY_LIST, MEMOIZE (see run), then APPENDS's
 // tryStack do for a list of n frames interned at start, and returns the
 // list: a kStack, fresh (see kStack), or a container for a stack id past
-// the memo's range or a helper's stack of placeholders (which a join may
-// have to make a generic list of).
+// the memo's range. A helper's stack of placeholders is a kStack too,
+// marked (markValue): its join resolves the placeholders to frames, or
+// gives up (see internStacks). As containers, these lists were 6 MB of a
+// helper's and 6 MB of the main machine's, and a fifth of the join, on a
+// frame pool whose frames are first written all along the trace.
 func (d *decoder) fastList(start, n uint32) val {
 	m := d.memo.len()
+	d.memo.push(0)
+	return d.fillList(start, n, m)
+}
+
+// fillList is fastList for a list whose memo entry m was reserved (a hole)
+// before the dicts it holds took theirs.
+func (d *decoder) fillList(start, n uint32, m int) val {
 	d.puts++
-	if start < 1<<29 && !(d.region && d.g.stacks.isNamed(start)) {
+	if start < 1<<29 {
+		if d.region && d.g.stacks.isNamed(start) {
+			d.g.stacks.markValue(start)
+		}
 		v := val{k: kStack, ref: start}
 		if m < len(d.small) {
 			d.small[m] = v
 		}
-		d.memo.push(memoStack | start)
+		*d.memo.at(uint32(m)) = memoStack | start
 		d.fastLists++
 		d.bareLists++
 		v.i = int64(m) + 1
@@ -32,7 +45,7 @@ func (d *decoder) fastList(start, n uint32) val {
 	if m < len(d.small) {
 		d.small[m] = v
 	}
-	d.memo.push(r)
+	*d.memo.at(uint32(m)) = r
 	c := d.g.conts.at(cid)
 	c.kind, c.start, c.n = cStack, start, n
 	d.fastLists++
@@ -89,15 +102,20 @@ func scanSpan(data []byte, pos, end int) (int, uint64) {
 // region takes none of the puts: its memo is numbered from its prefix's
 // end, not as the file's (see helper.go).
 func (d *decoder) appendPut(data []byte, pos, end int) int {
+	return d.putAt(data, pos, end, d.memo.len())
+}
+
+// putAt is appendPut for a put that adds entry next.
+func (d *decoder) putAt(data []byte, pos, end, next int) int {
 	switch data[pos] {
 	case opMemoize:
 		return 1
 	case opBinPut:
-		if !d.region && pos+2 <= end && int(data[pos+1]) == d.memo.len() {
+		if !d.region && pos+2 <= end && int(data[pos+1]) == next {
 			return 2
 		}
 	case opLongBinPut:
-		if !d.region && pos+5 <= end && int64(binary.LittleEndian.Uint32(data[pos+1:])) == int64(d.memo.len()) {
+		if !d.region && pos+5 <= end && int64(binary.LittleEndian.Uint32(data[pos+1:])) == int64(next) {
 			return 5
 		}
 	}
@@ -116,75 +134,7 @@ func (d *decoder) appendPut(data []byte, pos, end int) int {
 // memo get this machine cannot read without side effects (a hole, a
 // placeholder, the dict itself), so that the opcodes run one by one.
 func (d *decoder) frameDict(data []byte, pos, end int) (v val, next int, ok bool) {
-	if d.noFast || pos >= end {
-		return val{}, 0, false
-	}
-	p := d.appendPut(data, pos, end)
-	if p == 0 || pos+p >= end || data[pos+p] != opMark {
-		return val{}, 0, false
-	}
-	var kv [6]val
-	memoLen := d.memo.len()
-	j := pos + p + 1
-	for k := range kv {
-		if j >= end {
-			return val{}, 0, false
-		}
-		switch data[j] {
-		case opBinGet:
-			if j+2 > end || int(data[j+1]) >= memoLen {
-				return val{}, 0, false
-			}
-			kv[k] = d.small[data[j+1]]
-			j += 2
-		case opLongBinGet:
-			if j+5 > end {
-				return val{}, 0, false
-			}
-			idx := binary.LittleEndian.Uint32(data[j+1 : j+5])
-			if int64(idx) >= d.refFrom || int(idx) >= memoLen {
-				return val{}, 0, false
-			}
-			if idx < smallMemo {
-				kv[k] = d.small[idx]
-			} else if kv[k], ok = d.memoVal(*d.memo.at(idx)); !ok {
-				return val{}, 0, false
-			}
-			j += 5
-		case opBinInt1:
-			if j+2 > end {
-				return val{}, 0, false
-			}
-			kv[k] = val{k: kInt, i: int64(data[j+1])}
-			j += 2
-		case opBinInt2:
-			if j+3 > end {
-				return val{}, 0, false
-			}
-			kv[k] = val{k: kInt, i: int64(binary.LittleEndian.Uint16(data[j+1:]))}
-			j += 3
-		case opBinInt:
-			if j+5 > end {
-				return val{}, 0, false
-			}
-			kv[k] = val{k: kInt, i: int64(int32(binary.LittleEndian.Uint32(data[j+1:])))}
-			j += 5
-		default:
-			return val{}, 0, false
-		}
-		if kv[k].k == kUnset {
-			return val{}, 0, false
-		}
-		if k == 0 && !frameKey(d.g.roles, kv[0]) {
-			// Not a frame (a trace entry, a block): left at its first key
-			// rather than after reading six items.
-			return val{}, 0, false
-		}
-	}
-	if j >= end || data[j] != opSetItems {
-		return val{}, 0, false
-	}
-	f, ok := d.frameOf(kv[:])
+	f, next, ok := d.parseFrameDict(data, pos, end, d.memo.len(), d.memo.len())
 	if !ok {
 		return val{}, 0, false
 	}
@@ -192,17 +142,98 @@ func (d *decoder) frameDict(data []byte, pos, end int) (v val, next int, ok bool
 	if !ok {
 		return val{}, 0, false
 	}
-	// What MEMOIZE then pendingFrame's settle leave: the memo entry the
-	// dict took, the frame.
-	v = val{k: kFrame, ref: id}
+	return d.putFrame(id), next, true
+}
+
+// putFrame does what MEMOIZE then pendingFrame's settle leave of a frame
+// dict interned as id: the memo entry the dict took, the frame.
+func (d *decoder) putFrame(id uint32) val {
+	v := val{k: kFrame, ref: id}
 	r, _ := d.memoRef(v) // a frame's always fits
-	if memoLen < len(d.small) {
-		d.small[memoLen] = v
+	if m := d.memo.len(); m < len(d.small) {
+		d.small[m] = v
 	}
 	d.puts++
 	d.memo.push(r)
 	d.fastDicts++
-	return v, j + 1, true
+	return v
+}
+
+// parseFrameDict reads the frame dict frameDict takes at pos, changing
+// nothing: its memo gets read only the first memoLen entries, and its put
+// adds entry put.
+func (d *decoder) parseFrameDict(data []byte, pos, end, memoLen, put int) (f rawFrame, next int, ok bool) {
+	if d.noFast || pos >= end {
+		return f, 0, false
+	}
+	p := d.putAt(data, pos, end, put)
+	if p == 0 || pos+p >= end || data[pos+p] != opMark {
+		return f, 0, false
+	}
+	var kv [6]val
+	j := pos + p + 1
+	for k := range kv {
+		if j >= end {
+			return f, 0, false
+		}
+		switch data[j] {
+		case opBinGet:
+			if j+2 > end || int(data[j+1]) >= memoLen {
+				return f, 0, false
+			}
+			kv[k] = d.small[data[j+1]]
+			j += 2
+		case opLongBinGet:
+			if j+5 > end {
+				return f, 0, false
+			}
+			idx := binary.LittleEndian.Uint32(data[j+1 : j+5])
+			if int64(idx) >= d.refFrom || int(idx) >= memoLen {
+				return f, 0, false
+			}
+			if idx < smallMemo {
+				kv[k] = d.small[idx]
+			} else if kv[k], ok = d.memoVal(*d.memo.at(idx)); !ok {
+				return f, 0, false
+			}
+			j += 5
+		case opBinInt1:
+			if j+2 > end {
+				return f, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(data[j+1])}
+			j += 2
+		case opBinInt2:
+			if j+3 > end {
+				return f, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(binary.LittleEndian.Uint16(data[j+1:]))}
+			j += 3
+		case opBinInt:
+			if j+5 > end {
+				return f, 0, false
+			}
+			kv[k] = val{k: kInt, i: int64(int32(binary.LittleEndian.Uint32(data[j+1:])))}
+			j += 5
+		default:
+			return f, 0, false
+		}
+		if kv[k].k == kUnset {
+			return f, 0, false
+		}
+		if k == 0 && !frameKey(d.g.roles, kv[0]) {
+			// Not a frame (a trace entry, a block): left at its first key
+			// rather than after reading six items.
+			return f, 0, false
+		}
+	}
+	if j >= end || data[j] != opSetItems {
+		return f, 0, false
+	}
+	if f, ok = d.frameOf(kv[:]); !ok {
+		return f, 0, false
+	}
+	return f, j + 1, true
 }
 
 // frameKey says whether v is one of a frame dict's keys.
@@ -225,7 +256,8 @@ func stackItem(id uint32) val {
 
 // frameList runs, at once, what follows an EMPTY_LIST when it is a frame
 // list as pickle.dump writes one: MEMOIZE MARK, then memo gets of frames
-// (BINGET or LONG_BINGET) and APPENDS. The list becomes an interned stack,
+// (BINGET or LONG_BINGET) or frame dicts written out as frameDict takes
+// them (see listWithFrames), and APPENDS. The list becomes an interned stack,
 // exactly as the opcodes one by one would leave it (container, memo entry,
 // stack id), without pushing a value per frame and reading them back: a
 // real trace has a list of 22 frames for most of its million entries.
@@ -281,6 +313,7 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 		}
 	}
 	ids := d.scratch[:0]
+	inline, inlineAt := d.inline[:0], d.inlineAt[:0]
 	// Read once: nothing below changes them before the APPENDS, and
 	// appending to ids keeps the compiler from assuming so (the frame
 	// pool's 900k distinct lists are 27M memo reads).
@@ -323,14 +356,31 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 			if idx&frameMemoRef != 0 {
 				return 0, val{}, false
 			}
-			d.refGap = max(d.refGap, int64(idx)-memoLen)
+			// Made when the get runs: the memo's entries, the list's,
+			// and those of the dicts written out before it in the list
+			// (a frame a stack holds twice, the second time a get).
+			d.refGap = max(d.refGap, int64(idx)-(memoLen+1+int64(len(inline))))
 			ids = append(ids, frameMemoRef|idx)
 			j += 5
+		case opEmptyDict:
+			// A frame dict written out: its first use (read, not
+			// done: the list's memo entry comes before its own).
+			// The list's entry is memoLen, the dicts' follow it.
+			f, next, ok := d.parseFrameDict(data, j+1, end, int(memoLen), int(memoLen)+1+len(inline))
+			if !ok {
+				return 0, val{}, false
+			}
+			inline, inlineAt = append(inline, f), append(inlineAt, len(ids))
+			ids = append(ids, 0)
+			j = next
 		case opAppends:
 			if len(ids) == 0 {
 				return 0, val{}, false
 			}
-			d.scratch = ids
+			d.scratch, d.inline, d.inlineAt = ids, inline, inlineAt
+			if len(inline) > 0 {
+				return d.listWithFrames(ids, inline, inlineAt, j+1)
+			}
 			var start uint32
 			if t := &d.g.stacks; d.exact {
 				start = t.intern(ids)
@@ -350,6 +400,38 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 		}
 	}
 	return 0, val{}, false
+}
+
+// listWithFrames does what the opcodes of a frame list whose frames
+// inline were written out in it (at inlineAt among ids) leave, once
+// frameList has read them all: the list's memo entry, then each frame's,
+// then the interned stack. A frame pool's frames are written where a
+// stack first holds them: with 200k frames over 600k entries, a fifth of
+// the entries held one and went through run, their dict and list given
+// containers. Its spans are not cached: their bytes put to the memo.
+func (d *decoder) listWithFrames(ids []uint32, inline []rawFrame, inlineAt []int, next int) (int, val, bool) {
+	limit := d.g.frames.limit
+	if limit == 0 {
+		limit = maxFrameID
+	}
+	if d.g.frames.len()+len(inline) > limit {
+		return 0, val{}, false // the table's error, from run
+	}
+	m := d.memo.len()
+	d.memo.push(0)
+	for k, f := range inline {
+		id, _ := d.g.frames.intern(f) // room was checked
+		d.putFrame(id)
+		ids[inlineAt[k]] = id
+	}
+	var start uint32
+	if t := &d.g.stacks; d.exact {
+		start = t.intern(ids)
+	} else {
+		t.ready()
+		start = t.claim(t.hash(ids), ids)
+	}
+	return next, d.fillList(start, uint32(len(ids)), m), true
 }
 
 // traceEntry runs, at once, the opcodes of a trace entry's dict as

@@ -356,10 +356,13 @@ func TestHelpersGiveUpAlone(t *testing.T) {
 	}{
 		{"clean", data, 3},
 		// A list of memo reads of a string, as frameList reads frame
-		// lists: the helper keeps it as a stack of placeholders, which
-		// the join finds are no frames: a generic list, as one machine
-		// makes.
-		{"a list of strings read from the memo", insertFramed(t, data, second+1, append(append([]byte{opEmptyList, opMemoize, opMark}, longGet(lateStrAt(t, data, second))[1:]...), append(longGet(lateStrAt(t, data, second))[1:], opAppends)...)...), 3},
+		// lists: the helper keeps it as a stack of placeholders, a value
+		// (kStack), which the join finds are no frames: the main machine
+		// runs that region, and makes a generic list.
+		{"a list of strings read from the memo", insertFramed(t, data, second+1, append(append([]byte{opEmptyList, opMemoize, opMark}, longGet(lateStrAt(t, data, second))[1:]...), append(longGet(lateStrAt(t, data, second))[1:], opAppends)...)...), 2},
+		// The same list of one string, by APPEND: a container of a stack
+		// of placeholders, which the join makes a generic list of.
+		{"a list of a string read from the memo", insertFramed(t, data, second+1, append(append([]byte{opEmptyList, opMemoize}, longGet(lateStrAt(t, data, second))[1:]...), opAppend)...), 3},
 		{"read ahead in the second region", insertFramed(t, data, second, append(longGet(1<<31-5), opPopMark)...), 1},
 		{"POP below the second region", insertFramed(t, data, second+1, opPop, opPop), 1},
 		// The second helper stops (it pops the list below its region):

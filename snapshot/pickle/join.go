@@ -101,9 +101,10 @@ func (d *decoder) join(h *decoder) bool {
 }
 
 // tables interns the helper's strings, frames and stacks in the main
-// machine's tables (extra entries there are harmless if the join fails
-// later); false when the frame table is full or a frame the helper read by
-// its memo index is none.
+// machine's tables (extra strings and frames there are harmless if the
+// join fails later); false when the frame table is full or a frame the
+// helper read by its memo index in a list it used as a value is none (see
+// internStacks).
 func (j *joiner) tables() bool {
 	d, hg := j.d, j.h.g
 	j.strs = make([]uint32, len(hg.strs))
@@ -134,7 +135,9 @@ func (j *joiner) tables() bool {
 		j.extras[i] = id
 	}
 	j.stacks = make([]uint32, hg.stacks.len())
-	j.internStacks(runtime.GOMAXPROCS(0))
+	if !j.internStacks(runtime.GOMAXPROCS(0)) {
+		return false
+	}
 	j.conts, j.traces = uint32(d.g.conts.len()), uint32(d.g.traces.len())
 	return true
 }
@@ -155,8 +158,10 @@ func joinParts(procs, n int) int { return max(1, min(procs, n/joinStacksMin)) }
 // one by one. A stack with a frame the helper named by memo index
 // (frameMemoRef) is resolved in the first pass when every such frame
 // names a frame (framesNamed), and is otherwise left to the second, which
-// makes it a generic list.
-func (j *joiner) internStacks(procs int) {
+// makes it a generic list; unless the helper used it as a value (kStack,
+// see fastList), which the join does not turn into a container: then it
+// is false, with no stack added, and the main machine runs the region.
+func (j *joiner) internStacks(procs int) bool {
 	hg, t, n := j.h.g, &j.d.g.stacks, len(j.stacks)
 	t.ready()
 	parts := joinParts(procs, n)
@@ -168,6 +173,7 @@ func (j *joiner) internStacks(procs int) {
 	}
 	const unread = 1 << 31 // in miss.i: a placeholder stopped the first pass
 	missed := make([][]miss, parts)
+	valued := make([]bool, parts) // a part met a value whose placeholder names no frame
 	look := func(p int) {
 		var out []miss
 		// A batch of stacks for findMany: their numbers, hashes, ids.
@@ -196,6 +202,10 @@ func (j *joiner) internStacks(procs int) {
 			if hasPlaceholders(ids) {
 				var ok bool
 				if named, ok = j.framesNamed(named[:0], ids); !ok {
+					if hg.stacks.isValue(uint32(i)) {
+						valued[p] = true
+						return
+					}
 					lookBatch() // out stays in order: it numbers the new stacks
 					out = append(out, miss{i: uint32(i) | unread})
 					continue
@@ -217,6 +227,9 @@ func (j *joiner) internStacks(procs int) {
 		missed[p] = out
 	}
 	par.Each(parts, look)
+	if slices.Contains(valued, true) {
+		return false
+	}
 	// The stacks the main machine lacks keep the ids the first pass
 	// renumbered, in the helper's slabs, which the main table takes over:
 	// copying them was most of a join of distinct stacks (the frame pool's
@@ -276,6 +289,7 @@ func (j *joiner) internStacks(procs int) {
 			j.stacks[i] = t.internHashed(t.hash(ids), ids)
 		}
 	}
+	return true
 }
 
 // framesNamed appends to dst the main machine's ids of a helper's stack

@@ -39,6 +39,10 @@ type decoder struct {
 	memoVals   chunked[val]
 	memoSparse map[uint32]val
 	scratch    []uint32
+	// inline and inlineAt are the frame dicts written out in the list
+	// frameList reads, and where each goes among its frames.
+	inline   []rawFrame
+	inlineAt []int
 	// pendPos is the stack index of the pending dict (see materialize), or
 	// -1; pendMemo is the memo index it was stored at, or -1.
 	pendPos, pendMemo int

@@ -37,6 +37,9 @@ type stackTable struct {
 	// reading the stack's ids for it was a cache miss a list where
 	// stacks are many.
 	named []uint64
+	// values marks, among a helper's named stacks, those it used as a
+	// value (kStack), a bit a stack (see internStacks).
+	values []uint64
 	// weak, for tests, keeps 20 bits of each hash: distinct stacks then
 	// share hashes, as they would by chance one time in 2^64.
 	weak bool
@@ -75,6 +78,19 @@ func (t *stackTable) len() int { return len(t.refs) }
 // isNamed says whether stack id holds a frame read by its memo index.
 func (t *stackTable) isNamed(id uint32) bool { return t.named[id>>6]&(1<<(id&63)) != 0 }
 
+// markValue marks stack id as used as a value (see values).
+func (t *stackTable) markValue(id uint32) {
+	for int(id>>6) >= len(t.values) {
+		t.values = append(t.values, 0)
+	}
+	t.values[id>>6] |= 1 << (id & 63)
+}
+
+// isValue says whether markValue marked stack id.
+func (t *stackTable) isValue(id uint32) bool {
+	return int(id>>6) < len(t.values) && t.values[id>>6]&(1<<(id&63)) != 0
+}
+
 // get returns stack id's frame ids; they must not be changed.
 func (t *stackTable) get(id uint32) []uint32 {
 	r := t.refs[id]
@@ -93,7 +109,7 @@ func (t *stackTable) heapBytes() int64 {
 // indexBytes is the memory of the table less its slabs.
 func (t *stackTable) indexBytes() int64 {
 	return int64(cap(t.refs))*int64(unsafe.Sizeof(stackRef{})) + int64(cap(t.slots))*int64(unsafe.Sizeof(stackSlot{})) +
-		int64(cap(t.claims.ids))*4 + int64(cap(t.named))*8 + int64(cap(t.claims.at))*int64(unsafe.Sizeof(claimed{}))
+		int64(cap(t.claims.ids))*4 + int64(cap(t.named)+cap(t.values))*8 + int64(cap(t.claims.at))*int64(unsafe.Sizeof(claimed{}))
 }
 
 // hash is ids' hash: where a probe starts (its low bits) and what a slot
