@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -511,7 +512,9 @@ func TestLiveBySiteAtAnyBoundaries(t *testing.T) {
 				t.Fatalf("%s: %d sites live at the boundaries: the test needs more", p, len(want))
 			}
 			for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
-				checkLive(t, fmt.Sprintf("%s cuda:%d, boundaries %v, %d a worker", p, tl.Device, ev, perWorker), tl.liveBySiteBy(ev, perWorker), want)
+				for _, cells := range denseCells(tl, ev) {
+					checkLive(t, fmt.Sprintf("%s cuda:%d, boundaries %v, %d a worker, tables of %d cells", p, tl.Device, ev, perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
+				}
 			}
 		}
 	})
@@ -572,7 +575,9 @@ func TestLiveBySiteManySites(t *testing.T) {
 		t.Fatalf("%d sites live at the boundaries: the test needs %d", len(want), sites)
 	}
 	for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
-		checkLive(t, fmt.Sprintf("%d a worker", perWorker), tl.liveBySiteBy(ev, perWorker), want)
+		for _, cells := range denseCells(tl, ev) {
+			checkLive(t, fmt.Sprintf("%d a worker, tables of %d cells", perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
+		}
 	}
 	// Sites no stack of the snapshot numbers (a block's made before the
 	// trace) go by name: half the stacks lose their site numbers here.
@@ -590,9 +595,19 @@ func TestLiveBySiteManySites(t *testing.T) {
 		t.Fatalf("%d sites live at the boundaries with names: the test needs %d", len(want), sites)
 	} else {
 		for _, perWorker := range []int{livePerWorker, max(1, len(tl.Intervals)/4)} {
-			checkLive(t, fmt.Sprintf("names, %d a worker", perWorker), tl.liveBySiteBy(ev, perWorker), want)
+			for _, cells := range denseCells(tl, ev) {
+				checkLive(t, fmt.Sprintf("names, %d a worker, tables of %d cells", perWorker, cells), tl.liveBySiteBy(ev, perWorker, cells), want)
+			}
 		}
 	}
+}
+
+// denseCells are the tables liveBySiteBy may use: none (sites placed by
+// site), one just short of the numbered sites', one just holding them
+// (the first name a worker meets passes it), liveBySite's, and any.
+func denseCells(tl *Timeline, ev []int) []int {
+	sites := len(tl.siteName) * len(ev)
+	return []int{0, sites - 1, sites, liveDenseCells, math.MaxInt}
 }
 
 // summarize is each site's siteLive, from its live bytes at each boundary.
