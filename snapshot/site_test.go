@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -175,5 +176,68 @@ func TestOpLeavesFramesAlone(t *testing.T) {
 	}
 	if other.At(0).Filename != path || st.At(0).Filename != path {
 		t.Errorf("the shared frame now says %q", other.At(0).Filename)
+	}
+}
+
+// TestNumberSites: each stack's site number names the text of its site
+// frame (sitePos), the same number for frames of one text (a C++ overload
+// in two files' lines that read alike, a Python frame met again in another
+// stack); site 0 for none and for a frame with no text; the texts numbered
+// in the order stacks first name them, each once. Stacks share one frame
+// table, as the decoder's do, and some hold frames of their own.
+func TestNumberSites(t *testing.T) {
+	table := &FrameTable{Frames: []Frame{
+		{Filename: "/src/train.py", Line: 10, Name: "step"},
+		{Filename: "/src/model.py", Line: 3, Name: "forward"},
+		{Filename: "??", Name: "void at::native::add<float>(int)"},
+		{Filename: "??", Name: "void at::native::add<double>(int)"}, // the same text
+		{Filename: "/src/train.py", Line: 11, Name: "step"},
+		{Filename: "", Name: ""}, // no text
+	}}
+	rng := rand.New(rand.NewPCG(3, 5))
+	var stacks []Stack
+	var byStack []stackTraits
+	for range 2000 {
+		var st Stack
+		if rng.IntN(10) == 0 {
+			st = StackOf(Frame{Filename: "/own.py", Line: int64(rng.IntN(3)), Name: "own"})
+		} else {
+			ids := make([]uint32, 1+rng.IntN(4))
+			for i := range ids {
+				ids[i] = uint32(rng.IntN(len(table.Frames)))
+			}
+			st = NewStack(table, ids)
+		}
+		stacks = append(stacks, st)
+		byStack = append(byStack, stackTraits{sitePos: int32(rng.IntN(st.Len() + 1))})
+	}
+	n := numberSites(byStack, stacks)
+	var order []string
+	seen := map[string]bool{}
+	for k, st := range stacks {
+		want := noStack
+		if p := byStack[k].sitePos; p > 0 {
+			if text := SiteText(*st.At(int(p - 1))); text != "" {
+				want = text
+			}
+		}
+		if got := n.name[n.id[k]]; got != want {
+			t.Fatalf("stack %d: site %q, want %q", k, got, want)
+		}
+		if want != noStack && !seen[want] {
+			seen[want] = true
+			order = append(order, want)
+		}
+	}
+	if !slices.Equal(n.name[1:], order) {
+		t.Errorf("sites %q, want %q (in the order stacks name them)", n.name[1:], order)
+	}
+	for text, id := range n.index {
+		if n.name[id] != text {
+			t.Errorf("index: %q is site %d, named %q", text, id, n.name[id])
+		}
+	}
+	if len(n.index) != len(n.name) {
+		t.Errorf("%d texts indexed, %d sites", len(n.index), len(n.name))
 	}
 }

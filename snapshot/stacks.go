@@ -51,31 +51,47 @@ type siteNumbers struct {
 }
 
 func numberSites(byStack []stackTraits, stacks []Stack) siteNumbers {
-	n := siteNumbers{id: make([]int32, len(byStack)), name: []string{noStack}, index: map[string]int32{noStack: 0}}
+	n := siteNumbers{id: make([]int32, len(byStack)), name: []string{noStack}}
+	// The distinct frames that name a site first (n.id holds 1 + each
+	// stack's), then their texts: the map of texts is made once at its
+	// size. Grown as they came, its rehashing was half of this on w8
+	// (200k frames, most of them sites).
 	byFrame := newFrameCache[int32]()
 	byFrame.useTable(tableOf(stacks))
+	var frames []*Frame
 	for k := range byStack {
 		p := byStack[k].sitePos
 		if p == 0 {
 			continue // site 0
 		}
 		f := stacks[k].At(int(p - 1))
-		id, ok := byFrame.Get(f)
+		i, ok := byFrame.Get(f)
 		if !ok {
-			// Frames of one text (C++ overloads) share a site.
-			name := SiteText(*f)
-			if name == "" {
-				byFrame.Put(f, 0)
-				continue
-			}
-			if id, ok = n.index[name]; !ok {
-				id = int32(len(n.name))
-				n.name = append(n.name, name)
-				n.index[name] = id
-			}
-			byFrame.Put(f, id)
+			i = int32(len(frames))
+			frames = append(frames, f)
+			byFrame.Put(f, i)
 		}
-		n.id[k] = id
+		n.id[k] = i + 1
+	}
+	n.index = make(map[string]int32, len(frames)+1)
+	n.index[noStack] = 0
+	site := make([]int32, len(frames)+1) // by 1 + frame: its site
+	for i, f := range frames {
+		// Frames of one text (C++ overloads) share a site.
+		name := SiteText(*f)
+		if name == "" {
+			continue // site 0
+		}
+		id, ok := n.index[name]
+		if !ok {
+			id = int32(len(n.name))
+			n.name = append(n.name, name)
+			n.index[name] = id
+		}
+		site[i+1] = id
+	}
+	for k, i := range n.id {
+		n.id[k] = site[i]
 	}
 	return n
 }
