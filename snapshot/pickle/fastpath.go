@@ -381,13 +381,7 @@ func (d *decoder) frameList(data []byte, pos, end int) (next int, list val, ok b
 			if len(inline) > 0 {
 				return d.listWithFrames(ids, inline, inlineAt, j+1)
 			}
-			var start uint32
-			if t := &d.g.stacks; d.exact {
-				start = t.intern(ids)
-			} else {
-				t.ready()
-				start = t.claim(t.hash(ids), ids)
-			}
+			start := d.internList(ids)
 			if spanEnd == j+1 {
 				if s, ok := d.spans.put(h, data[pos+2:spanEnd], start, uint32(len(ids))); ok {
 					d.spans.remember(key, s, end-(pos+2) >= spanPrefix)
@@ -424,14 +418,18 @@ func (d *decoder) listWithFrames(ids []uint32, inline []rawFrame, inlineAt []int
 		d.putFrame(id)
 		ids[inlineAt[k]] = id
 	}
-	var start uint32
-	if t := &d.g.stacks; d.exact {
-		start = t.intern(ids)
-	} else {
-		t.ready()
-		start = t.claim(t.hash(ids), ids)
+	return next, d.fillList(d.internList(ids), uint32(len(ids)), m), true
+}
+
+// internList interns a frame list's ids: compared with the table's
+// (intern) after a wrong claim, else claimed (see claim).
+func (d *decoder) internList(ids []uint32) uint32 {
+	t := &d.g.stacks
+	if d.exact {
+		return t.intern(ids)
 	}
-	return next, d.fillList(start, uint32(len(ids)), m), true
+	t.ready()
+	return t.claim(t.hash(ids), ids)
 }
 
 // traceEntry runs, at once, the opcodes of a trace entry's dict as
