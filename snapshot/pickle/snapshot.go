@@ -4,9 +4,10 @@
 // budget of memo slots, containers and bytes bounded by the input, and
 // builds a compact value graph (graph.go) in which the bulk of a snapshot
 // (frames, stacks, trace entries) is recognised while decoding
-// (recognise.go), much of it straight from the bytes (fastpath.go). Input
-// of 8 MiB or more is run by two machines on two cores, the second from a
-// batch boundary of the trace list onwards (helper.go, join.go, scan.go).
+// (recognise.go), much of it straight from the bytes (fastpath.go,
+// fastentry.go). Input of 8 MiB or more is run by two machines on two
+// cores, the second from a batch boundary of the trace list onwards
+// (helper.go, join.go, joinstacks.go, scan.go).
 // A binder (bind.go, bind_trace.go) then turns the graph into typed structs.
 // The JSON form of a snapshot is read into the same graph (jsonsnap.go).
 package pickle
