@@ -174,7 +174,9 @@ func (a *App) resize() {
 
 // setStatus shows a transient message in the status line.
 func (a *App) setStatus(format string, args ...any) {
-	a.status = fmt.Sprintf(format, args...)
+	// Statuses name files and carry errors about them: escaped here, as
+	// everything from a file is where it is placed.
+	a.status = safe(fmt.Sprintf(format, args...))
 	a.statusUntil = time.Now().Add(6 * time.Second)
 }
 

@@ -225,10 +225,10 @@ func (t *liveTab) view(c *tabContext) string {
 	}
 	st := t.state
 	if st.Samples == 0 && st.Err == nil {
-		return th.Dim.Render("sampling " + c.opts.Live.Name() + "…")
+		return th.Dim.Render("sampling " + safe(c.opts.Live.Name()) + "…")
 	}
 	var b strings.Builder
-	src := st.Source
+	src := safe(st.Source)
 	if c.opts.Live.Simulated() {
 		src = th.Warn.Render("SIMULATED") + " · " + src
 	}
@@ -238,7 +238,7 @@ func (t *liveTab) view(c *tabContext) string {
 		head = fmt.Sprintf("%s · %s · %s", th.Bold.Render("Live GPUs"), r, src)
 	}
 	if st.Err != nil {
-		head += " · " + th.Err.Render("error: "+st.Err.Error()+" (retrying)")
+		head += " · " + th.Err.Render("error: "+safe(st.Err.Error())+" (retrying)")
 	}
 	b.WriteString(widget.Fit(head, t.w) + "\n")
 	devs := t.shownDevices()
@@ -305,11 +305,11 @@ func (t *liveTab) cards(c *tabContext, devs []nvml.Device, compact bool) string 
 		}
 		dot := th.Fg(gpuColor(i)).Render("●")
 		if s == nil {
-			b.WriteString(widget.Fit(fmt.Sprintf("%s %s %s  (no sample yet)", dot, name, d.Name), t.w) + "\n")
+			b.WriteString(widget.Fit(fmt.Sprintf("%s %s %s  (no sample yet)", dot, name, safe(d.Name)), t.w) + "\n")
 			continue
 		}
 		if s.Err != nil {
-			b.WriteString(widget.Fit(fmt.Sprintf("%s %s %s  %s", dot, name, d.Name, th.Err.Render(s.Err.Error())), t.w) + "\n")
+			b.WriteString(widget.Fit(fmt.Sprintf("%s %s %s  %s", dot, name, safe(d.Name), th.Err.Render(safe(s.Err.Error()))), t.w) + "\n")
 			continue
 		}
 		frac := 0.0
@@ -356,7 +356,7 @@ func (t *liveTab) cards(c *tabContext, devs []nvml.Device, compact bool) string 
 			b.WriteString(widget.Fit(line, t.w) + "\n")
 			continue
 		}
-		b.WriteString(widget.Fit(fmt.Sprintf("%s %s · %s", label, d.Name, stats), t.w) + "\n")
+		b.WriteString(widget.Fit(fmt.Sprintf("%s %s · %s", label, safe(d.Name), stats), t.w) + "\n")
 		barW := max(10, (t.w-12)/2)
 		b.WriteString(widget.Fit(fmt.Sprintf("            %s %5.1f%%  %s%s", widget.HBar(frac, barW, barSt), 100*frac, mem, hot), t.w) + "\n")
 	}
@@ -448,7 +448,7 @@ func (t *liveTab) unavailableView(c *tabContext) string {
 	var b strings.Builder
 	b.WriteString(th.Title.Render("Live GPUs: not available") + "\n\n")
 	if c.opts.LiveErr != nil {
-		b.WriteString(th.Err.Width(max(10, t.w-1)).Render(c.opts.LiveErr.Error()) + "\n\n")
+		b.WriteString(th.Err.Width(max(10, t.w-1)).Render(safe(c.opts.LiveErr.Error())) + "\n\n")
 	} else {
 		b.WriteString("Live GPU data was not requested for this session.\n\n")
 	}

@@ -21,6 +21,14 @@ import (
 // safe makes a string from a file printable (see textsafe).
 func safe(s string) string { return textsafe.Safe(s) }
 
+// srcName is a source's name as shown: a file's name, escaped.
+func srcName(s *model.Source) string { return safe(s.Name()) }
+
+// loadingView is a tab's view of a source still loading.
+func loadingView(c *tabContext, s *model.Source) string {
+	return c.th.Dim.Render("loading " + srcName(s) + "…")
+}
+
 // stackOverlay shows a whole stack trace (and a release stack for
 // estimated tensors), outermost call last as PyTorch records it.
 type stackOverlay struct {
@@ -447,9 +455,9 @@ func (p *picker) view(c *tabContext, w, h int) string {
 			line = th.Sel.Render(widget.Fit(ansiStrip(line), w))
 		}
 		b.WriteString(widget.Fit(line, w) + "\n")
-		detail := th.Dim.Render("      " + sourceSummary(s))
+		detail := th.Dim.Render("      " + safe(sourceSummary(s)))
 		if probs := s.Problems(); len(probs) > 0 {
-			detail = th.Err.Render("      " + probs[0])
+			detail = th.Err.Render("      " + safe(probs[0]))
 			if len(probs) > 1 {
 				detail += th.Dim.Render(fmt.Sprintf(" (+%d more)", len(probs)-1))
 			}
@@ -458,7 +466,7 @@ func (p *picker) view(c *tabContext, w, h int) string {
 	}
 	if s := p.cur(c); s != nil {
 		if probs := s.Problems(); len(probs) > 1 {
-			b.WriteString("\n" + th.Bold.Render("Problems of "+s.Name()) + "\n")
+			b.WriteString("\n" + th.Bold.Render("Problems of "+srcName(s)) + "\n")
 			for _, pr := range probs {
 				b.WriteString(widget.Fit(th.Err.Render("  ✗ ")+pr, w) + "\n")
 			}

@@ -221,15 +221,17 @@ func TestPickerNotLoadedYet(t *testing.T) {
 
 // TestPickerPathsMadeSafe: a file name with control characters, in a
 // watched folder anyone may write to, reaches the picker's detail line
-// escaped, whether its snapshot is loaded or not (either may be the
-// newer file, the one loaded).
+// escaped, whether its snapshot is loaded or not (any may be the newer
+// file, the one loaded). A colour sequence (SGR) is escaped too: the last
+// safety net before the terminal (textsafe.Styled) keeps those, as the
+// program's own styling is made of them.
 func TestPickerPathsMadeSafe(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	b, err := os.ReadFile("../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"a_snap\x1b]0;pwned\x07.pickle", "b_snap\x1b[2J.pickle"}
+	names := []string{"a_snap\x1b]0;pwned\x07.pickle", "b_snap\x1b[2J.pickle", "c_snap\x1b[31m.pickle"}
 	for newer := range names {
 		dir := t.TempDir()
 		for i, name := range names {
@@ -254,13 +256,13 @@ func TestPickerPathsMadeSafe(t *testing.T) {
 		a.Update(tea.WindowSizeMsg{Width: 200, Height: 40})
 		press(a, "o")
 		raw := a.View().Content
-		for _, bad := range []string{"\x1b]0;pwned", "\x1b[2J"} {
+		for _, bad := range []string{"\x1b]0;pwned", "\x1b[2J", "\x1b[31m"} {
 			if strings.Contains(raw, bad) {
 				t.Errorf("%q from a file name reached the terminal raw", bad)
 			}
 		}
 		s := screen(a)
-		for _, want := range []string{`/a_snap\x1b]0;pwned\x07.pickle`, `/b_snap\x1b[2J.pickle`, "not loaded yet (enter loads it) · written ", " ago · " + dir + "/"} {
+		for _, want := range []string{`/a_snap\x1b]0;pwned\x07.pickle`, `/b_snap\x1b[2J.pickle`, `/c_snap\x1b[31m.pickle`, "not loaded yet (enter loads it) · written ", " ago · " + dir + "/"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("the picker should show %q:\n%s", want, s)
 			}

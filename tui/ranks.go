@@ -218,7 +218,7 @@ func (v *ranksView) view(c *tabContext, w, h int) string {
 		b.WriteString(widget.Fit(row, w) + "\n")
 	}
 	if len(v.rows) > 0 && v.list.Cursor < len(v.rows) {
-		hint := filepath.Base(v.rows[v.list.Cursor].Path) + " · enter opens it"
+		hint := safe(filepath.Base(v.rows[v.list.Cursor].Path)) + " · enter opens it"
 		if h := v.list.Hint(); h != "" {
 			hint = h + " · " + hint
 		}

@@ -309,13 +309,13 @@ func (t *snapTab) view(c *tabContext) string {
 	case t.src == nil:
 		return noSnapshotView(c)
 	case t.src.State != model.Loaded:
-		return th.Dim.Render("loading " + t.src.Name() + "…")
+		return loadingView(c, t.src)
 	case t.src.Kind == model.KindRanks:
 		return t.ranks.view(c, t.w, t.h)
 	case t.numDevices() == 0 && t.src.Estimate != nil:
-		return th.Bold.Render(t.src.Name()) + "\n\n" + "This estimate is empty ({}): no device had tensors when the profiler wrote it."
+		return th.Bold.Render(srcName(t.src)) + "\n\n" + "This estimate is empty ({}): no device had tensors when the profiler wrote it."
 	case t.numDevices() == 0:
-		return th.Bold.Render(t.src.Name()) + "\n\n" + "This snapshot has no segments and no trace entries: nothing was allocated while recording."
+		return th.Bold.Render(srcName(t.src)) + "\n\n" + "This snapshot has no segments and no trace entries: nothing was allocated while recording."
 	case t.src.Estimate != nil:
 		return t.est.view(c, t)
 	}

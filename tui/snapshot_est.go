@@ -145,7 +145,7 @@ func (v *estView) view(c *tabContext, t *snapTab) string {
 		devs = fmt.Sprintf(" (%d/%d, d next)", t.devIx+1, n)
 	}
 	b.WriteString(widget.Fit(fmt.Sprintf("%s %s%s · %s · estimated peak %s · listed %s in %s · unlisted %s",
-		th.Bold.Render(t.src.Name()), e.Device, devs, th.Warn.Render("ESTIMATE"), bytesStr(e.PeakBytes),
+		th.Bold.Render(srcName(t.src)), e.Device, devs, th.Warn.Render("ESTIMATE"), bytesStr(e.PeakBytes),
 		bytesStr(e.ListedBytes), plural(e.Tensors, "tensor"), bytesStr(e.UnlistedBytes)), t.w) + "\n")
 	l2 := "unlisted = tensors under 1 MiB and the one that set the peak (the profiler does not list them)"
 	if e.PeakBelowListed {

@@ -386,7 +386,7 @@ func (t *timelineTab) view(c *tabContext) string {
 		return noSnapshotView(c)
 	}
 	if t.src.State != model.Loaded {
-		return th.Dim.Render("loading " + t.src.Name() + "…")
+		return loadingView(c, t.src)
 	}
 	if t.src.Kind == model.KindRanks {
 		return rankSetHint(c, t.src)
@@ -395,18 +395,18 @@ func (t *timelineTab) view(c *tabContext) string {
 		return th.Dim.Render("An estimate has no allocation trace: the timeline needs an allocator snapshot recorded with\ntorch.cuda.memory._record_memory_history().")
 	}
 	if t.tl == nil {
-		return th.Bold.Render(t.src.Name()) + "\n\n" + "This device's snapshot has no allocation trace. Record one with\ntorch.cuda.memory._record_memory_history(max_entries=100000) before the work,\nthen dump the snapshot."
+		return th.Bold.Render(srcName(t.src)) + "\n\n" + "This device's snapshot has no allocation trace. Record one with\ntorch.cuda.memory._record_memory_history(max_entries=100000) before the work,\nthen dump the snapshot."
 	}
 	tl := t.tl
 	if (!t.lines && t.stackCols == nil) || (t.lines && t.chartS == nil) {
 		// Not prepared yet (the App prepares the tab in front after each
 		// message): a frame never does the work itself.
-		return th.Bold.Render(t.src.Name()) + th.Dim.Render(" · preparing the timeline…")
+		return th.Bold.Render(srcName(t.src)) + th.Dim.Render(" · preparing the timeline…")
 	}
 	n := len(tl.Events)
 	var b strings.Builder
 	peak := tl.Peak
-	head := fmt.Sprintf("%s cuda:%d · %d events · peak %s at event %d", th.Bold.Render(t.src.Name()), tl.Device, n,
+	head := fmt.Sprintf("%s cuda:%d · %d events · peak %s at event %d", th.Bold.Render(srcName(t.src)), tl.Device, n,
 		bytesStr(peak.Active), peak.EventIndex)
 	if !tl.Complete {
 		head += " · " + th.Warn.Render("trace starts mid-run")

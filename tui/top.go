@@ -385,7 +385,7 @@ func (t *topTab) view(c *tabContext) string {
 		return noSnapshotView(c)
 	}
 	if t.src.State != model.Loaded {
-		return th.Dim.Render("loading " + t.src.Name() + "…")
+		return loadingView(c, t.src)
 	}
 	if t.src.Kind == model.KindRanks {
 		return rankSetHint(c, t.src)
@@ -405,11 +405,11 @@ func (t *topTab) view(c *tabContext) string {
 			what = fmt.Sprintf("live at the peak (after event %d)", t.peakEvent)
 		}
 	}
-	head := fmt.Sprintf("%s · %s %s · %s shown", th.Bold.Render(t.src.Name()), deviceName(t.src, t.dev), what, plural(len(t.view_), "row"))
+	head := fmt.Sprintf("%s · %s %s · %s shown", th.Bold.Render(srcName(t.src)), deviceName(t.src, t.dev), what, plural(len(t.view_), "row"))
 	if t.filter.Query() != "" {
 		// First, so a narrow window cuts the file name, not the filter.
 		head = th.Warn.Render(fmt.Sprintf("filter %q: %s in %s (esc clears)", safe(t.filter.Query()), bytesStr(total), plural(len(t.view_), "row"))) +
-			" · " + th.Bold.Render(t.src.Name()) + " · " + deviceName(t.src, t.dev)
+			" · " + th.Bold.Render(srcName(t.src)) + " · " + deviceName(t.src, t.dev)
 	}
 	b.WriteString(widget.Fit(head, t.w) + "\n")
 	cols := t.columns()

@@ -375,12 +375,11 @@ func (t *tracesTab) detailKey(c *tabContext, m tea.KeyPressMsg) tea.Cmd {
 }
 
 func (t *tracesTab) view(c *tabContext) string {
-	th := c.th
 	if t.src == nil {
 		return t.emptyView(c)
 	}
 	if t.src.State != model.Loaded {
-		return th.Dim.Render("loading " + t.src.Name() + "…")
+		return loadingView(c, t.src)
 	}
 	switch t.mode {
 	case modeDetail:
@@ -434,7 +433,7 @@ func (t *tracesTab) header(c *tabContext) string {
 		order = "|error|"
 	}
 	parts = append(parts, "sort: "+order)
-	return c.th.Bold.Render(s.Name()) + "  " + strings.Join(parts, " · ")
+	return c.th.Bold.Render(srcName(s)) + "  " + strings.Join(parts, " · ")
 }
 
 // errStyle colours a peak error by sign and size: below zero (the plan
