@@ -146,7 +146,7 @@ type cachedPage struct {
 }
 
 func (c *cachedPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	format := expfmt.Negotiate(r.Header)
+	format := expfmt.NegotiateAccept(r.Header, expfmt.DefaultAcceptedFormats()...)
 	c.mu.Lock()
 	if c.at.IsZero() || time.Since(c.at) >= c.maxAge {
 		mfs, err := c.g.Gather()

@@ -28,7 +28,6 @@ type liveTab struct {
 	procs    widget.Scroller
 	procSort int
 	filter   widget.Filter
-	lastDraw time.Time
 	// metric is what the chart plots; multiples draws one chart per GPU.
 	metric    liveMetric
 	multiples bool

@@ -297,7 +297,7 @@ func (t *snapTab) headerView(c *tabContext, d *snapshot.DeviceStats) string {
 		widget.HBar(eff/100, gw, ratingSt), fmt.Sprintf("%.1f%%", eff), ratingSt.Render(rating), when,
 		plural(d.Segments, "segment"), plural(d.Blocks, "block"), d.ActiveBlocks, plural(d.TraceEntries, "entry"))
 	if n := len(d.OOMs); n > 0 {
-		l2 += " · " + th.Err.Render(fmt.Sprintf("%s", plural(n, "OOM event")))
+		l2 += " · " + th.Err.Render(plural(n, "OOM event"))
 	}
 	if n := len(t.src.Warnings); n > 0 {
 		l2 += " · " + th.Warn.Render(plural(n, "note"))

@@ -84,7 +84,6 @@ var (
 	mkMarker = key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[ ]", "previous / next annotation or OOM"))
 	mkPeak   = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "jump to the peak"))
 	mkZoomIn = key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+/-", "zoom in / out"))
-	mkZoomOu = key.NewBinding(key.WithKeys("-"))
 	mkReset  = key.NewBinding(key.WithKeys("0"), key.WithHelp("0", "whole trace"))
 	mkAxis   = key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "x axis: event index / time"))
 	mkGroup  = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "stack the chart by category / role / call site"))

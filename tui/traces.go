@@ -54,7 +54,6 @@ type tracesTab struct {
 	lo, hi    float64
 	heatSim   bool
 	relTime   bool // detail chart: 0-100% of each iteration instead of seconds
-	sparkW    int
 	sparkMemo map[sparkKey]string
 	// The time axis shared by sparklines and heatmap rows: seconds since
 	// each iteration's start up to the longest iteration (span), or steps

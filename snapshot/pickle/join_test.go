@@ -244,7 +244,7 @@ func TestJoinStacksOnAllCores(t *testing.T) {
 					for range depth {
 						switch x := rng.IntN(100); {
 						case x == 0 && c.refs: // by memo index: a frame
-							hs, w = append(hs, frameMemoRef|0), append(w, 7)
+							hs, w = append(hs, frameMemoRef), append(w, 7) // memo index 0
 						case x == 1 && i%4 == 0 && c.refs: // by memo index: a list
 							hs, list = append(hs, frameMemoRef|1), true
 						default:
