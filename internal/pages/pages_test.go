@@ -5,6 +5,10 @@ import (
 	"unsafe"
 )
 
+// withPointer is an element type with pointers in it; its fields are
+// never read.
+//
+//lint:ignore U1000 the fields give the type its layout
 type withPointer struct {
 	p *int
 	s string
