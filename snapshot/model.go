@@ -55,5 +55,11 @@ const (
 // StackOf returns a Stack of copies of frames, for stacks built in code.
 func StackOf(frames ...Frame) Stack { return schema.StackOf(frames...) }
 
+// StackWithSources is StackOf with each frame's line of code (see
+// schema.StackWithSources).
+func StackWithSources(frames []Frame, sources []string) Stack {
+	return schema.StackWithSources(frames, sources)
+}
+
 // NewStack returns the stack of table's frames ids (see schema.NewStack).
 func NewStack(table *FrameTable, ids []uint32) Stack { return schema.NewStack(table, ids) }

@@ -384,9 +384,9 @@ func TestSiteNamesIsLocation(t *testing.T) {
 	cpp := py("aten/src/ATen/native/Linear.cpp", 0, "at::native::linear")
 	user := py("/w/train.py", 40, "step")
 	userOther := py("/w/train.py", 41, "step")
-	withSource := Frame{Filename: "/w/model.py", Line: 7, Name: "forward", Source: "y = x @ w"}
-	table := &FrameTable{Frames: []Frame{noise, plumb, prof, cpp, user, userOther, withSource,
-		{Filename: "/w/model.py", Line: 7, Name: "forward", Source: "other"}}}
+	withSource := py("/w/model.py", 7, "forward")
+	table := &FrameTable{Frames: []Frame{noise, plumb, prof, cpp, user, userOther, withSource, withSource},
+		Sources: []string{6: "y = x @ w", 7: "other"}}
 	on := func(ids ...uint32) Stack { return NewStack(table, ids) }
 	stacks := []Stack{
 		{},

@@ -89,12 +89,15 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 			if dir != "" {
 				line += "  · " + safe(dir)
 			}
+			noise := i != loc && (snapshot.IsNoise(*f) || snapshot.IsPlumbing(*f) || snapshot.IsProfilerFrame(*f) || isInterpreter(*f))
 			o.lines = append(o.lines, line)
-			o.noise = append(o.noise, i != loc && (snapshot.IsNoise(*f) || snapshot.IsPlumbing(*f) || snapshot.IsProfilerFrame(*f) || isInterpreter(*f)))
+			o.noise = append(o.noise, noise)
 			o.frames = append(o.frames, st.At(i))
-			if f.Source != "" {
-				o.lines = append(o.lines, "      "+safe(f.Source))
-				o.noise = append(o.noise, false)
+			if src := st.Source(i); src != "" {
+				// Hidden with its frame: alone, it is a line of code
+				// under another frame's heading.
+				o.lines = append(o.lines, "      "+safe(src))
+				o.noise = append(o.noise, noise)
 				o.frames = append(o.frames, st.At(i))
 			}
 		}

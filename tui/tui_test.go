@@ -584,11 +584,21 @@ func TestEstimateStackHidesProfilerFrames(t *testing.T) {
 	if !strings.Contains(marked, "run_real_writer.py") {
 		t.Errorf("the stack opens at the model's frame, got %q:\n%s", marked, s)
 	}
+	// Each frame's line of code (an estimate's stacks carry them) shows
+	// under it, and hides with it: the profiler's own
+	// (traceback.format_stack) only when its frames show.
+	if !strings.Contains(s, "model = GPTModel()") {
+		t.Errorf("the frames' lines of code should show:\n%s", s)
+	}
+	profilerLine := strings.Contains(s, "traceback.format_stack()")
 	before := strings.Count(s, "memory_dispatch_mode.py") + strings.Count(s, "_pytree.py")
 	press(a, "n")
 	after := strings.Count(screen(a), "memory_dispatch_mode.py") + strings.Count(screen(a), "_pytree.py")
 	if (before == 0) == (after == 0) {
 		t.Errorf("n shows/hides the profiler frames: %d before, %d after", before, after)
+	}
+	if shown := strings.Contains(screen(a), "traceback.format_stack()"); shown == profilerLine || shown != (after > 0) {
+		t.Errorf("the profiler frame's line of code: shown %v with its frames hidden, %v shown (frames %d, %d)", profilerLine, shown, before, after)
 	}
 }
 

@@ -434,6 +434,7 @@ func parseStackList(raw []byte) (snapshot.Stack, bool, error) {
 	sc := jsonscan.New(raw)
 	_ = sc.Expect('[')
 	var frames []snapshot.Frame
+	var sources []string
 	bad := false
 	for first := true; ; first = false {
 		more, err := sc.More(']', first)
@@ -461,10 +462,11 @@ func parseStackList(raw []byte) (snapshot.Stack, bool, error) {
 		}
 		for _, m := range ms {
 			line, _ := strconv.ParseInt(string(m[2]), 10, 64)
-			frames = append(frames, snapshot.Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3])),
-				Source: strings.TrimSpace(string(m[4]))})
+			frames = append(frames, snapshot.Frame{Filename: string(m[1]), Line: line, Name: strings.TrimSpace(string(m[3]))})
+			sources = append(sources, strings.TrimSpace(string(m[4])))
 		}
 	}
 	slices.Reverse(frames)
-	return snapshot.StackOf(frames...), bad, nil
+	slices.Reverse(sources)
+	return snapshot.StackWithSources(frames, sources), bad, nil
 }

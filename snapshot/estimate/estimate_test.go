@@ -22,7 +22,7 @@ func TestEstimateSample(t *testing.T) {
 	}
 	// Frames are innermost first; the source line is kept.
 	top := d.Allocations[0]
-	if top.Frames.At(0).Name != "__init__" || top.Frames.At(0).Line != 800 || !strings.Contains(top.Frames.At(0).Source, "Parameter(torch.empty(") {
+	if top.Frames.At(0).Name != "__init__" || top.Frames.At(0).Line != 800 || !strings.Contains(top.Frames.Source(0), "Parameter(torch.empty(") {
 		t.Errorf("create stack: %+v", top.Frames)
 	}
 	if d.Allocations[1].ReleaseFrames().Len() != 1 {

@@ -34,3 +34,27 @@ func BenchmarkFrameString(b *testing.B) {
 		_ = f.String()
 	}
 }
+
+// TestStackSources: a frame's line of code is the table's by index, ""
+// where the table has none for it (a snapshot's: no sources at all; an
+// estimate's stack whose frame came without a line), and stacks that share
+// a table see the same.
+func TestStackSources(t *testing.T) {
+	f := func(n int64) Frame { return Frame{Filename: "/w/m.py", Line: n, Name: "f"} }
+	st := StackWithSources([]Frame{f(1), f(2), f(3)}, []string{"a = 1", ""})
+	for i, want := range []string{"a = 1", "", ""} {
+		if got := st.Source(i); got != want {
+			t.Errorf("frame %d: source %q, want %q", i, got, want)
+		}
+	}
+	if got := StackOf(f(1)).Source(0); got != "" {
+		t.Errorf("a stack without sources: %q", got)
+	}
+	table := &FrameTable{Frames: []Frame{f(1), f(2)}, Sources: []string{"x", "y"}}
+	if a, b := NewStack(table, []uint32{1, 0}), NewStack(table, []uint32{0}); a.Source(0) != "y" || a.Source(1) != "x" || b.Source(0) != "x" {
+		t.Errorf("by index: %q %q %q", a.Source(0), a.Source(1), b.Source(0))
+	}
+	if st := StackWithSources(nil, []string{"x"}); st.Len() != 0 {
+		t.Errorf("no frames: %d", st.Len())
+	}
+}
