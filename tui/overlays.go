@@ -32,10 +32,13 @@ func loadingView(c *tabContext, s *model.Source) string {
 // stackOverlay shows a whole stack trace (and a release stack for
 // estimated tensors), outermost call last as PyTorch records it.
 type stackOverlay struct {
-	title     string
-	lines     []string
-	noise     []bool
-	frames    []*snapshot.Frame // the frame of each line (nil: not a frame)
+	title  string
+	lines  []string
+	noise  []bool
+	frames []*snapshot.Frame // the frame of each line (nil: not a frame)
+	// code lists the lines that are a frame's line of code (estimates),
+	// which the count of hidden frames leaves out.
+	code      []int
 	list      widget.Scroller
 	showNoise bool
 	// focus is the line of the allocation's location (the first user
@@ -99,6 +102,7 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 				o.lines = append(o.lines, "      "+safe(src))
 				o.noise = append(o.noise, noise)
 				o.frames = append(o.frames, st.At(i))
+				o.code = append(o.code, len(o.lines)-1)
 			}
 		}
 	}
@@ -206,7 +210,12 @@ func (o *stackOverlay) view(c *tabContext, w, h int) string {
 	idx := o.shown()
 	o.list.SetHeight(h - 3)
 	o.list.SetN(len(idx))
-	hidden := len(o.lines) - len(idx)
+	hidden := len(o.lines) - len(idx) // frames, and their lines of code
+	for _, i := range o.code {
+		if o.noise[i] && !o.showNoise {
+			hidden--
+		}
+	}
 	var b strings.Builder
 	b.WriteString(widget.Fit(th.Bold.Render("Stack trace")+" · "+o.title, w) + "\n")
 	note := "esc close · ↑↓ select · y copy path:line · e edit"

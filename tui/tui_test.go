@@ -592,7 +592,24 @@ func TestEstimateStackHidesProfilerFrames(t *testing.T) {
 	}
 	profilerLine := strings.Contains(s, "traceback.format_stack()")
 	before := strings.Count(s, "memory_dispatch_mode.py") + strings.Count(s, "_pytree.py")
+	frameLines := func(s string) int { // a frame's line: two spaces and its file
+		n := 0
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "  ") && len(l) > 2 && l[2] != ' ' {
+				n++
+			}
+		}
+		return n
+	}
+	var said int
+	if _, err := fmt.Sscanf(s[strings.Index(s, "e edit · ")+len("e edit · "):], "%d interpreter/dispatcher frames hidden", &said); err != nil {
+		t.Fatalf("no count of hidden frames: %v\n%s", err, s)
+	}
+	shownBefore := frameLines(s)
 	press(a, "n")
+	if got := frameLines(screen(a)) - shownBefore; got != said {
+		t.Errorf("the note says %d frames hidden; n showed %d more", said, got)
+	}
 	after := strings.Count(screen(a), "memory_dispatch_mode.py") + strings.Count(screen(a), "_pytree.py")
 	if (before == 0) == (after == 0) {
 		t.Errorf("n shows/hides the profiler frames: %d before, %d after", before, after)
