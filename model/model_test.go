@@ -815,19 +815,24 @@ func TestGuessReleasedWhenRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := New(context.Background(), nil)
+	held := 0
 	for len(ws.sem) < cap(ws.sem) { // hold every slot: the load waits for its turn
 		ws.sem <- struct{}{}
+		held++
 	}
 	ws.Open(dir)
 	id := ws.Sources()[0].ID
 	ws.mu.Lock()
-	held := ws.guessed
+	guessed := ws.guessed
 	ws.mu.Unlock()
-	if held == 0 {
+	if guessed == 0 {
 		t.Fatal("the walk's snapshot holds no guess while its load waits")
 	}
 	ws.Remove(id)
-	for len(ws.sem) > 0 {
+	// Give back exactly the slots taken: draining until the channel is
+	// empty could also take the load's own slot once it got one, and its
+	// release would then wait forever (a hang seen once under -race).
+	for range held {
 		<-ws.sem
 	}
 	ws.Wait()
