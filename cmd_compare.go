@@ -45,7 +45,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	}
 	pairs, err := trace.ParsePairing(*pairFlag)
 	if err != nil {
-		fmt.Fprintf(stderr, "memscope compare: %v\n", err)
+		fmt.Fprintf(stderr, "memscope compare: %s\n", textsafe.Safe(err.Error()))
 		return false, errUsage
 	}
 	var realPath, simPath, note string
@@ -99,11 +99,11 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 	}
 	if *asJSON {
 		for _, n := range c.Notes {
-			fmt.Fprintf(stderr, "memscope: note: %s\n", n)
+			fmt.Fprintf(stderr, "memscope: note: %s\n", textsafe.Safe(n))
 		}
 		err = c.WriteJSON(stdout)
 	} else {
-		fmt.Fprintf(stdout, "real: %s\nsim:  %s\n\n", realPath, simPath)
+		fmt.Fprintf(stdout, "real: %s\nsim:  %s\n\n", textsafe.Safe(realPath), textsafe.Safe(simPath))
 		err = c.WriteText(stdout)
 	}
 	if err != nil {
@@ -115,14 +115,14 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		if err != nil {
 			return true, err
 		}
-		fmt.Fprintf(stderr, "memscope: wrote %d pictures into %s\n", len(pics), *plotDir)
+		fmt.Fprintf(stderr, "memscope: wrote %d pictures into %s\n", len(pics), textsafe.Safe(*plotDir))
 	}
 	if *outDir != "" {
 		dir, err := saveCompareFolder(*outDir, *name, paths, ext, c, popt, realPath, simPath)
 		if err != nil {
 			return true, err
 		}
-		fmt.Fprintf(stderr, "memscope: saved the comparison in %s\n", dir)
+		fmt.Fprintf(stderr, "memscope: saved the comparison in %s\n", textsafe.Safe(dir))
 	}
 	return len(c.Errors) > 0, nil
 }

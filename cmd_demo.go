@@ -13,6 +13,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/nvml"
 	"memscope/trace"
@@ -133,7 +134,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ws.Wait()
 		fmt.Fprintln(stdout, "memscope demo needs a terminal; the bundled data:")
 		for _, s := range ws.Sources() {
-			fmt.Fprintf(stdout, "  %-12s %-8s %s\n", s.Kind, s.State, s.Name())
+			fmt.Fprintf(stdout, "  %-12s %-8s %s\n", s.Kind, s.State, textsafe.Safe(s.Name()))
 		}
 		return nil
 	}

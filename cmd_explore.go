@@ -12,6 +12,7 @@ import (
 
 	"memscope/fleet"
 	"memscope/format"
+	"memscope/internal/textsafe"
 	"memscope/model"
 	"memscope/nvml"
 	"memscope/snapshot"
@@ -44,7 +45,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (b
 		return false, errUsage
 	}
 	if err := checkHistory(*history, *interval); err != nil {
-		fmt.Fprintf(stderr, "memscope: %v\n", err)
+		fmt.Fprintf(stderr, "memscope: %s\n", textsafe.Safe(err.Error()))
 		return false, errUsage
 	}
 	var rules []snapshot.Rule

@@ -81,7 +81,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 	if *asJSON {
 		for _, r := range reports {
 			for _, w := range r.Warnings() {
-				fmt.Fprintf(stderr, "memscope: %s: note: %s\n", r.Path, w)
+				fmt.Fprintf(stderr, "memscope: %s: note: %s\n", textsafe.Safe(r.Path), textsafe.Safe(w))
 			}
 		}
 		err = report.WriteJSON(stdout, reports, opt)
@@ -96,14 +96,14 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) (bo
 		if err != nil {
 			return true, err
 		}
-		fmt.Fprintf(stderr, "memscope: wrote %d pictures into %s\n", len(pics), *plotDir)
+		fmt.Fprintf(stderr, "memscope: wrote %d pictures into %s\n", len(pics), textsafe.Safe(*plotDir))
 	}
 	if *outDir != "" {
 		dir, err := saveReportFolder(*outDir, *name, paths, ext, reports, opt)
 		if err != nil {
 			return true, err
 		}
-		fmt.Fprintf(stderr, "memscope: saved the report in %s\n", dir)
+		fmt.Fprintf(stderr, "memscope: saved the report in %s\n", textsafe.Safe(dir))
 	}
 	return failed, nil
 }

@@ -757,6 +757,44 @@ func TestReportErrorsOnStderr(t *testing.T) {
 	}
 }
 
+// TestCLIEscapesNamesFromFiles: paths found in a folder (a comparison's real
+// and sim runs, a saved folder named after its input) and notes about a
+// file reach stdout and stderr escaped, colour sequences included.
+func TestCLIEscapesNamesFromFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run\x1b[32m")
+	tr := `{"0": {"samples": [{"timestamp_s": 0, "allocated_memory_MB": 1}, {"timestamp_s": 1, "allocated_memory_MB": 2}]}}`
+	for _, side := range []string{"real", "sim"} {
+		if err := os.MkdirAll(filepath.Join(dir, side), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, side, "memory_trace_rank0_\x1b[31m.json"), []byte(tr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := os.ReadFile("testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "snap\x1b[33m.pickle")
+	if err := os.WriteFile(p, snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"compare", dir},
+		{"compare", "--out", out, dir},
+		{"report", "--out", out, p},
+	} {
+		stdout, stderr, code := runCLI(t, args...)
+		if code != 0 {
+			t.Errorf("%q: exit %d\n%s", args, code, stderr)
+		}
+		if strings.Contains(stdout+stderr, "\x1b") {
+			t.Errorf("%q: an escape character from a file name reached the terminal:\n%q\n%q", args, stdout, stderr)
+		}
+	}
+}
+
 // TestOutFoldersNeverCollide: two saved reports of the same name in the
 // same second get two folders.
 func TestOutFoldersNeverCollide(t *testing.T) {
