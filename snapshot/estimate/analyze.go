@@ -190,7 +190,7 @@ func analyzeDevice(d *Device, cat *snapshot.Categorizer) DeviceStats {
 		st.StackGroups = append(st.StackGroups, noStack)
 	}
 	slices.SortStableFunc(st.StackGroups, func(a, b StackGroup) int { return cmp.Compare(b.Bytes, a.Bytes) })
-	slices.SortStableFunc(st.Allocations, func(x, y snapshot.Allocation) int { return cmp.Compare(y.Size, x.Size) })
+	snapshot.SortBySize(st.Allocations, false)
 	st.Categories = snapshot.CategoryTotals(st.Allocations, cat)
 	return st
 }
