@@ -240,6 +240,8 @@ def main():
                     help="draw the stacks' frames from this many frame dicts shared by all stacks (0: off)")
     ap.add_argument("--frees", choices=["step", "random"], default="step",
                     help="step: a step frees what it made; random: blocks outlive steps, freed at random among all live")
+    ap.add_argument("--live", type=int, default=2000,
+                    help="--frees random: the most blocks kept live between steps (the heap the snapshot's segments hold)")
     ap.add_argument("--ranges", type=int, default=0,
                     help="annotated ranges a step, one after another, named layers.K (0: only the steps)")
     a = ap.parse_args()
@@ -276,7 +278,7 @@ def main():
         if a.frees == "random":
             # The heap lives on: trim it back to a working set, freeing at
             # random, so memory stays bounded while frees stay scattered.
-            while len(heap) > 2000 and sim.total < a.entries:
+            while len(heap) > a.live and sim.total < a.entries:
                 i = rng.randrange(len(heap))
                 heap[i], heap[-1] = heap[-1], heap[i]
                 sim.dealloc(heap.pop())

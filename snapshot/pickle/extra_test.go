@@ -85,7 +85,7 @@ pickle.dump({'segments': [], 'device_traces': [trace]}, open(sys.argv[1], 'wb'),
 		{4, 7, 4}, // every entry
 		{0, 7, 4}, // no limit but the format's
 	} {
-		d, root, err := decodeWith(context.Background(), data, nil, splitEven(data), nil, nil, func(d *decoder) { d.g.maxExtras = tc.limit })
+		d, root, err := decodeWith(context.Background(), data, nil, splitEven(data, nil), nil, nil, func(d *decoder) { d.g.maxExtras = tc.limit })
 		if err != nil {
 			t.Fatal(err)
 		}

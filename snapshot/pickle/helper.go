@@ -231,12 +231,44 @@ func batchStart(data []byte, pos int) (int, bool) {
 // splitEven places helpers in data, one machine per core, up to
 // machinesFor(data) (see splitCores). Input that one machine decodes is not
 // sampled.
-func splitEven(data []byte) splitFunc {
+func splitEven(data []byte, drop func(from, to int)) splitFunc {
 	machines := machinesOn(data, runtime.GOMAXPROCS(0))
+	keys := -1
+	if machines > 1 {
+		keys = traceKeyAt(data, len(data)/2, keySearchStep, drop)
+	}
 	return func(n int) (prefix int, targets []int) {
-		return splitCores(n, machines)
+		return splitCores(n, machines, keys)
 	}
 }
+
+// traceKeyAt is where data first holds the "action" key of a trace entry
+// as pickle.dump writes it (protocol 4 or 5: SHORT_BINUNICODE), searched in
+// data[:limit]; -1 when it is not there. The same bytes inside a longer
+// string only make the estimate early. It searches step bytes at a time
+// and gives back (drop, when not nil) the pages of each step it searched
+// in vain: a snapshot without a trace (segments alone) would otherwise
+// hold half of its mapped file resident until the machine passed it.
+func traceKeyAt(data []byte, limit, step int, drop func(from, to int)) int {
+	limit = min(limit, len(data))
+	for from := 0; from < limit; from += step {
+		end := min(limit, from+step)
+		// The key may begin in this step and end in the next.
+		if i := bytes.Index(data[from:min(limit, end+len(actionKey)-1)], actionKey); i >= 0 {
+			return from + i
+		}
+		if drop != nil {
+			drop(from, end)
+		}
+	}
+	return -1
+}
+
+// keySearchStep is how much of the input traceKeyAt searches before it
+// gives the pages back.
+const keySearchStep = 16 << 20
+
+var actionKey = []byte("\x8c\x06action")
 
 // machinesOn is how many machines decode data on cores cores: one per
 // core, up to machinesFor(data). The sample is read only where it can
@@ -267,12 +299,31 @@ const prefixCost = 2
 // as prefixCost. k is one per core (the caller bounds cores by
 // machinesFor), and each needs regionMin bytes of input; input under
 // parallelMin runs on one machine.
-func splitCores(n, cores int) (prefix int, targets []int) {
+//
+// keys is where the trace's keys are first written (traceKeyAt; -1 for
+// none). A helper must have read them before its region (see runPrefix),
+// and a snapshot's segments come before its trace: with tens of
+// thousands of live blocks, each with its frames, they are a fifth of the
+// input or more, past the usual prefix, and the helpers gave up (one
+// machine decoded the 100 MiB random-frees shape with 47k live blocks).
+// Then every machine runs the segments, the helpers as their prefix, and
+// the trace after them is shared evenly.
+func splitCores(n, cores, keys int) (prefix int, targets []int) {
 	k := min(cores, n/regionMin)
 	if n < parallelMin || k < 2 {
 		return 0, nil
 	}
 	prefix = n / 32
+	if keys > prefix {
+		rest := n - keys
+		if k = min(k, rest/regionMin); k < 2 {
+			return 0, nil
+		}
+		for i := 1; i < k; i++ {
+			targets = append(targets, keys+i*rest/k)
+		}
+		return keys, targets
+	}
 	// w + (k-1)(w-prefixCost*prefix) = n: the main machine runs w bytes,
 	// each helper the prefix, worth prefixCost*prefix, and
 	// w-prefixCost*prefix. For two machines the region starts at

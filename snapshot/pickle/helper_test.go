@@ -339,6 +339,82 @@ func TestHelpersAfterLongSegments(t *testing.T) {
 	}
 }
 
+// TestHelpersAfterSegmentsPastAnEighth: where the trace's keys come after
+// an eighth of the input (hugesegs: 20k live blocks with their frames
+// before the trace), the helpers placed by splitCores run the input up to
+// them as their prefix, share the trace after them, and join, with one
+// machine's value; placed as for keys within the usual prefix, they give
+// up (TestHelpersAfterLongSegments).
+func TestHelpersAfterSegmentsPastAnEighth(t *testing.T) {
+	needPython(t)
+	data := genPickle(t, "hugesegs", 60000)
+	keys := traceKeyAt(data, len(data)/2, keySearchStep, nil)
+	if keys <= len(data)/8 {
+		t.Fatalf("the keys are at %d of %d bytes: not the shape this test needs", keys, len(data))
+	}
+	for _, cores := range []int{2, 3} {
+		split := func(n int) (int, []int) {
+			// The input is smaller than parallelMin: the same plan at
+			// the scale of a large one.
+			prefix, targets := splitCores(n*64, cores, keys*64)
+			for i := range targets {
+				targets[i] /= 64
+			}
+			return prefix / 64, targets
+		}
+		_, targets := split(len(data))
+		if len(targets) != cores-1 {
+			t.Fatalf("%d cores: targets %v", cores, targets)
+		}
+		name := "hugesegs/" + strconv.Itoa(cores)
+		d := decodeCompare(t, name, data, split)
+		if len(d.joined) != len(targets) {
+			t.Errorf("%s: %d of %d helpers joined", name, len(d.joined), len(targets))
+		}
+	}
+}
+
+// TestTraceKeyAt finds the trace's first key in steps of every size, the
+// key across two steps included, only before the limit, and gives back
+// the pages of each step it searched in vain, never those of the step
+// where it found the key.
+func TestTraceKeyAt(t *testing.T) {
+	data := bytes.Repeat([]byte{0}, 1000)
+	at := 500
+	copy(data[at:], actionKey)
+	copy(data[900:], actionKey) // a later one: not the first
+	for step := 1; step <= len(data); step++ {
+		var dropped [][2]int
+		drop := func(from, to int) { dropped = append(dropped, [2]int{from, to}) }
+		if got := traceKeyAt(data, len(data), step, drop); got != at {
+			t.Fatalf("step %d: found at %d, want %d", step, got, at)
+		}
+		end := 0
+		for _, r := range dropped {
+			if r[0] != end || r[1] > at {
+				t.Fatalf("step %d: gave back %v, not the steps before the key's in order", step, dropped)
+			}
+			end = r[1]
+		}
+		if end > at || at-end >= step {
+			t.Fatalf("step %d: gave back up to %d; the key is at %d", step, end, at)
+		}
+	}
+	for _, c := range []struct{ limit, want int }{
+		{at + len(actionKey) - 1, -1}, // the key ends past the limit
+		{at + len(actionKey), at},
+		{len(data) + 100, at},
+	} {
+		if got := traceKeyAt(data, c.limit, 64, nil); got != c.want {
+			t.Errorf("limit %d: found at %d, want %d", c.limit, got, c.want)
+		}
+	}
+	var dropped int
+	if got := traceKeyAt(data[:at], at, 64, func(from, to int) { dropped += to - from }); got != -1 || dropped != at {
+		t.Errorf("without a key: found at %d, gave back %d of %d bytes", got, dropped, at)
+	}
+}
+
 // TestHelpersGiveUpAlone: a helper that cannot run its region leaves it to
 // the main machine, which still joins the helpers before and after it;
 // what ends the main machine's joins (an explicit memo index it ran) ends
@@ -571,7 +647,7 @@ func TestHelperThresholds(t *testing.T) {
 		{(maxMachines + 1) * regionMin, maxMachines, maxMachines},
 		{1 << 30, 4, 4},
 	} {
-		prefix, targets := splitCores(c.n, c.cores)
+		prefix, targets := splitCores(c.n, c.cores, -1)
 		if got := len(targets) + 1; got != c.machines {
 			t.Errorf("%d bytes on %d cores: %d machines, want %d", c.n, c.cores, got, c.machines)
 			continue
@@ -596,8 +672,47 @@ func TestHelperThresholds(t *testing.T) {
 			t.Errorf("%d bytes on %d machines: shares %v", c.n, c.machines, work)
 		}
 	}
-	if prefix, targets := splitCores(parallelMin, 2); len(targets) != 1 || targets[0] != parallelMin/2+parallelMin/32 || prefix != parallelMin/32 {
+	if prefix, targets := splitCores(parallelMin, 2, parallelMin/32); len(targets) != 1 || targets[0] != parallelMin/2+parallelMin/32 || prefix != parallelMin/32 {
 		t.Errorf("two machines: prefix %d, targets %v; want %d, [%d]", prefix, targets, parallelMin/32, parallelMin/2+parallelMin/32)
+	}
+	// The trace's keys past the usual prefix: every machine runs the
+	// input up to them, and the rest is shared evenly, each share at least
+	// regionMin.
+	for _, c := range []struct {
+		n, cores, keys, machines int
+	}{
+		{1 << 30, 4, 1<<30/32 - 1, 4},           // the usual prefix
+		{1 << 30, 4, 1<<30/32 + 1, 4},           // just past it
+		{1 << 30, 4, 1 << 28, 4},                // a quarter in
+		{parallelMin, 2, parallelMin / 8, 1},    // the rest is under two regions
+		{2*regionMin + 1<<20, 2, 1 << 20, 2},    // the rest is exactly two
+		{2*regionMin + 1<<20, 2, 1<<20 + 1, 1},  // and a byte short of them
+		{5*regionMin + 1<<22, 8, 1 << 22, 5},    // a machine per region
+		{5*regionMin + 1<<22, 8, 1<<22 + 64, 4}, // one fewer a byte short
+	} {
+		prefix, targets := splitCores(c.n, c.cores, c.keys)
+		if got := len(targets) + 1; got != c.machines {
+			t.Errorf("%d bytes on %d cores, keys at %d: %d machines, want %d", c.n, c.cores, c.keys, got, c.machines)
+			continue
+		}
+		if len(targets) == 0 || c.keys <= c.n/32 {
+			continue
+		}
+		if prefix != c.keys {
+			t.Errorf("%d bytes, keys at %d: prefix %d", c.n, c.keys, prefix)
+		}
+		// Past the keys: the main machine's share, then each helper's.
+		work := []int{targets[0] - c.keys}
+		for i, at := range targets {
+			end := c.n
+			if i+1 < len(targets) {
+				end = targets[i+1]
+			}
+			work = append(work, end-at)
+		}
+		if lo, hi := slices.Min(work), slices.Max(work); hi-lo > len(work) || lo < regionMin {
+			t.Errorf("%d bytes, keys at %d: shares %v", c.n, c.keys, work)
+		}
 	}
 	needPython(t)
 	data := genPickle(t, "distinct", 6000)

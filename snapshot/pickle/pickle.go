@@ -155,7 +155,7 @@ const dropStep = 4 << 20
 // decoder.drop). With a pool, the trace records live outside the Go heap
 // (see chunked) and the caller must call graph.free when done with them.
 func decodePickleCtx(ctx context.Context, data []byte, progress func(float64), drop func(from, to int), pool *offHeapPool, opts ...func(*decoder)) (*graph, val, error) {
-	d, root, err := decodeWith(ctx, data, progress, splitEven(data), drop, pool, opts...)
+	d, root, err := decodeWith(ctx, data, progress, splitEven(data, drop), drop, pool, opts...)
 	if err != nil {
 		return nil, val{}, err
 	}
