@@ -87,6 +87,7 @@ type Categorizer struct {
 	ids      []int32
 	classes  []frameClass
 	classIDs map[frameClass]int32
+	hits     []classHit // by class, as many as made yet (see classesIn)
 }
 
 // denseMinFrames is the smallest table whose frames' classes are kept by
@@ -248,18 +249,16 @@ func (c *Categorizer) decision(h stackHit) Decision {
 // holds the class of every frame of st by id (classesIn), and hitIn then
 // reads nothing else of c but its rules.
 func (c *Categorizer) hitIn(st Stack, classes frameClasses) stackHit {
+	if classes.ids != nil {
+		return classes.hitIn(st)
+	}
 	// Rule order decides the category; within a rule the innermost frame
 	// that matches is the one named (its file name before its function).
 	best, frame := ruleHit{rule: -1}, -1
 	for pass := 0; pass < 2; pass++ {
 		looked := false
 		for i := range st.Len() {
-			var fc frameClass
-			if classes.ids != nil {
-				fc = classes.of(st.ID(i))
-			} else {
-				fc = c.classAt(st, i)
-			}
+			fc := c.classAt(st, i)
 			if fc.skip || (pass == 0 && !fc.py) {
 				continue
 			}
@@ -278,6 +277,50 @@ func (c *Categorizer) hitIn(st Stack, classes frameClasses) stackHit {
 		return stackHit{rule: -1, frame: -1}
 	}
 	return stackHit{rule: int32(best.rule), key: int32(best.key), frame: int32(frame)}
+}
+
+// hitIn is Categorizer.hitIn read from the classes of st's frames: each
+// frame's best hit, made once per class (classHit), and the first rule's
+// hit ends the search, as nothing can come before it. A peak of 100k live
+// allocations on distinct stacks of 30 frames read 3M classes of 40
+// bytes each, 110 ms of its report (twice: the blocks, then the peak).
+func (x frameClasses) hitIn(st Stack) stackHit {
+	best := stackHit{rule: -1, frame: -1}
+	for pass := 0; pass < 2; pass++ {
+		looked := false
+		for i := range st.Len() {
+			h := x.hits[x.ids[st.ID(i)]-1]
+			if h.skip || (pass == 0 && !h.py) {
+				continue
+			}
+			looked = true
+			if h.rule >= 0 && (best.rule < 0 || h.rule < best.rule) {
+				best = stackHit{rule: h.rule, key: h.key, frame: int32(i)}
+				if h.rule == 0 {
+					return best
+				}
+			}
+		}
+		if looked {
+			break
+		}
+	}
+	return best
+}
+
+// classHit is what hitIn reads of a frameClass: its flags and the hit it
+// offers, its file's unless its function's rule comes first.
+type classHit struct {
+	rule, key int32
+	skip, py  bool
+}
+
+func hitOf(fc frameClass) classHit {
+	h := fc.file
+	if fc.name.rule >= 0 && (h.rule < 0 || fc.name.rule < h.rule) {
+		h = fc.name
+	}
+	return classHit{rule: int32(h.rule), key: int32(h.key), skip: fc.skip, py: fc.py}
 }
 
 // decideAllMin is the fewest stacks decideAll decides on several cores;
@@ -335,11 +378,9 @@ func (c *Categorizer) decideAll(n int, stack func(i int) Stack) []stackHit {
 // (file, function) pairs, so a frame holds 4 bytes, not its class: 64 MB
 // less for 1.6M frames, allocated again at each peak's decision.
 type frameClasses struct {
-	ids     []int32
-	classes []frameClass
+	ids  []int32
+	hits []classHit // by class: what hitIn reads of it
 }
-
-func (x frameClasses) of(id uint32) frameClass { return x.classes[x.ids[id]-1] }
 
 // classesIn is the class of every frame of t that stacks 0 to n-1 hold,
 // or of every frame of t when all is set (a table no larger than the
@@ -362,7 +403,10 @@ func (c *Categorizer) classesIn(t *FrameTable, all bool, n int, stack func(i int
 			}
 		}
 	}
-	return frameClasses{ids: c.ids, classes: c.classes}
+	for _, fc := range c.classes[len(c.hits):] {
+		c.hits = append(c.hits, hitOf(fc))
+	}
+	return frameClasses{ids: c.ids, hits: c.hits}
 }
 
 // useIDs makes t's the index classAt and classID use (c.ids), grown to

@@ -329,10 +329,24 @@ func TestManyUndecided(t *testing.T) {
 
 // TestDecideAllTables: decideAll's stacks over a table at most as large as
 // the frames they hold (every frame classified) and over one far larger
-// (only theirs), below and from decideAllMin, decide as matchReference.
+// (only theirs), below and from decideAllMin, decide as matchReference,
+// under the default rules and rules whose keywords overlap (a frame whose
+// file and function hit different rules, the first rule's hit anywhere).
 func TestDecideAllTables(t *testing.T) {
-	files := []string{"/ws/model/attention.py", "/ws/train.py", "??", "/usr/lib/python3/site-packages/torch/optim/adam.py", "/ws/moe/experts.py"}
-	names := []string{"forward", "c10::cuda::CUDACachingAllocator::malloc", "step", "softmax", "expert_mlp", "backward"}
+	files := []string{"/ws/model/attention.py", "/ws/train.py", "??", "/usr/lib/python3/site-packages/torch/optim/adam.py", "/ws/moe/experts.py",
+		"/usr/lib/libc10_cuda.so", "/ws/memory_profiler/hook.py"}
+	names := []string{"forward", "c10::cuda::CUDACachingAllocator::malloc", "step", "softmax", "expert_mlp", "backward",
+		"all_gather_into_tensor", "MultiheadAttention", "__torch_dispatch__"}
+	for _, rules := range [][]Rule{nil, {
+		{Name: "A", Keywords: []string{"forward", "attention"}},
+		{Name: "B", Keywords: []string{"multihead attention", "adam", "train"}},
+		{Name: "C", Keywords: []string{"experts", "all gather"}},
+	}} {
+		decideAllTables(t, rules, files, names)
+	}
+}
+
+func decideAllTables(t *testing.T, rules []Rule, files, names []string) {
 	for _, frames := range []int{300, 200000} {
 		table := cycledFrames(files, names, frames)
 		for _, n := range []int{decideAllMin - 1, decideAllMin, 3 * decideAllMin} {
@@ -350,10 +364,10 @@ func TestDecideAllTables(t *testing.T) {
 			if (frames > ids) != (frames == 200000) {
 				t.Fatalf("%d frames, %d ids: the cases are not the ones meant", frames, ids)
 			}
-			c, ref := NewCategorizer(nil), NewCategorizer(nil)
+			c, ref := NewCategorizer(rules), NewCategorizer(rules)
 			for i, h := range c.decideAll(n, func(i int) Stack { return stacks[i] }) {
 				if got, want := c.decision(h), matchReference(ref, stacks[i]); got != want {
-					t.Fatalf("%d frames, %d stacks: stack %d %v: got %+v, want %+v", frames, n, i, stacks[i], got, want)
+					t.Fatalf("rules %v, %d frames, %d stacks: stack %d %v: got %+v, want %+v", rules != nil, frames, n, i, stacks[i], got, want)
 				}
 			}
 		}
