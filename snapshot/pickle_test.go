@@ -177,6 +177,11 @@ func TestBadInputs(t *testing.T) {
 		// A block's errors name their place in full (block binds with
 		// paths relative to the block and its segment prefixes them).
 		{"second block's state", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 32, pickletest.BlockDict(0, 16, 0, "inactive", nil), pickletest.Dict{{"address", 16}, {"size", 16}, {"requested_size", 0}, {"state", 5}})}}}), "segments[0].blocks[1].state: expected a string, found int"},
+		// A segment's errors too (segment binds with paths relative to
+		// the segment).
+		{"second segment's device", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.SegmentDict(0, 16), pickletest.Dict{{"device", 1 << 20}, {"address", 16}}}}}), "segments[1].device: device ordinal 1048576 out of range"},
+		{"segment's pool id", pickletest.Of(pickletest.Dict{{"segments", []any{pickletest.Dict{{"address", 16}, {"segment_pool_id", []any{"x", 0}}}}}}), "segments[0].segment_pool_id: expected an int, found str"},
+		{"segment a list", pickletest.Of(pickletest.Dict{{"segments", []any{[]any{1}}}}), "segments[0]: expected a dict, found list"},
 		{"frames given twice, the last no frames", dupFrames(), "device_traces[0][1].frames[0]: expected a frame dict, found str"},
 		{"unsupported protocol", []byte{pickletest.OpProto, 9, pickletest.OpNone, pickletest.OpStop}, "unsupported pickle protocol 9"},
 		{"protocol 0 text", []byte("I1\n."), "unrecognised content"},

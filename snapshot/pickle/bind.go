@@ -291,15 +291,18 @@ func (b *binder) segments(v val, path string) ([]schema.Segment, error) {
 	}
 	segs := make([]schema.Segment, len(items))
 	for i, it := range items {
-		if err := b.segment(it, &segs[i], path+"["+strconv.Itoa(i)+"]"); err != nil {
-			return nil, err
+		if err := b.segment(it, &segs[i]); err != nil {
+			return nil, under(path+"["+strconv.Itoa(i)+"]", err)
 		}
 	}
 	return segs, nil
 }
 
-func (b *binder) segment(v val, s *schema.Segment, path string) error {
-	kv, err := b.pairs(v, path)
+// segment binds a segment dict. Its errors' paths are relative to the
+// segment, as block's are: built for every key of every segment, the
+// paths were 13 ms of the bind of 31k segments.
+func (b *binder) segment(v val, s *schema.Segment) error {
+	kv, err := b.pairs(v, "")
 	if err != nil {
 		return err
 	}
@@ -311,31 +314,31 @@ func (b *binder) segment(v val, s *schema.Segment, path string) error {
 		switch b.keyRole(k) {
 		case keyDevice:
 			var d int64
-			d, err = b.integer(x, path+".device")
+			d, err = b.integer(x, ".device")
 			if err == nil && (d < 0 || d > 1<<16) {
-				err = errAt(path+".device", "device ordinal %d out of range", d)
+				err = errAt(".device", "device ordinal %d out of range", d)
 			}
 			s.Device = int(d)
 		case keyAddress:
-			s.Address, err = b.addr(x, path+".address")
+			s.Address, err = b.addr(x, ".address")
 		case keyTotalSize:
-			s.TotalSize, err = b.size(x, path+".total_size")
+			s.TotalSize, err = b.size(x, ".total_size")
 		case keyAllocatedSize:
-			s.AllocatedSize, err = b.size(x, path+".allocated_size")
+			s.AllocatedSize, err = b.size(x, ".allocated_size")
 		case keyActiveSize:
-			s.ActiveSize, err = b.size(x, path+".active_size")
+			s.ActiveSize, err = b.size(x, ".active_size")
 		case keyRequestedSize:
-			s.RequestedSize, err = b.size(x, path+".requested_size")
+			s.RequestedSize, err = b.size(x, ".requested_size")
 		case keyStream:
-			s.Stream, err = b.addr(x, path+".stream")
+			s.Stream, err = b.addr(x, ".stream")
 		case keySegmentType:
-			s.Type, err = b.text(x, path+".segment_type")
+			s.Type, err = b.text(x, ".segment_type")
 		case keySegmentPoolID:
-			s.PoolID, err = b.poolID(x, path+".segment_pool_id")
+			s.PoolID, err = b.poolID(x, ".segment_pool_id")
 		case keyIsExpandable:
 			s.Expandable = b.boolean(x)
 		case keyFrames:
-			s.Frames, err = b.stack(x, path+".frames")
+			s.Frames, err = b.stack(x, ".frames")
 		case keyBlocks:
 			blocks, haveBlocks = x, true
 		default:
@@ -346,11 +349,11 @@ func (b *binder) segment(v val, s *schema.Segment, path string) error {
 		}
 	}
 	if haveBlocks {
-		items, err := b.list(blocks, path+".blocks")
+		items, err := b.list(blocks, ".blocks")
 		if err != nil {
 			return err
 		}
-		if err := b.spend(len(items), path+".blocks"); err != nil {
+		if err := b.spend(len(items), ".blocks"); err != nil {
 			return err
 		}
 		s.Blocks = make([]schema.Block, len(items))
@@ -359,7 +362,7 @@ func (b *binder) segment(v val, s *schema.Segment, path string) error {
 		for i, it := range items {
 			bl := &s.Blocks[i]
 			if err := b.block(it, bl, next); err != nil {
-				return under(path+".blocks["+strconv.Itoa(i)+"]", err)
+				return under(".blocks["+strconv.Itoa(i)+"]", err)
 			}
 			next = bl.Address + uint64(bl.Size)
 			covered += bl.Size
