@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -108,6 +109,120 @@ func TestSortAllocKeysInRuns(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("n %d, procs %d: runMerger yields %d keys, not one sort's %d in order", n, procs, len(got), len(want))
+			}
+		}
+	}
+}
+
+// TestHistBuckets: sizes on both sides of every power of two, the largest
+// int64 and sizes of 0 or less land in the bucket whose [Lo, 2*Lo) holds
+// them (Lo 0 for the latter), ascending, empty buckets left out.
+func TestHistBuckets(t *testing.T) {
+	var sizes []int64
+	for k := range 63 {
+		p := int64(1) << k
+		sizes = append(sizes, p-1, p, p+1)
+	}
+	sizes = append(sizes, math.MaxInt64, 0, -5, math.MinInt64)
+	var h histBuckets
+	want := map[int64]Bucket{}
+	for _, s := range sizes {
+		h.add(s)
+		lo := int64(0)
+		for p := int64(1); s > 0 && p > 0 && p <= s; p <<= 1 {
+			lo = p
+		}
+		b := want[lo]
+		b.Lo, b.Count, b.Bytes = lo, b.Count+1, b.Bytes+s
+		want[lo] = b
+	}
+	got := h.histogram()
+	if len(got) != len(want) {
+		t.Fatalf("%d buckets, want %d", len(got), len(want))
+	}
+	for i, b := range got {
+		if i > 0 && got[i-1].Lo >= b.Lo {
+			t.Fatalf("buckets out of order at %d: %v", i, got)
+		}
+		if w := want[b.Lo]; b != w {
+			t.Errorf("bucket %d: %+v, want %+v", b.Lo, b, w)
+		}
+	}
+}
+
+// TestAllocationsInOrder: the analysis lists the active blocks largest
+// first, ties by address, each with its segment's facts and its frames or,
+// for a block without frames, those of the last alloc at its address in
+// the trace; on one goroutine and on several (both sides of
+// allocsPerWorker), over segments of many sizes.
+func TestAllocationsInOrder(t *testing.T) {
+	table := cycledFrames([]string{"/ws/model.py", "/ws/train.py"}, []string{"forward", "step"}, 100)
+	for _, n := range []int{1, allocsPerWorker - 1, 3*allocsPerWorker + 5} {
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		s := &Snapshot{}
+		var trace []TraceEntry
+		type want struct {
+			size      int64
+			addr      uint64
+			seg       uint64
+			frame     uint32 // the first frame's id, or 1<<31 for none
+			fromTrace bool
+		}
+		var wants []want
+		addr := uint64(1 << 40)
+		for len(wants) < n {
+			seg := Segment{Address: addr, Stream: uint64(len(s.Segments)), Type: "large"}
+			for range 1 + rng.IntN(40) {
+				b := Block{Address: addr, Size: 512 * int64(1+rng.IntN(8)), State: StateActiveAllocated}
+				if rng.IntN(5) == 0 {
+					b.State = StateInactive
+				}
+				w := want{size: b.Size, addr: b.Address, seg: seg.Stream, frame: 1 << 31}
+				switch rng.IntN(3) {
+				case 0:
+					id := uint32(rng.IntN(100))
+					b.Frames, w.frame = NewStack(table, []uint32{id}), id
+				case 1: // none of its own: the trace's last alloc at its address
+					for k := range 2 {
+						id := uint32(rng.IntN(100))
+						st := s.AddStack(NewStack(table, []uint32{id}))
+						trace = append(trace, TraceEntry{Addr: b.Address, Size: b.Size, Stack: st}.With(ActionAlloc))
+						if k == 1 {
+							w.frame, w.fromTrace = id, true
+						}
+					}
+				}
+				seg.Blocks = append(seg.Blocks, b)
+				seg.TotalSize += b.Size
+				addr += uint64(b.Size)
+				if b.State == StateActiveAllocated && len(wants) < n {
+					wants = append(wants, w)
+				} else if b.State == StateActiveAllocated {
+					seg.Blocks = seg.Blocks[:len(seg.Blocks)-1] // n exactly
+				}
+			}
+			s.Segments = append(s.Segments, seg)
+		}
+		s.Traces = [][]TraceEntry{trace}
+		slices.SortFunc(wants, func(x, y want) int {
+			if x.size != y.size {
+				return cmp.Compare(y.size, x.size)
+			}
+			return cmp.Compare(x.addr, y.addr)
+		})
+		got := Analyze(s, nil).Devices[0].Allocations
+		if len(got) != n {
+			t.Fatalf("%d blocks: %d allocations", n, len(got))
+		}
+		for i, a := range got {
+			w := wants[i]
+			frame := uint32(1 << 31)
+			if a.Frames.Len() > 0 {
+				frame = a.Frames.ID(0)
+			}
+			if a.Size != w.size || a.Address != w.addr || a.Stream != w.seg || frame != w.frame || a.FramesFromTrace != w.fromTrace {
+				t.Fatalf("%d blocks, allocation %d: size %d addr %#x stream %d frame %d from trace %v; want %+v",
+					n, i, a.Size, a.Address, a.Stream, frame, a.FramesFromTrace, w)
 			}
 		}
 	}
