@@ -42,6 +42,7 @@ type binder struct {
 	extrasMax    int // tests: fewer TraceExtras than schema.MaxTraceExtras
 	extraByValue map[schema.TraceExtra]uint32
 	extraOfRaw   []uint32
+	blockSlab    []schema.Block // what is left of newBlocks' array
 }
 
 // maxRecordsPerByte bounds records per input byte. An honest snapshot spends
@@ -356,7 +357,7 @@ func (b *binder) segment(v val, s *schema.Segment) error {
 		if err := b.spend(len(items), ".blocks"); err != nil {
 			return err
 		}
-		s.Blocks = make([]schema.Block, len(items))
+		s.Blocks = b.newBlocks(len(items))
 		next := s.Address
 		var covered int64
 		for i, it := range items {
@@ -373,6 +374,24 @@ func (b *binder) segment(v val, s *schema.Segment) error {
 	}
 	return nil
 }
+
+// newBlocks is a segment's n blocks, cut from a slab of blockSlab blocks
+// shared by segments of fewer: made one by one, the 9k small arrays of
+// 300k blocks were 7 ms of their bind.
+func (b *binder) newBlocks(n int) []schema.Block {
+	if n >= blockSlab {
+		return make([]schema.Block, n)
+	}
+	if n > len(b.blockSlab) {
+		b.blockSlab = make([]schema.Block, blockSlab)
+	}
+	out := b.blockSlab[:n:n]
+	b.blockSlab = b.blockSlab[n:]
+	return out
+}
+
+// blockSlab is how many blocks newBlocks cuts from one array.
+const blockSlab = 4096
 
 func (b *binder) poolID(v val, path string) ([2]int64, error) {
 	var id [2]int64

@@ -292,3 +292,32 @@ func TestActionCache(t *testing.T) {
 		t.Errorf("%d ids in the map, want the 3 from actionSmall on", len(c.more))
 	}
 }
+
+// TestNewBlocks: segments' blocks cut from one slab (fewer than blockSlab)
+// never share an element, and each ends at its own length, so that an
+// append cannot write over the next segment's; blockSlab blocks or more
+// have an array of their own.
+func TestNewBlocks(t *testing.T) {
+	b := &binder{}
+	var all [][]schema.Block
+	for _, n := range []int{1, 0, blockSlab - 1, 3, blockSlab, blockSlab + 1, 7, blockSlab / 2, blockSlab / 2} {
+		bl := b.newBlocks(n)
+		if len(bl) != n || cap(bl) != n {
+			t.Fatalf("%d blocks: len %d, cap %d", n, len(bl), cap(bl))
+		}
+		for i := range bl {
+			bl[i].Size = int64(len(all) + 1) // whose it is
+		}
+		all = append(all, bl)
+	}
+	for k := range all {
+		all[k] = append(all[k], schema.Block{Size: -1}) // a new array, never the next one's
+	}
+	for k, bl := range all {
+		for i := range bl[:len(bl)-1] {
+			if bl[i].Size != int64(k+1) {
+				t.Fatalf("segment %d's block %d was written by segment %d", k, i, bl[i].Size-1)
+			}
+		}
+	}
+}
