@@ -122,8 +122,14 @@ func TestJoinRecordsOnAllCores(t *testing.T) {
 
 // TestJoinContainersOnAllCores: the helper's containers copied on several
 // cores (frames, stacks, trace lists and entries renumbered; generic ones
-// rebuilt after, in order) are what one core makes of them.
+// keep their items where the helper put them, renumbered, spilled ones
+// too) are what one core makes of them, and the main machine's own
+// containers keep theirs.
 func TestJoinContainersOnAllCores(t *testing.T) {
+	big := make([]val, chunkLen+5) // spilled: more than a chunk
+	for i := range big {
+		big[i] = val{k: kStr, ref: uint32(i % 2)}
+	}
 	for _, n := range []int{5, 2*chunkLen + 33, 3*chunkLen + 1} {
 		build := func() *joiner {
 			h := newDecoder(nil)
@@ -141,10 +147,12 @@ func TestJoinContainersOnAllCores(t *testing.T) {
 					h.newCont(kList, []val{{k: kInt, i: int64(i)}, {k: kStr, ref: uint32(i % 2)}, {k: kList, ref: uint32(i - 1)}})
 				}
 			}
+			h.newCont(kTuple, big)
 			d := newDecoder(nil)
-			for range 100 {
-				d.g.conts.push(container{kind: cGeneric})
+			for i := range 99 {
+				d.newCont(kList, []val{{k: kInt, i: int64(i)}, {k: kStr, ref: 1}})
 			}
+			d.newCont(kList, make([]val, chunkLen+1)) // the main machine's spilled list: 100 kNones
 			return &joiner{d: d, h: h, strs: []uint32{7, 8}, frames: []uint32{20, 21, 22}, stacks: []uint32{30, 31},
 				conts: 100, traces: 1000}
 		}
@@ -162,8 +170,20 @@ func TestJoinContainersOnAllCores(t *testing.T) {
 		one := build()
 		one.containers(1)
 		want := canon(one)
-		if got := one.d.g.conts.len(); got != 100+n {
-			t.Fatalf("%d containers: %d after the join, want %d", n, got, 100+n)
+		if got := one.d.g.conts.len(); got != 100+n+1 {
+			t.Fatalf("%d containers: %d after the join, want %d", n, got, 100+n+1)
+		}
+		if got := one.d.g.seq(val{k: kList, ref: 99}); len(got) != chunkLen+1 || got[0].k != kNone {
+			t.Fatalf("%d containers: the main machine's spilled list holds %d items, first %v", n, len(got), got[0])
+		}
+		for i := range uint32(99) {
+			if got, want := fmt.Sprint(one.d.g.seq(val{k: kList, ref: i})), fmt.Sprint([]val{{k: kInt, i: int64(i)}, {k: kStr, ref: 1}}); got != want {
+				t.Fatalf("%d containers: the main machine's list %d holds %s, want %s", n, i, got, want)
+			}
+		}
+		spilled := one.d.g.seq(val{k: kTuple, ref: 100 + uint32(n)})
+		if len(spilled) != len(big) || spilled[0] != (val{k: kStr, ref: 7}) || spilled[len(big)-1] != (val{k: kStr, ref: 7 + uint32(len(big)-1)%2}) {
+			t.Fatalf("%d containers: the helper's spilled tuple became %d items (%v ... %v)", n, len(spilled), spilled[0], spilled[len(spilled)-1])
 		}
 		for i, want := range []container{{kind: cFrame, start: 20}, {kind: cStack, start: 31, n: 3},
 			{kind: cTraceList, start: 1002, n: 4}, {kind: cTrace, start: 1003}} {
