@@ -1,5 +1,7 @@
 package pickle
 
+import "unsafe"
+
 import "memscope/snapshot/schema"
 
 type vkind uint8
@@ -193,6 +195,12 @@ type graph struct {
 }
 
 func (g *graph) cont(id uint32) *container { return g.conts.at(id) }
+
+// genericBytes is the heap the graph's containers and their items take.
+func (g *graph) genericBytes() int64 {
+	return int64(len(g.items.chunks))*chunkLen*int64(unsafe.Sizeof(val{})) +
+		int64(len(g.conts.chunks))*chunkLen*int64(unsafe.Sizeof(container{})) + 16*g.spilled
+}
 
 // internExtra returns x's extra index (see rawTrace.extra); ok is false
 // when the table is full.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestJoinRecordsOnAllCores: the helper's trace records, copied after the
@@ -439,5 +440,35 @@ func TestFrameNamedAgreesWithResolve(t *testing.T) {
 	}
 	if frames != 9 { // 0, 1, 5, 6, 7, 9, 10, 11, 12
 		t.Errorf("%d entries named frames, want 9", frames)
+	}
+}
+
+// TestCollectAfter: binding collects the graph after it for input over
+// GCThreshold, or for generic containers over genericGCMin, on both sides
+// of each; the containers' own chunks and spilled items count.
+func TestCollectAfter(t *testing.T) {
+	itemChunk := chunkLen * int(unsafe.Sizeof(val{}))
+	contChunk := chunkLen * int(unsafe.Sizeof(container{}))
+	for _, c := range []struct {
+		size, items, conts int
+		spilled            int64
+		want               bool
+	}{
+		{GCThreshold, 0, 0, 0, false},
+		{GCThreshold + 1, 0, 0, 0, true},
+		{1 << 20, genericGCMin / itemChunk, 0, 0, false},
+		{1 << 20, genericGCMin/itemChunk + 1, 0, 0, true},
+		{1 << 20, genericGCMin/itemChunk - 1, itemChunk / contChunk, 0, false},
+		{1 << 20, genericGCMin/itemChunk - 1, itemChunk/contChunk + 1, 0, true},
+		{1 << 20, genericGCMin/itemChunk - 1, 0, int64(itemChunk / 16), false},
+		{1 << 20, genericGCMin/itemChunk - 1, 0, int64(itemChunk/16) + 1, true},
+	} {
+		g := &graph{spilled: c.spilled}
+		g.items.chunks = make([][]val, c.items)
+		g.conts.chunks = make([][]container, c.conts)
+		if got := collectAfter(c.size, g); got != c.want {
+			t.Errorf("%d bytes of input, %d item chunks, %d container chunks, %d spilled: %v, want %v",
+				c.size, c.items, c.conts, c.spilled, got, c.want)
+		}
 	}
 }
