@@ -436,6 +436,12 @@ func TestOneDetectionForEveryCommand(t *testing.T) {
 	if err := os.WriteFile(other, []byte(`{"foo": [1, 2, 3]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// What torch.save writes: a zip archive whose first member is
+	// archive/data.pkl.
+	saved := filepath.Join(dir, "snapshot.pt")
+	if err := os.WriteFile(saved, append([]byte("PK\x03\x04\x00\x00\x00\x00"), "archive/data.pkl"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const (
 		megatron = "testdata/traces/megatron_trace_memory/real/memory_trace_rank0_wd4_tp1_pp2_l32_bs1.json"
 		snap     = "testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle"
@@ -446,6 +452,7 @@ func TestOneDetectionForEveryCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"report", other}, "JSON that is neither an allocator snapshot, an estimate nor a memory trace"},
+		{[]string{"report", saved}, "a zip archive (torch.save writes these; memscope reads the pickle torch.cuda.memory._dump_snapshot writes), not what memscope report reads"},
 		{[]string{"report", megatron}, "a Megatron memory trace, not what memscope report reads: use memscope compare"},
 		{[]string{"report", log}, "a torchtitan training log, not what memscope report reads: use memscope compare"},
 		{[]string{"report", "testdata/traces/megatron_trace_memory"}, "holds 6 memory trace files: use memscope compare"},

@@ -63,6 +63,9 @@ func unknownWhat(path string) string {
 	switch {
 	case n == 0:
 		return "an empty file"
+	case bytes.HasPrefix(head[:n], []byte("PK\x03\x04")):
+		// torch.save writes a zip archive, even of a snapshot's dict.
+		return "a zip archive (torch.save writes these; memscope reads the pickle torch.cuda.memory._dump_snapshot writes)"
 	case len(t) > 0 && (t[0] == '{' || t[0] == '['):
 		return "JSON that is neither an allocator snapshot, an estimate nor a memory trace"
 	case bytes.IndexByte(head[:n], 0) >= 0:
