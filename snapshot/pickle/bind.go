@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"fmt"
+	"memscope/internal/par"
 	"runtime"
 	"sort"
 	"strconv"
@@ -291,21 +292,192 @@ func (b *binder) segments(v val, path string) ([]schema.Segment, error) {
 		return nil, err
 	}
 	segs := make([]schema.Segment, len(items))
+	// The segments' own keys are bound in order, their blocks a run of
+	// segments at a time (segmentBlocks): before a segment whose frames
+	// the binder interns, so that stacks are numbered as one by one.
+	var run []segmentBlocks
+	flush := func() error {
+		err := b.blocksOf(segs, run, path)
+		run = run[:0]
+		return err
+	}
 	for i, it := range items {
-		if err := b.segment(it, &segs[i]); err != nil {
+		if b.internsFrames(it) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		blocks, err := b.segment(it, &segs[i])
+		if err != nil {
+			if err := flush(); err != nil {
+				return nil, err // an earlier segment's block comes first
+			}
 			return nil, under(path+"["+strconv.Itoa(i)+"]", err)
 		}
+		if len(blocks) > 0 {
+			run = append(run, segmentBlocks{seg: i, items: blocks})
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	return segs, nil
 }
 
-// segment binds a segment dict. Its errors' paths are relative to the
+// segmentBlocks is a segment's block dicts, to bind into its Blocks.
+type segmentBlocks struct {
+	seg   int
+	items []val
+}
+
+// internsFrames reports whether binding segment dict v interns a stack:
+// frames that are a list the decoder did not intern.
+func (b *binder) internsFrames(v val) bool {
+	if v.k != kDict || b.g.cont(v.ref).kind != cGeneric {
+		return false
+	}
+	kv := b.g.seq(v)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if b.keyRole(kv[i]) == keyFrames {
+			if x := kv[i+1]; (x.k == kList || x.k == kTuple) && b.g.cont(x.ref).n > 0 && b.g.cont(x.ref).kind != cStack {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// blocksOf binds the blocks of run's segments (their keys bound): those
+// that need only reads (quickBlock) on every core from quickBlocksMin
+// blocks, then the others in order, as block binds them, each address
+// defaulting to the end of the block before.
+func (b *binder) blocksOf(segs []schema.Segment, run []segmentBlocks, path string) error {
+	total := 0
+	for _, r := range run {
+		total += len(r.items)
+	}
+	var done []bool // by block of the run, in order: bound by quickBlock
+	if workers := min(b.workers, total/quickBlocksMin); workers > 1 {
+		done = make([]bool, total)
+		from := make([]int, len(run)+1) // each segment's first block in done
+		for k, r := range run {
+			from[k+1] = from[k] + len(r.items)
+		}
+		par.Each(workers, func(w int) {
+			// Whole segments, about total/workers blocks each.
+			lo, hi := w*total/workers, (w+1)*total/workers
+			for k, r := range run {
+				if from[k] < lo || from[k] >= hi {
+					continue
+				}
+				s := &segs[r.seg]
+				for i, it := range r.items {
+					done[from[k]+i] = b.quickBlock(it, &s.Blocks[i])
+				}
+			}
+		})
+	}
+	at := 0
+	for _, r := range run {
+		s := &segs[r.seg]
+		next := s.Address
+		var covered int64
+		for i, it := range r.items {
+			bl := &s.Blocks[i]
+			if done == nil || !done[at+i] {
+				*bl = schema.Block{}
+				if err := b.block(it, bl, next); err != nil {
+					return under(path+"["+strconv.Itoa(r.seg)+"].blocks["+strconv.Itoa(i)+"]", err)
+				}
+			}
+			next = bl.Address + uint64(bl.Size)
+			covered += bl.Size
+		}
+		at += len(r.items)
+		if covered != s.TotalSize {
+			b.warn("segment blocks do not tile the segment (block sizes sum differs from total_size)")
+		}
+	}
+	return nil
+}
+
+// quickBlocksMin is the fewest blocks bound on several cores.
+const quickBlocksMin = 1 << 13
+
+// quickBlock binds block dict v into bl as block does, when that needs
+// only reads: its own address, sizes, a known state, frames that are None,
+// an empty list or a stack interned while decoding, and no other key;
+// false otherwise (block then binds it, warns or fails).
+func (b *binder) quickBlock(v val, bl *schema.Block) bool {
+	if v.k != kDict || b.g.cont(v.ref).kind != cGeneric {
+		return false
+	}
+	kv := b.g.seq(v)
+	haveAddr, haveReq := false, false
+	var err error
+	for i := 0; i+1 < len(kv) && err == nil; i += 2 {
+		x := kv[i+1]
+		switch b.keyRole(kv[i]) {
+		case keyAddress:
+			bl.Address, err = b.addr(x, "")
+			haveAddr = true
+		case keySize:
+			bl.Size, err = b.size(x, "")
+		case keyRequestedSize:
+			bl.RequestedSize, err = b.size(x, "")
+			haveReq = true
+		case keyState:
+			if x.k != kStr && x.k != kBytes {
+				return false
+			}
+			var ok bool
+			if bl.State, ok = schema.ParseState(b.str(x)); !ok {
+				return false // warned about by block
+			}
+		case keyFrames:
+			id := uint32(0)
+			switch x.k {
+			case kNone:
+				continue
+			case kStack:
+				id = x.ref
+			case kList, kTuple:
+				c := b.g.cont(x.ref)
+				if c.n == 0 {
+					continue
+				}
+				if c.kind != cStack {
+					return false // interned by the binder
+				}
+				id = c.start
+			default:
+				return false
+			}
+			if int(id) >= len(b.stacks) || b.stacks[id].Len() == 0 {
+				return false
+			}
+			bl.Frames = b.stacks[id]
+		default:
+			return false // history, or a key block warns about
+		}
+	}
+	if err != nil || !haveAddr {
+		return false
+	}
+	if !haveReq && bl.State.Active() {
+		bl.RequestedSize = bl.Size
+	}
+	return true
+}
+
+// segment binds a segment dict's keys and returns its block dicts, for
+// which it made room in s.Blocks. Its errors' paths are relative to the
 // segment, as block's are: built for every key of every segment, the
 // paths were 13 ms of the bind of 31k segments.
-func (b *binder) segment(v val, s *schema.Segment) error {
+func (b *binder) segment(v val, s *schema.Segment) ([]val, error) {
 	kv, err := b.pairs(v, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var blocks val
 	haveBlocks := false
@@ -346,33 +518,21 @@ func (b *binder) segment(v val, s *schema.Segment) error {
 			b.warn(fmt.Sprintf("unknown segment key %q", b.keyName(k)))
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if haveBlocks {
-		items, err := b.list(blocks, ".blocks")
-		if err != nil {
-			return err
-		}
-		if err := b.spend(len(items), ".blocks"); err != nil {
-			return err
-		}
-		s.Blocks = b.newBlocks(len(items))
-		next := s.Address
-		var covered int64
-		for i, it := range items {
-			bl := &s.Blocks[i]
-			if err := b.block(it, bl, next); err != nil {
-				return under(".blocks["+strconv.Itoa(i)+"]", err)
-			}
-			next = bl.Address + uint64(bl.Size)
-			covered += bl.Size
-		}
-		if covered != s.TotalSize {
-			b.warn("segment blocks do not tile the segment (block sizes sum differs from total_size)")
-		}
+	if !haveBlocks {
+		return nil, nil
 	}
-	return nil
+	items, err := b.list(blocks, ".blocks")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.spend(len(items), ".blocks"); err != nil {
+		return nil, err
+	}
+	s.Blocks = b.newBlocks(len(items))
+	return items, nil
 }
 
 // newBlocks is a segment's n blocks, cut from a slab of blockSlab blocks

@@ -3,6 +3,9 @@ package pickle
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -317,6 +320,173 @@ func TestNewBlocks(t *testing.T) {
 		for i := range bl[:len(bl)-1] {
 			if bl[i].Size != int64(k+1) {
 				t.Fatalf("segment %d's block %d was written by segment %d", k, i, bl[i].Size-1)
+			}
+		}
+	}
+}
+
+// TestBlocksParallel: blocks bound on several cores are those of one core,
+// for every kind of block: plain ones with frames interned while decoding,
+// without frames, with frames the binder interns (dicts with a key more
+// than a frame's), torch
+// 2.0's history, an unknown key and an unknown state (warned about), no
+// address (the end of the block before), and segments whose own frames
+// the binder interns (the blocks before them bound first: stacks numbered
+// as one by one); on both sides of quickBlocksMin. An input with a bad
+// block in one segment and a bad key in a later one names the block.
+func TestBlocksParallel(t *testing.T) {
+	script := `
+import pickle, sys
+n, bad = int(sys.argv[2]), sys.argv[3] == 'true'
+frames = [{'filename': '/src/m%d.py' % (i % 7), 'name': 'f%d' % i, 'line': i} for i in range(60)]
+# Frames with a key more: no frame dicts to the decoder, so their lists are
+# interned by the binder.
+odd = [{'filename': '/src/o%d.py' % (i % 7), 'name': 'g%d' % i, 'line': i, 'extra': 1} for i in range(60)]
+segs, addr, i = [], 1 << 40, 0
+while i < n:
+    blocks, a = [], addr
+    for j in range(1 + i % 37):
+        if i >= n:
+            break
+        b = {'address': a, 'size': 512 * (1 + i % 9), 'requested_size': 500, 'state': 'active_allocated',
+             'frames': [frames[(i + k) % 60] for k in range(1 + i % 5)]}
+        kind = i % 23
+        if kind == 1:
+            b['frames'] = []
+        elif kind == 2:
+            b['frames'] = [odd[(i + k) % 60] for k in range(3)]
+        elif kind == 3:
+            del b['requested_size'], b['frames']
+            b['history'] = [{'real_size': 77, 'frames': [frames[i % 60]]}]
+        elif kind == 4:
+            b['mystery'] = 1
+        elif kind == 5:
+            b['state'] = 'odd'
+        elif kind == 6:
+            del b['address']
+        elif kind == 7:
+            b['state'] = 'inactive'
+            del b['requested_size']
+        elif kind == 8:
+            del b['requested_size']
+        if bad and i == n // 3:
+            b['size'] = -1
+        blocks.append(b)
+        a += b['size']
+        i += 1
+    seg = {'device': 0, 'address': addr, 'total_size': a - addr, 'stream': 0, 'segment_type': 'large', 'blocks': blocks}
+    if len(segs) % 50 == 7:
+        seg['frames'] = [odd[len(segs) % 60], odd[1]]
+    if bad and i > 2 * n // 3:
+        seg['device'] = 'x'
+    segs.append(seg)
+    addr = a + (1 << 21)
+pickle.dump({'segments': segs, 'device_traces': [[]]}, open(sys.argv[1], 'wb'), protocol=4)
+`
+	gen := func(n int, bad bool) []byte {
+		needPython(t)
+		out := filepath.Join(t.TempDir(), "blocks.pickle")
+		if b, err := exec.Command("python3", "-c", script, out, strconv.Itoa(n), strconv.FormatBool(bad)).CombinedOutput(); err != nil {
+			t.Fatalf("python: %v\n%s", err, b)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	bind := func(data []byte, workers int) (*schema.Snapshot, error) {
+		g, root, err := decodePickleCtx(context.Background(), data, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBinder(g, len(data))
+		b.workers = workers
+		return b.bindRoot(root)
+	}
+	// A stack by its frames and, for the order stacks are numbered in, its
+	// ids.
+	stack := func(st schema.Stack) string {
+		var sb strings.Builder
+		for i, f := range st.All() {
+			fmt.Fprintf(&sb, "%d:%s:%d:%s ", st.ID(i), f.Filename, f.Line, f.Name)
+		}
+		return sb.String()
+	}
+	canon := func(s *schema.Snapshot) string {
+		var sb strings.Builder
+		for _, seg := range s.Segments {
+			fmt.Fprintf(&sb, "%d %#x %d %s|", seg.Device, seg.Address, seg.TotalSize, stack(seg.Frames))
+			for _, bl := range seg.Blocks {
+				fmt.Fprintf(&sb, "%#x %d %d %d %s;", bl.Address, bl.Size, bl.RequestedSize, bl.State, stack(bl.Frames))
+			}
+		}
+		for _, st := range s.Stacks {
+			fmt.Fprint(&sb, stack(st), ",")
+		}
+		fmt.Fprint(&sb, s.Warnings)
+		return sb.String()
+	}
+	for _, n := range []int{quickBlocksMin - 1, 3*quickBlocksMin + 11} {
+		data := gen(n, false)
+		one, err := bind(data, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := 0
+		for _, seg := range one.Segments {
+			blocks += len(seg.Blocks)
+		}
+		if blocks != n || len(one.Warnings) != 2 {
+			t.Fatalf("%d blocks: one core bound %d, warnings %q", n, blocks, one.Warnings)
+		}
+		// The stacks the binder interned (of the odd frames) are numbered
+		// in the order the input holds them, as one by one.
+		index := map[schema.StackKey]int{}
+		for k, st := range one.Stacks {
+			if st.Len() > 0 {
+				index[st.Key()] = k
+			}
+		}
+		last, seen := -1, map[int]bool{}
+		order := func(st schema.Stack) {
+			if st.Len() == 0 || !strings.HasPrefix(st.At(0).Filename, "/src/o") {
+				return
+			}
+			k, ok := index[st.Key()]
+			if !ok {
+				t.Fatalf("%d blocks: a stack of odd frames is not among the snapshot's", n)
+			}
+			if !seen[k] {
+				if k < last {
+					t.Fatalf("%d blocks: stack %d met after stack %d", n, k, last)
+				}
+				seen[k], last = true, k
+			}
+		}
+		for _, seg := range one.Segments {
+			order(seg.Frames)
+			for _, bl := range seg.Blocks {
+				order(bl.Frames)
+			}
+		}
+		if len(seen) < 10 {
+			t.Fatalf("%d blocks: only %d stacks of odd frames", n, len(seen))
+		}
+		want := canon(one)
+		for _, workers := range []int{2, 3} {
+			s, err := bind(data, workers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := canon(s); got != want {
+				t.Errorf("%d blocks on %d cores: differ from one core's", n, workers)
+			}
+		}
+		bad := gen(n, true)
+		for _, workers := range []int{1, 2} {
+			if _, err := bind(bad, workers); err == nil || !strings.Contains(err.Error(), ".blocks[") || !strings.Contains(err.Error(), "negative size -1") {
+				t.Errorf("%d blocks on %d cores, two errors: %v; want the block's", n, workers, err)
 			}
 		}
 	}
