@@ -389,11 +389,12 @@ func (j *joiner) adoptItems(cores int) {
 	j.items = uint32(len(mi.chunks)) << chunkBits
 	j.spills = uint32(len(d.g.spills))
 	var chunks [][]val
-	if hg.n > 0 {
-		chunks = hg.chunks[:(hg.n+chunkMask)>>chunkBits]
+	n := hg.n // the helper's items, in its chunks from the first
+	if n > 0 {
+		chunks = hg.chunks[:(n+chunkMask)>>chunkBits]
 		mi.chunks = append(mi.chunks, chunks...)
 		mi.mapped = append(mi.mapped, hg.mapped[:len(chunks)]...)
-		mi.n = j.items + hg.n
+		mi.n = j.items + n
 	}
 	spills := j.h.g.spills
 	d.g.spills = append(d.g.spills, spills...)
@@ -401,18 +402,13 @@ func (j *joiner) adoptItems(cores int) {
 	// The helper no longer holds them: its graph is freed, not these.
 	*hg = chunked[val]{}
 	j.h.g.spills, j.h.g.spilled = nil, 0
-	n := len(chunks) + len(spills)
-	workers := max(1, min(cores, n))
+	parts := len(chunks) + len(spills)
+	workers := max(1, min(cores, parts))
 	par.Each(workers, func(w int) {
-		for k := w; k < n; k += workers {
-			s := []val(nil)
+		for k := w; k < parts; k += workers {
+			var s []val
 			if k < len(chunks) {
-				s = chunks[k]
-				if end := int(j.items>>chunkBits) + k; uint32(end)<<chunkBits >= mi.n {
-					s = nil // past the last item
-				} else if last := mi.n - uint32(end)<<chunkBits; last < chunkLen {
-					s = s[:last]
-				}
+				s = chunks[k][:min(chunkLen, n-uint32(k)<<chunkBits)]
 			} else {
 				s = spills[k-len(chunks)]
 			}
