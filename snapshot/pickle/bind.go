@@ -348,9 +348,9 @@ func (b *binder) internsFrames(v val) bool {
 }
 
 // blocksOf binds the blocks of run's segments (their keys bound): those
-// that need only reads (quickBlock) on every core from quickBlocksMin
-// blocks, then the others in order, as block binds them, each address
-// defaulting to the end of the block before.
+// that need only reads (quickBlock) on every core, quickBlocksMin blocks
+// at least each, then the others in order, as block binds them, each
+// address defaulting to the end of the block before.
 func (b *binder) blocksOf(segs []schema.Segment, run []segmentBlocks, path string) error {
 	total := 0
 	for _, r := range run {
@@ -401,7 +401,7 @@ func (b *binder) blocksOf(segs []schema.Segment, run []segmentBlocks, path strin
 	return nil
 }
 
-// quickBlocksMin is the fewest blocks bound on several cores.
+// quickBlocksMin is the fewest blocks worth a goroutine of their own.
 const quickBlocksMin = 1 << 13
 
 // quickBlock binds block dict v into bl as block does, when that needs

@@ -375,7 +375,7 @@ while i < n:
         a += b['size']
         i += 1
     seg = {'device': 0, 'address': addr, 'total_size': a - addr, 'stream': 0, 'segment_type': 'large', 'blocks': blocks}
-    if len(segs) % 50 == 7:
+    if len(segs) in (7, n // 40):
         seg['frames'] = [odd[len(segs) % 60], odd[1]]
     if bad and i > 2 * n // 3:
         seg['device'] = 'x'
@@ -427,7 +427,7 @@ pickle.dump({'segments': segs, 'device_traces': [[]]}, open(sys.argv[1], 'wb'), 
 		fmt.Fprint(&sb, s.Warnings)
 		return sb.String()
 	}
-	for _, n := range []int{quickBlocksMin - 1, 3*quickBlocksMin + 11} {
+	for _, n := range []int{2*quickBlocksMin - 1, 5*quickBlocksMin + 11} {
 		data := gen(n, false)
 		one, err := bind(data, 1)
 		if err != nil {
