@@ -409,65 +409,8 @@ const quickBlocksMin = 1 << 13
 // an empty list or a stack interned while decoding, and no other key;
 // false otherwise (block then binds it, warns or fails).
 func (b *binder) quickBlock(v val, bl *schema.Block) bool {
-	if v.k != kDict || b.g.cont(v.ref).kind != cGeneric {
-		return false
-	}
-	kv := b.g.seq(v)
-	haveAddr, haveReq := false, false
-	var err error
-	for i := 0; i+1 < len(kv) && err == nil; i += 2 {
-		x := kv[i+1]
-		switch b.keyRole(kv[i]) {
-		case keyAddress:
-			bl.Address, err = b.addr(x, "")
-			haveAddr = true
-		case keySize:
-			bl.Size, err = b.size(x, "")
-		case keyRequestedSize:
-			bl.RequestedSize, err = b.size(x, "")
-			haveReq = true
-		case keyState:
-			if x.k != kStr && x.k != kBytes {
-				return false
-			}
-			var ok bool
-			if bl.State, ok = schema.ParseState(b.str(x)); !ok {
-				return false // warned about by block
-			}
-		case keyFrames:
-			id := uint32(0)
-			switch x.k {
-			case kNone:
-				continue
-			case kStack:
-				id = x.ref
-			case kList, kTuple:
-				c := b.g.cont(x.ref)
-				if c.n == 0 {
-					continue
-				}
-				if c.kind != cStack {
-					return false // interned by the binder
-				}
-				id = c.start
-			default:
-				return false
-			}
-			if int(id) >= len(b.stacks) || b.stacks[id].Len() == 0 {
-				return false
-			}
-			bl.Frames = b.stacks[id]
-		default:
-			return false // history, or a key block warns about
-		}
-	}
-	if err != nil || !haveAddr {
-		return false
-	}
-	if !haveReq && bl.State.Active() {
-		bl.RequestedSize = bl.Size
-	}
-	return true
+	ok, err := b.bindBlock(v, bl, 0, true)
+	return ok && err == nil
 }
 
 // segment binds a segment dict's keys and returns its block dicts, for
@@ -580,9 +523,20 @@ func (b *binder) poolID(v val, path string) ([2]int64, error) {
 // like were most of the bind of a snapshot of 300k live blocks (75 ms of
 // string concatenation), for errors that almost never come.
 func (b *binder) block(v val, bl *schema.Block, defaultAddr uint64) error {
+	_, err := b.bindBlock(v, bl, defaultAddr, false)
+	return err
+}
+
+// bindBlock is block, or with quick set quickBlock: it then writes
+// nothing but bl, and says false (with bl partly written) where block
+// would warn, intern frames, default the address or read the history.
+func (b *binder) bindBlock(v val, bl *schema.Block, defaultAddr uint64, quick bool) (bool, error) {
+	if quick && (v.k != kDict || b.g.cont(v.ref).kind != cGeneric) {
+		return false, nil
+	}
 	kv, err := b.pairs(v, "")
 	if err != nil {
-		return err
+		return false, err
 	}
 	haveAddr, haveReq, haveFrames := false, false, false
 	var history val
@@ -605,46 +559,65 @@ func (b *binder) block(v val, bl *schema.Block, defaultAddr uint64) error {
 			var ok bool
 			bl.State, ok = schema.ParseState(st)
 			if !ok && err == nil {
+				if quick {
+					return false, nil
+				}
 				b.warn(fmt.Sprintf("unknown block state %q (kept, counted as neither active nor free)", st))
 			}
 		case keyFrames:
-			bl.Frames, err = b.stack(x, ".frames")
+			if quick {
+				var ok bool
+				if bl.Frames, ok = b.internedStack(x); !ok {
+					return false, nil
+				}
+			} else {
+				bl.Frames, err = b.stack(x, ".frames")
+			}
 			haveFrames = true
 		case keyHistory:
+			if quick {
+				return false, nil
+			}
 			history, haveHistory = x, true
 		default:
+			if quick {
+				return false, nil
+			}
 			b.warn(fmt.Sprintf("unknown block key %q", b.keyName(k)))
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
 	if !haveAddr {
+		if quick {
+			return false, nil
+		}
 		bl.Address = defaultAddr
 	}
 	if haveHistory && (!haveReq || !haveFrames) {
 		// torch ~2.0: requested size and frames live in history[0].
 		items, err := b.list(history, ".history")
 		if err != nil {
-			return err
+			return false, err
 		}
 		if len(items) > 0 {
 			hkv, err := b.pairs(items[0], ".history[0]")
 			if err != nil {
-				return err
+				return false, err
 			}
 			for i := 0; i < len(hkv); i += 2 {
 				switch b.keyRole(hkv[i]) {
 				case keyRealSize:
 					if !haveReq {
 						if bl.RequestedSize, err = b.size(hkv[i+1], ".history[0].real_size"); err != nil {
-							return err
+							return false, err
 						}
 					}
 				case keyFrames:
 					if !haveFrames {
 						if bl.Frames, err = b.stack(hkv[i+1], ".history[0].frames"); err != nil {
-							return err
+							return false, err
 						}
 					}
 				}
@@ -654,5 +627,32 @@ func (b *binder) block(v val, bl *schema.Block, defaultAddr uint64) error {
 	if !haveReq && !haveHistory && bl.State.Active() {
 		bl.RequestedSize = bl.Size
 	}
-	return nil
+	return true, nil
+}
+
+// internedStack is stack for frames that are None, an empty list or a
+// stack interned while decoding, reading only; false for others.
+func (b *binder) internedStack(x val) (schema.Stack, bool) {
+	id := uint32(0)
+	switch x.k {
+	case kNone:
+		return schema.Stack{}, true
+	case kStack:
+		id = x.ref
+	case kList, kTuple:
+		c := b.g.cont(x.ref)
+		if c.n == 0 {
+			return schema.Stack{}, true
+		}
+		if c.kind != cStack {
+			return schema.Stack{}, false // the binder interns it
+		}
+		id = c.start
+	default:
+		return schema.Stack{}, false
+	}
+	if int(id) >= len(b.stacks) || b.stacks[id].Len() == 0 {
+		return schema.Stack{}, false
+	}
+	return b.stacks[id], true
 }
