@@ -2,11 +2,11 @@ package snapshot
 
 import (
 	"cmp"
-	"memscope/internal/pages"
 	"runtime"
 	"slices"
 	"unsafe"
 
+	"memscope/internal/pages"
 	"memscope/internal/par"
 )
 
