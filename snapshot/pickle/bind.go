@@ -2,12 +2,12 @@ package pickle
 
 import (
 	"fmt"
-	"memscope/internal/par"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 
+	"memscope/internal/par"
 	"memscope/snapshot/schema"
 )
 
