@@ -32,13 +32,17 @@ func compareAllocKeys(x, y allocKey) int {
 	return cmp.Compare(x.at, y.at)
 }
 
-// sortKeysMin is the fewest keys worth sorting in parts, on several cores.
-const sortKeysMin = 1 << 14
+// sortKeysMin is the fewest keys worth sorting in parts, on several cores;
+// maxSortRuns bounds the parts, which runMerger scans at each key.
+const (
+	sortKeysMin = 1 << 14
+	maxSortRuns = 8
+)
 
 // sortAllocRuns sorts keys in runs, one per goroutine on up to procs
 // goroutines: run k is keys[bounds[k]:bounds[k+1]].
 func sortAllocRuns(keys []allocKey, procs int) (bounds []int) {
-	parts := max(1, min(procs, len(keys)/sortKeysMin))
+	parts := max(1, min(procs, maxSortRuns, len(keys)/sortKeysMin))
 	bounds = make([]int, parts+1)
 	for p := range bounds {
 		bounds[p] = p * len(keys) / parts

@@ -76,14 +76,14 @@ func BenchmarkSortBySize(b *testing.B) {
 	}
 }
 
-// TestSortAllocKeysInRuns sorts keys on 1 to 5 goroutines, on both sides
-// of sortKeysMin per run, merged two by two (sortAllocKeys, odd runs out
+// TestSortAllocKeysInRuns sorts keys on 1 to 16 goroutines, on both sides
+// of sortKeysMin per run and of maxSortRuns, merged two by two (sortAllocKeys, odd runs out
 // included) and as the analysis merges them (runMerger); both must equal
 // one sort of the whole.
 func TestSortAllocKeysInRuns(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, sortKeysMin - 1, sortKeysMin, 2*sortKeysMin - 1, 2 * sortKeysMin, 5*sortKeysMin + 3} {
-		for procs := 1; procs <= 5; procs++ {
+	for _, n := range []int{0, 1, sortKeysMin - 1, sortKeysMin, 2*sortKeysMin - 1, 2 * sortKeysMin, 5*sortKeysMin + 3, 10 * sortKeysMin} {
+		for _, procs := range []int{1, 2, 3, 4, 5, maxSortRuns, maxSortRuns + 1, 16} {
 			in := make([]allocKey, n)
 			for i := range in {
 				in[i] = allocKey{size: int64(rnd.IntN(50)), addr: uint64(rnd.IntN(50)), at: uint64(i)}
@@ -99,7 +99,7 @@ func TestSortAllocKeysInRuns(t *testing.T) {
 
 			keys := slices.Clone(in)
 			bounds := sortAllocRuns(keys, procs)
-			if runs, most := len(bounds)-1, max(1, min(procs, n/sortKeysMin)); runs != most {
+			if runs, most := len(bounds)-1, max(1, min(procs, maxSortRuns, n/sortKeysMin)); runs != most {
 				t.Errorf("n %d, procs %d: %d runs, want %d", n, procs, runs, most)
 			}
 			m := newRunMerger(keys, bounds)
