@@ -28,6 +28,9 @@ type chunked[T any] struct {
 	// not at once: a helper's last chunk of records is mostly empty (with
 	// 8 machines, 10 MiB of bigtrain's peak were such pages).
 	lazy bool
+	// small maps them in small pages (offHeapSmall), lazily: for records
+	// of which a snapshot usually has a few thousand.
+	small bool
 }
 
 // offHeapPool counts the chunks taken from outside the heap and not given
@@ -48,7 +51,13 @@ func (c *chunked[T]) newChunkPopulated(populate bool) []T {
 		return s
 	}
 	if c.pool != nil {
-		if s, ok := offHeap[T](chunkLen, populate); ok {
+		s, ok := []T(nil), false
+		if c.small {
+			s, ok = offHeapSmall[T](chunkLen)
+		} else {
+			s, ok = offHeap[T](chunkLen, populate)
+		}
+		if ok {
 			c.pool.live.Add(1)
 			c.mapped = append(c.mapped, true)
 			return s

@@ -117,6 +117,9 @@ func (b *binder) pairs(v val, path string) ([]val, error) {
 	if v = b.g.traceDictOf(v); v.k == kTrace {
 		return nil, errAt(path, "expected a record, found a trace entry")
 	}
+	if v = b.g.blockDictOf(v); v.k == kBlock {
+		return b.g.seq(v), nil
+	}
 	if v.k != kDict {
 		return nil, errAt(path, "expected a dict, found %s", v.k)
 	}
@@ -209,7 +212,7 @@ func (b *binder) bindRoot(root val) (*schema.Snapshot, error) {
 		}
 		s.Segments = segs
 		b.warn("legacy snapshot: a bare list of segments (torch <= 1.13), no trace")
-	case kDict:
+	case kDict, kBlock: // a dict of block keys alone is read as a record
 		kv, err := b.pairs(root, "top level")
 		if err != nil {
 			return nil, err
@@ -333,7 +336,7 @@ type segmentBlocks struct {
 // internsFrames reports whether binding segment dict v interns a stack:
 // frames that are a list the decoder did not intern.
 func (b *binder) internsFrames(v val) bool {
-	if v.k != kDict || b.g.cont(v.ref).kind != cGeneric {
+	if v = b.g.blockDictOf(v); v.k != kBlock && (v.k != kDict || b.g.cont(v.ref).kind != cGeneric) {
 		return false
 	}
 	kv := b.g.seq(v)
@@ -531,6 +534,9 @@ func (b *binder) block(v val, bl *schema.Block, defaultAddr uint64) error {
 // nothing but bl, and says false (with bl partly written) where block
 // would warn, intern frames, default the address or read the history.
 func (b *binder) bindBlock(v val, bl *schema.Block, defaultAddr uint64, quick bool) (bool, error) {
+	if v = b.g.blockDictOf(v); v.k == kBlock {
+		return b.recordBlock(b.g.blocks.at(v.ref), bl, quick)
+	}
 	if quick && (v.k != kDict || b.g.cont(v.ref).kind != cGeneric) {
 		return false, nil
 	}
@@ -628,6 +634,31 @@ func (b *binder) bindBlock(v val, bl *schema.Block, defaultAddr uint64, quick bo
 		bl.RequestedSize = bl.Size
 	}
 	return true, nil
+}
+
+// recordBlock is bindBlock for a block record: what the generic form's
+// keys would give, read from the record (blockRecord let through only
+// keys and values bindBlock takes without a warning; the address is
+// always there).
+func (b *binder) recordBlock(r *rawBlock, bl *schema.Block, quick bool) (bool, error) {
+	bl.Address, bl.Size, bl.State = r.addr, r.size, r.state
+	switch {
+	case r.has&blkReq != 0:
+		bl.RequestedSize = r.req
+	case bl.State.Active():
+		bl.RequestedSize = bl.Size
+	}
+	if r.has&blkFrames == 0 {
+		return true, nil
+	}
+	if quick {
+		var ok bool
+		bl.Frames, ok = b.internedStack(r.frames())
+		return ok, nil
+	}
+	var err error
+	bl.Frames, err = b.stack(r.frames(), ".frames")
+	return err == nil, err
 }
 
 // internedStack is stack for frames that are None, an empty list or a

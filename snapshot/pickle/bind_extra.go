@@ -122,12 +122,16 @@ func (b *binder) render(v val, depth int) string {
 		if v = b.g.traceDictOf(v); v.k == kTrace {
 			return "{trace entry}"
 		}
+	case kBlock:
+		v = b.g.blockDictOf(v)
 	}
 	if depth > 3 {
 		return "…"
 	}
+	if v.k == kBlock {
+		return b.renderItems(b.g.seq(v), "{", "}", 2, depth)
+	}
 	items := b.g.seq(v)
-	var sb strings.Builder
 	open, close := "[", "]"
 	switch v.k {
 	case kTuple:
@@ -143,11 +147,18 @@ func (b *binder) render(v val, depth int) string {
 	case cTrace:
 		return "{trace entry}"
 	}
-	sb.WriteString(open)
 	step := 1
 	if v.k == kDict {
 		step = 2
 	}
+	return b.renderItems(items, open, close, step, depth)
+}
+
+// renderItems is render's text of a container's items (key, value pairs
+// when step is 2) between open and close.
+func (b *binder) renderItems(items []val, open, close string, step, depth int) string {
+	var sb strings.Builder
+	sb.WriteString(open)
 	for i := 0; i < len(items); i += step {
 		if i > 0 {
 			sb.WriteString(", ")

@@ -67,12 +67,14 @@ func (b *binder) stackID(v val, path string) (id uint32, ok bool, err error) {
 			ids = append(ids, it.ref)
 			continue
 		}
-		if it.k != kDict {
+		if it.k != kDict && it.k != kBlock {
 			return 0, false, errAt(fmt.Sprintf("%s[%d]", path, i), "expected a frame dict, found %s", it.k)
 		}
-		if fc := b.g.cont(it.ref); fc.kind == cFrame {
-			ids = append(ids, fc.start)
-			continue
+		if it.k == kDict {
+			if fc := b.g.cont(it.ref); fc.kind == cFrame {
+				ids = append(ids, fc.start)
+				continue
+			}
 		}
 		ipath := fmt.Sprintf("%s[%d]", path, i)
 		f, err := b.genericFrame(it, ipath)

@@ -301,7 +301,9 @@ func (b *binder) traceEntry(v val, e *schema.TraceEntry, dpath string, i int) er
 	if v.k == kDict && b.g.cont(v.ref).kind == cTrace {
 		return b.rawTraceEntry(b.g.traces.at(b.g.cont(v.ref).start), e, dpath, i)
 	}
-	if v.k != kDict || b.g.cont(v.ref).kind != cGeneric {
+	// A block record reads as its dict (blockPairs), as the generic
+	// form of a block-shaped dict in a trace would.
+	if v = b.g.blockDictOf(v); v.k != kBlock && (v.k != kDict || b.g.cont(v.ref).kind != cGeneric) {
 		_, err := b.pairs(v, fmt.Sprintf("%s[%d]", dpath, i))
 		if err == nil {
 			err = errAt(fmt.Sprintf("%s[%d]", dpath, i), "expected a trace entry dict")

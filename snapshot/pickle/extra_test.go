@@ -191,13 +191,16 @@ func pythonPickle(t *testing.T, script string) []byte {
 // TestMemoEncoding: every kind of value comes back from the memo as it went
 // in, on both sides of each range of the encoding: containers below and at
 // memoIDMask-1 (past it they go to memoVals), frames up to maxFrameID,
-// trace records below and at 1<<29 (past it memoVals), and the rest.
+// trace and block records below and at 1<<28 (past it memoVals), and the
+// rest.
 func TestMemoEncoding(t *testing.T) {
 	d := newDecoder(nil)
 	for _, v := range []val{
 		{k: kList, ref: 0}, {k: kDict, ref: memoIDMask - 2}, {k: kSet, ref: memoIDMask - 1}, {k: kTuple, ref: memoIDMask},
 		{k: kFrame, ref: 0}, {k: kFrame, ref: maxFrameID},
-		{k: kTrace, ref: 0}, {k: kTrace, ref: 1<<29 - 1}, {k: kTrace, ref: 1 << 29}, {k: kTrace, ref: 1<<32 - 1},
+		{k: kTrace, ref: 0}, {k: kTrace, ref: 1<<28 - 1}, {k: kTrace, ref: 1 << 28}, {k: kTrace, ref: 1<<32 - 1},
+		{k: kBlock, ref: 0}, {k: kBlock, ref: 1<<28 - 1}, {k: kBlock, ref: 1 << 28}, {k: kBlock, ref: 1<<32 - 1},
+		{k: kStack, ref: 0}, {k: kStack, ref: 1<<29 - 1}, {k: kStack, ref: 1 << 29},
 		{k: kStr, ref: 7}, {k: kInt, i: -3}, {k: kNone},
 	} {
 		r, ok := d.memoRef(v)
@@ -208,7 +211,7 @@ func TestMemoEncoding(t *testing.T) {
 			t.Errorf("%+v: memo entry %#x reads back as %+v (%v)", v, r, got, ok)
 		}
 		inVals := r >= memoOther && r < memoTrace
-		if want := v.k == kTrace && v.ref >= 1<<29 || (v.k >= kList && v.k <= kSet && v.ref >= memoIDMask-1) || v.k == kStr || v.k == kInt || v.k == kNone; inVals != want {
+		if want := (v.k == kTrace || v.k == kBlock) && v.ref >= 1<<28 || v.k == kStack && v.ref >= 1<<29 || (v.k >= kList && v.k <= kSet && v.ref >= memoIDMask-1) || v.k == kStr || v.k == kInt || v.k == kNone; inVals != want {
 			t.Errorf("%+v: in memoVals %v, want %v", v, inVals, want)
 		}
 	}

@@ -436,19 +436,19 @@ func (d *decoder) joinNext() {
 }
 
 // machineModes is how a machine reads lists, which its helpers copy.
-type machineModes struct{ noFast, exact, weakHashes bool }
+type machineModes struct{ noFast, noBlocks, exact, weakHashes bool }
 
 func (d *decoder) modes() machineModes {
-	return machineModes{noFast: d.noFast, exact: d.exact, weakHashes: d.g.stacks.weak}
+	return machineModes{noFast: d.noFast, noBlocks: d.noBlocks, exact: d.exact, weakHashes: d.g.stacks.weak}
 }
 
 // runHelper runs a helper: the prefix, then the region, reading lists as
 // its main machine does (m). It returns nil when the helper gave up.
 func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool, m machineModes) (out *decoder) {
 	h := newDecoder(data)
-	h.noFast, h.exact, h.g.stacks.weak = m.noFast, m.exact, m.weakHashes
+	h.noFast, h.noBlocks, h.exact, h.g.stacks.weak = m.noFast, m.noBlocks, m.exact, m.weakHashes
 	h.ctx, h.end = ctx, p.prefix
-	h.g.traces.pool = pool
+	h.g.setPool(pool)
 	defer func() {
 		if out == nil { // gave up, or a panic passes
 			h.g.free()
@@ -548,7 +548,7 @@ func (d *decoder) enterRegion(at, stop int) bool {
 		}
 	}
 	for i := range d.small {
-		if k := d.small[i].k; k >= kList && k <= kSet || k == kTrace || k == kStack {
+		if k := d.small[i].k; k >= kList && k <= kSet || k == kTrace || k == kStack || k == kBlock {
 			d.small[i] = val{k: kUnset}
 		}
 	}
@@ -562,7 +562,10 @@ func (d *decoder) enterRegion(at, stop int) bool {
 	conts.recycle(&g.conts)
 	items.recycle(&g.items)
 	g.free()
-	g.conts, g.items, g.spills, g.traces, g.stacks = conts, items, nil, chunked[rawTrace]{pool: pool, lazy: true}, stackTable{}
+	g.conts, g.items, g.spills, g.stacks = conts, items, nil, stackTable{}
+	g.traces, g.blocks = chunked[rawTrace]{}, chunked[rawBlock]{}
+	g.setPool(pool)
+	g.traces.lazy = true
 	g.spilled = 0
 	d.region, d.refFrom, d.floor = true, int64(m0), 1
 	d.stack = append(d.stack[:0], val{k: kTop})
@@ -571,8 +574,8 @@ func (d *decoder) enterRegion(at, stop int) bool {
 	return true
 }
 
-// prefixOnly reports whether memo entry r names a trace record or an
-// interned list by its number in a table a helper clears at its region.
+// prefixOnly reports whether memo entry r names a trace or block record or
+// an interned list by its number in a table a helper clears at its region.
 func prefixOnly(r uint32) bool {
 	return r >= memoTrace && r < memoFrame || r >= memoStack
 }

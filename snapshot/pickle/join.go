@@ -22,6 +22,9 @@ type joiner struct {
 	// conts and traces are where the helper's containers and trace
 	// records start in the main machine's arrays.
 	conts, traces uint32
+	// blocks is where the helper's block records start in the main
+	// machine's.
+	blocks uint32
 	// items and spills are where the helper's generic containers' items
 	// and spilled items start in the main machine's (see adoptItems).
 	items, spills uint32
@@ -141,7 +144,7 @@ func (j *joiner) tables() bool {
 	if !j.internStacks(runtime.GOMAXPROCS(0)) {
 		return false
 	}
-	j.conts, j.traces = uint32(d.g.conts.len()), uint32(d.g.traces.len())
+	j.conts, j.traces, j.blocks = uint32(d.g.conts.len()), uint32(d.g.traces.len()), uint32(d.g.blocks.len())
 	return true
 }
 
@@ -157,6 +160,8 @@ func (j *joiner) remap(v val) val {
 		v.ref += j.conts
 	case kTrace:
 		v.ref += j.traces
+	case kBlock:
+		v.ref += j.blocks
 	case kStack:
 		// A helper makes a kStack only of frames it read (fastList), so
 		// tables mapped it to a stack of the main machine's; a copy
@@ -236,6 +241,7 @@ func (j *joiner) entry(idx uint32) (val, bool) {
 func (j *joiner) containers(cores int) {
 	d, hg := j.d, j.h.g
 	odd := j.records(min(cores, hg.traces.len()>>chunkBits))
+	j.copyBlocks()
 	j.adoptItems(cores)
 	n := uint32(hg.conts.len())
 	d.g.conts.pad(int(n))
@@ -456,6 +462,32 @@ func (j *joiner) records(workers int) map[uint32]val {
 		maps.Copy(odd, o)
 	}
 	return odd
+}
+
+// copyBlocks copies the helper's block records, renumbered, after the main
+// machine's (a helper whose region is a segment's blocks makes them).
+func (j *joiner) copyBlocks() {
+	d, hg := j.d, j.h.g
+	for i := range uint32(hg.blocks.len()) {
+		r := d.g.blocks.at(d.g.blocks.push(*hg.blocks.at(i)))
+		r.stateStr = j.strs[r.stateStr]
+		if r.cid != noRef {
+			r.cid += j.conts
+		}
+		switch r.fk {
+		case kStack:
+			r.fram = j.stacks[r.fram]
+		case kList, kTuple:
+			r.fram += j.conts
+		}
+	}
+	for i, k := range hg.blockKeys {
+		if hg.blockKeysMet&(1<<i) != 0 {
+			d.g.blockKeys[i] = j.strs[k]
+			d.g.blockKeysMet |= 1 << i
+		}
+	}
+	hg.blocks.free()
 }
 
 // copyRecords copies the helper's records [lo, hi) (see records).

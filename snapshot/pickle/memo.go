@@ -7,10 +7,12 @@ package pickle
 // kind in bits 29-30 and id + 1 below (so a memo read needs no container
 // lookup); memoFrame | id for a frame; memoStack | id for an interned frame
 // list without a container (kStack); memoTrace | index for a trace record
-// without one (kTrace); memoOther | index into memoVals for anything else.
+// without one (kTrace); memoBlock | index for a block record without one
+// (kBlock); memoOther | index into memoVals for anything else.
 const (
 	memoOther = 1 << 31
 	memoTrace = memoOther | 1<<29
+	memoBlock = memoTrace | 1<<28
 	memoFrame = 3 << 30
 	memoStack = 7 << 29
 	// memoIDFrame is the id bits of a frame's entry: an entry less them
@@ -32,8 +34,10 @@ func (d *decoder) memoRef(v val) (r uint32, ok bool) {
 		return uint32(v.k-kList)<<memoKindShift | (v.ref + 1), true
 	case v.k == kFrame:
 		return memoFrame | v.ref, true // ids stay below maxFrameID
-	case v.k == kTrace && v.ref < 1<<29:
+	case v.k == kTrace && v.ref < 1<<28:
 		return memoTrace | v.ref, true
+	case v.k == kBlock && v.ref < 1<<28:
+		return memoBlock | v.ref, true
 	case v.k == kStack && v.ref < 1<<29:
 		return memoStack | v.ref, true
 	case d.memoVals.len() >= d.memoValsMax:
@@ -49,6 +53,8 @@ func (d *decoder) memoVal(r uint32) (val, bool) {
 		return val{k: kStack, ref: r &^ memoStack}, true
 	case r >= memoFrame:
 		return val{k: kFrame, ref: r &^ memoFrame}, true
+	case r >= memoBlock:
+		return val{k: kBlock, ref: r &^ memoBlock}, true
 	case r >= memoTrace:
 		return val{k: kTrace, ref: r &^ memoTrace}, true
 	case r >= memoOther:

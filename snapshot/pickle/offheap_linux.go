@@ -27,6 +27,18 @@ func offHeap[T any](n int, populate bool) ([]T, bool) {
 			return s, true
 		}
 	}
+	return offHeapPlain[T](n, size, populate)
+}
+
+// offHeapSmall is offHeap in pages of the smallest size, mapped as they
+// are first written: for an array that usually holds a few records of a
+// chunk's thousands (a huge page each would be 2 MiB of RSS for them).
+func offHeapSmall[T any](n int) ([]T, bool) {
+	return offHeapPlain[T](n, n*int(unsafe.Sizeof(*new(T))), false)
+}
+
+// offHeapPlain is offHeap for size bytes without asking for huge pages.
+func offHeapPlain[T any](n, size int, populate bool) ([]T, bool) {
 	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if populate {
 		flags |= unix.MAP_POPULATE

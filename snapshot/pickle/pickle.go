@@ -47,6 +47,8 @@ type decoder struct {
 	// -1; pendMemo is the memo index it was stored at, or -1.
 	pendPos, pendMemo int
 	frameKeys         frameKeys
+	// states are the block states met, by string id (blockState).
+	states []stateID
 	// memoValsMax is maxMemoVals, lower in tests.
 	memoValsMax int
 	// progress, when set, is called with the fraction of the input decoded,
@@ -119,6 +121,9 @@ type decoder struct {
 	// (tests compare both ways); fastLists, fastDicts and fastTraces
 	// count what they took (traceEntry: entries read to their end).
 	noFast bool
+	// noBlocks leaves block dicts generic (pendingBlock off): tests bind
+	// both ways.
+	noBlocks bool
 	// exact makes frameList compare every list it finds in the stack
 	// table at once, not claim it (see claims.go): a decode again after
 	// a claim was wrong.
@@ -195,7 +200,7 @@ func decodeOnce(ctx context.Context, data []byte, progress func(float64), split 
 		o(d) // before the helper starts: it copies what it needs
 	}
 	d.ctx, d.progress, d.drop = ctx, progress, drop
-	d.g.traces.pool = pool
+	d.g.setPool(pool)
 	ok := false
 	defer func() {
 		if !ok {
@@ -290,7 +295,7 @@ const (
 func (d *decoder) cost(stack int) int64 {
 	g := d.g
 	return 16*int64(stack) + 8*int64(len(d.marks)) + 16*int64(g.items.len()) + 24*int64(g.conts.len()) +
-		16*int64(d.memoVals.len()) + 4*int64(d.memo.len()) + 48*int64(g.traces.len()) +
+		16*int64(d.memoVals.len()) + 4*int64(d.memo.len()) + 48*int64(g.traces.len()) + 40*int64(g.blocks.len()) +
 		72*int64(len(g.extras)) + // a rawExtra and its entry in extraIDs
 		32*g.spilled + // a spill slice grows by doubling
 		strCost*int64(len(g.strs)) + d.strBytes +

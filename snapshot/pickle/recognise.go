@@ -1,5 +1,7 @@
 package pickle
 
+import "memscope/snapshot/schema"
+
 // Recognising the bulk of a snapshot while decoding: frame dicts, frame
 // lists and trace entries become compact records (see graph.go), and go
 // back to the generic form when a pickle keeps adding to them.
@@ -474,4 +476,126 @@ func (d *decoder) frameBySwitch(kv []val) (rawFrame, bool) {
 		}
 	}
 	return f, got == 7
+}
+
+// pendingBlock makes the pending dict, at the top of stack below kv, a
+// block record with no container (a kBlock val) when kv is a block's (see
+// blockRecord); false leaves it pending. A helper's records are renumbered
+// at the join (copyBlocks).
+func (d *decoder) pendingBlock(stack, kv []val) bool {
+	if d.noBlocks || kv[0].k != kStr || d.g.roles[kv[0].ref] != keyAddress {
+		return false
+	}
+	r := d.g.blocks.next()
+	if !d.blockRecord(r, kv) {
+		d.g.blocks.abandon()
+		return false
+	}
+	d.settle(stack, val{k: kBlock, ref: d.g.blocks.commit()})
+	return true
+}
+
+// blockRecord reads kv as a block's keys and values into r, in place (the
+// caller abandons it on false): the address first (the key that tells a
+// block from a segment, whose first key is the device), then any of size,
+// requested_size, state and frames, each once, with the values the binder
+// reads without a word to say: an int address, sizes that are ints of at
+// least 0, a state it knows, frames that are None, an interned stack or a
+// list. Any other key, type or a key met twice keeps the generic form,
+// whose binding warns or fails as it always did.
+func (d *decoder) blockRecord(r *rawBlock, kv []val) bool {
+	g := d.g
+	*r = rawBlock{cid: noRef}
+	for j := 0; j < len(kv); j += 2 {
+		k, v := &kv[j], &kv[j+1]
+		if k.k != kStr {
+			return false
+		}
+		var bit uint8
+		key := 0 // its place in blockKeyRoles
+		switch g.roles[k.ref] {
+		case keyAddress:
+			if j != 0 {
+				return false // met twice
+			}
+			switch v.k {
+			case kInt:
+			case kUint:
+				r.has |= blkUint
+			default:
+				return false
+			}
+			r.addr = uint64(v.i)
+		case keySize:
+			if v.k != kInt || v.i < 0 {
+				return false
+			}
+			bit, key, r.size = blkSize, 1, v.i
+		case keyRequestedSize:
+			if v.k != kInt || v.i < 0 {
+				return false
+			}
+			bit, key, r.req = blkReq, 2, v.i
+		case keyState:
+			if v.k != kStr {
+				return false
+			}
+			st, ok := d.blockState(v.ref)
+			if !ok {
+				return false
+			}
+			bit, key, r.state, r.stateStr = blkState, 3, st, v.ref
+		case keyFrames:
+			switch v.k {
+			case kNone, kStack, kList, kTuple:
+			default:
+				return false
+			}
+			bit, key, r.fk, r.fram = blkFrames, 4, v.k, v.ref
+		default:
+			return false
+		}
+		if r.has&bit != 0 {
+			return false // met twice
+		}
+		r.has |= bit
+		g.blockKeys[key] = k.ref // one string per role: the same every time
+		g.blockKeysMet |= 1 << key
+	}
+	return true
+}
+
+// stateID is a block state's string id and the state it names.
+type stateID struct {
+	id    uint32
+	state schema.BlockState
+	known bool
+}
+
+// blockState is the state string id names, from the few a snapshot has.
+func (d *decoder) blockState(id uint32) (schema.BlockState, bool) {
+	for _, s := range d.states {
+		if s.id == id {
+			return s.state, s.known
+		}
+	}
+	st, ok := schema.ParseState(d.g.strs[id])
+	if len(d.states) < 16 {
+		d.states = append(d.states, stateID{id, st, ok})
+	}
+	return st, ok
+}
+
+// blockDict gives block record idx's dict a container, once, for a pickle
+// that changes the block after filling it (SETITEM on a memo read of it):
+// every list and memo entry holding the record then reads the container.
+func (d *decoder) blockDict(idx uint32) val {
+	r := d.g.blocks.at(idx)
+	if r.has&blkGeneric == 0 {
+		kv := d.g.blockPairs(r)
+		r.cid = d.g.conts.push(container{vk: kDict})
+		r.has |= blkGeneric
+		d.extend(r.cid, kv)
+	}
+	return val{k: kDict, ref: r.cid}
 }

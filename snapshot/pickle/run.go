@@ -212,15 +212,19 @@ func (d *decoder) run() (val, error) {
 				return val{}, d.errf(at, "SETITEMS with an odd number of items (%d)", len(kv))
 			}
 			if d.pendPos >= m-1 {
-				if d.pendPos == m-1 && (len(kv) == 6 && d.pendingFrame(stack, kv) || len(kv) >= 4 && d.pendingTrace(stack, kv)) {
+				if d.pendPos == m-1 && (len(kv) == 6 && d.pendingFrame(stack, kv) || len(kv) >= 4 && d.pendingTrace(stack, kv) || len(kv) >= 2 && d.pendingBlock(stack, kv)) {
 					stack = stack[:m]
 					break
 				}
 				d.materialize(stack)
 			}
 			t := stack[m-1]
-			if t.k == kTrace {
+			switch t.k {
+			case kTrace:
 				t = d.traceDict(t.ref)
+				stack[m-1] = t
+			case kBlock:
+				t = d.blockDict(t.ref)
 				stack[m-1] = t
 			}
 			if t.k == kFrame {

@@ -217,8 +217,11 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if t.k == kFrame {
 			return false, val{}, d.errFrameChanged(at, "SETITEM")
 		}
-		if t.k == kTrace {
+		switch t.k {
+		case kTrace:
 			t = d.traceDict(t.ref)
+		case kBlock:
+			t = d.blockDict(t.ref)
 		}
 		if t.k != kDict {
 			return false, val{}, d.errf(at, "SETITEM on a %s, not a dict", t.k)
