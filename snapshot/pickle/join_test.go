@@ -3,10 +3,11 @@ package pickle
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 // TestJoinRecordsOnAllCores: the helper's trace records, copied after the
@@ -443,32 +444,39 @@ func TestFrameNamedAgreesWithResolve(t *testing.T) {
 	}
 }
 
-// TestCollectAfter: binding collects the graph after it for input over
-// GCThreshold, or for generic containers over genericGCMin, on both sides
-// of each; the containers' own chunks and spilled items count.
+// TestCollectAfter: binding collects after it for input over GCThreshold,
+// or for a heap grown by over heapGCMin since the last collection, on both
+// sides of each; heapGrown counts what was allocated since.
 func TestCollectAfter(t *testing.T) {
-	itemChunk := chunkLen * int(unsafe.Sizeof(val{}))
-	contChunk := chunkLen * int(unsafe.Sizeof(container{}))
 	for _, c := range []struct {
-		size, items, conts int
-		spilled            int64
-		want               bool
+		size  int
+		grown uint64
+		want  bool
 	}{
-		{GCThreshold, 0, 0, 0, false},
-		{GCThreshold + 1, 0, 0, 0, true},
-		{1 << 20, genericGCMin / itemChunk, 0, 0, false},
-		{1 << 20, genericGCMin/itemChunk + 1, 0, 0, true},
-		{1 << 20, genericGCMin/itemChunk - 1, itemChunk / contChunk, 0, false},
-		{1 << 20, genericGCMin/itemChunk - 1, itemChunk/contChunk + 1, 0, true},
-		{1 << 20, genericGCMin/itemChunk - 1, 0, int64(itemChunk / 16), false},
-		{1 << 20, genericGCMin/itemChunk - 1, 0, int64(itemChunk/16) + 1, true},
+		{GCThreshold, 0, false},
+		{GCThreshold + 1, 0, true},
+		{1 << 20, heapGCMin, false},
+		{1 << 20, heapGCMin + 1, true},
 	} {
-		g := &graph{spilled: c.spilled}
-		g.items.chunks = make([][]val, c.items)
-		g.conts.chunks = make([][]container, c.conts)
-		if got := collectAfter(c.size, g); got != c.want {
-			t.Errorf("%d bytes of input, %d item chunks, %d container chunks, %d spilled: %v, want %v",
-				c.size, c.items, c.conts, c.spilled, got, c.want)
+		if got := collectAfter(c.size, c.grown); got != c.want {
+			t.Errorf("%d bytes of input, heap grown by %d: %v, want %v", c.size, c.grown, got, c.want)
 		}
+	}
+	// What heapGrown reads: the heap's growth since the last collection
+	// (none but these, while the test runs).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC()
+	before := heapGrown()
+	keep := make([]byte, 32<<20)
+	for i := range keep {
+		keep[i] = 1
+	}
+	if got := heapGrown(); got < before+31<<20 {
+		t.Errorf("heap grown by %d after allocating 32 MiB (by %d before)", got, before)
+	}
+	runtime.KeepAlive(keep)
+	runtime.GC()
+	if got := heapGrown(); got > 1<<20 {
+		t.Errorf("heap grown by %d just after a collection", got)
 	}
 }

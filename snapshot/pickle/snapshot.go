@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 
 	"memscope/snapshot/schema"
 )
@@ -98,21 +99,40 @@ func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(f
 	return bindDecoded(g, root, size)
 }
 
-// collectAfter reports whether binding g, decoded from size bytes of
-// input, collects garbage after (see GCThreshold; before, only for input
-// over it): for input over GCThreshold, or a graph whose generic
-// containers take over genericGCMin. A snapshot of blocks alone, each a
-// generic dict, holds several times its input there: 300k blocks in 11 MB
-// held 53 MB, which stayed under the analysis (143 -> 110 MiB peak, at
-// the same speed; a collection before binding too cost 10 ms and kept 19
-// MiB of it).
-func collectAfter(size int, g *graph) bool {
-	return size > GCThreshold || g.genericBytes() > genericGCMin
+// collectAfter reports whether binding what was decoded from size bytes
+// of input collects garbage after (see GCThreshold; before, only for input
+// over it): for input over GCThreshold, or when the heap grew by more than
+// heapGCMin since the last collection (grown: heapGrown), most of which the
+// decode and the bind leave behind (the memo, the stack table's old
+// arrays, a helper's tables, generic containers). A snapshot of blocks
+// alone holds several times its input there: 300k blocks in 11 MB left
+// 53 MB, which stayed under the analysis (143 -> 110 MiB peak, at the same
+// speed; a collection before binding too cost 10 ms and kept 19 MiB of
+// it). Counting the graph's generic containers alone missed it once
+// blocks became records: 200k blocks with their frames left 52 MB
+// (segsonly, 134 -> 152 MiB).
+func collectAfter(size int, grown uint64) bool {
+	return size > GCThreshold || grown > heapGCMin
 }
 
-// genericGCMin is the heap of generic containers from which binding
-// collects them after (collectAfter).
-const genericGCMin = 16 << 20
+// heapGCMin is the heap grown since the last collection from which binding
+// collects after (collectAfter).
+const heapGCMin = 16 << 20
+
+// heapGrown is how much the heap's objects grew since the last collection
+// marked what was live: what was allocated since, garbage or not.
+func heapGrown() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	objects, live := s[0].Value.Uint64(), s[1].Value.Uint64()
+	if objects < live {
+		return 0
+	}
+	return objects - live
+}
 
 // bindDecoded binds what a machine decoded from size bytes of input.
 func bindDecoded(g *graph, root val, size int) (*schema.Snapshot, error) {
@@ -130,7 +150,7 @@ func bindDecoded(g *graph, root val, size int) (*schema.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if collectAfter(size, g) {
+	if collectAfter(size, heapGrown()) {
 		// And the graph after binding, before the analysis allocates
 		// its replay: with report's slow collector pace (cmd_report.go)
 		// nothing else would reclaim either, and both together were a
