@@ -231,7 +231,9 @@ type graph struct {
 	blockKeys [5]uint32
 	// blockKeysMet has bit i set once blockKeys[i] is known.
 	blockKeysMet uint8
-	proto        int
+	// allocs0 is heapAllocs when the decode began (see collectAfter).
+	allocs0 uint64
+	proto   int
 	// typed is room for the typed traces, reserved at the last join (see
 	// reserveTyped); nil when none was.
 	typed []schema.TraceEntry

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -445,38 +444,32 @@ func TestFrameNamedAgreesWithResolve(t *testing.T) {
 }
 
 // TestCollectAfter: binding collects after it for input over GCThreshold,
-// or for a heap grown by over heapGCMin since the last collection, on both
-// sides of each; heapGrown counts what was allocated since.
+// or when decoding and binding allocated over heapGCMin, on both sides of
+// each; heapAllocs counts what was allocated, collected or not.
 func TestCollectAfter(t *testing.T) {
 	for _, c := range []struct {
-		size  int
-		grown uint64
-		want  bool
+		size      int
+		allocated uint64
+		want      bool
 	}{
 		{GCThreshold, 0, false},
 		{GCThreshold + 1, 0, true},
 		{1 << 20, heapGCMin, false},
 		{1 << 20, heapGCMin + 1, true},
 	} {
-		if got := collectAfter(c.size, c.grown); got != c.want {
-			t.Errorf("%d bytes of input, heap grown by %d: %v, want %v", c.size, c.grown, got, c.want)
+		if got := collectAfter(c.size, c.allocated); got != c.want {
+			t.Errorf("%d bytes of input, %d allocated: %v, want %v", c.size, c.allocated, got, c.want)
 		}
 	}
-	// What heapGrown reads: the heap's growth since the last collection
-	// (none but these, while the test runs).
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	runtime.GC()
-	before := heapGrown()
-	keep := make([]byte, 32<<20)
-	for i := range keep {
-		keep[i] = 1
+	before := heapAllocs()
+	garbage := make([]byte, 32<<20)
+	runtime.KeepAlive(garbage)
+	runtime.GC() // a collection in between does not hide it
+	if got := heapAllocs() - before; got < 32<<20 {
+		t.Errorf("%d bytes allocated after allocating 32 MiB", got)
 	}
-	if got := heapGrown(); got < before+31<<20 {
-		t.Errorf("heap grown by %d after allocating 32 MiB (by %d before)", got, before)
-	}
-	runtime.KeepAlive(keep)
-	runtime.GC()
-	if got := heapGrown(); got > 1<<20 {
-		t.Errorf("heap grown by %d just after a collection", got)
+	// A decode counts from its own start.
+	if d := newDecoder(nil); heapAllocs()-d.g.allocs0 > 1<<20 {
+		t.Errorf("a new decoder counts %d bytes allocated", heapAllocs()-d.g.allocs0)
 	}
 }

@@ -226,7 +226,7 @@ func decodeOnce(ctx context.Context, data []byte, progress func(float64), split 
 func newDecoder(data []byte) *decoder {
 	d := &decoder{
 		data:        data,
-		g:           &graph{},
+		g:           &graph{allocs0: heapAllocs()},
 		stack:       make([]val, 0, 256),
 		strIndex:    make(map[string]uint32),
 		pendPos:     -1,

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/metrics"
 
@@ -101,37 +102,34 @@ func decodeSnapshot(ctx context.Context, in *[]byte, release func(), drop func(f
 
 // collectAfter reports whether binding what was decoded from size bytes
 // of input collects garbage after (see GCThreshold; before, only for input
-// over it): for input over GCThreshold, or when the heap grew by more than
-// heapGCMin since the last collection (grown: heapGrown), most of which the
-// decode and the bind leave behind (the memo, the stack table's old
-// arrays, a helper's tables, generic containers). A snapshot of blocks
-// alone holds several times its input there: 300k blocks in 11 MB left
-// 53 MB, which stayed under the analysis (143 -> 110 MiB peak, at the same
-// speed; a collection before binding too cost 10 ms and kept 19 MiB of
-// it). Counting the graph's generic containers alone missed it once
-// blocks became records: 200k blocks with their frames left 52 MB
-// (segsonly, 134 -> 152 MiB).
-func collectAfter(size int, grown uint64) bool {
-	return size > GCThreshold || grown > heapGCMin
+// over it): for input over GCThreshold, or when the decode and the bind
+// allocated more than heapGCMin (allocated: see heapAllocs), most of which
+// they leave behind (the memo, the stack table's old arrays, a helper's
+// tables, generic containers). A snapshot of blocks alone holds several
+// times its input there: 300k blocks in 11 MB left 53 MB, which stayed
+// under the analysis (143 -> 110 MiB peak, at the same speed; a collection
+// before binding too cost 10 ms and kept 19 MiB of it). Counting the
+// graph's generic containers alone missed it once blocks became records
+// (200k blocks with their frames: 134 -> 152 MiB), and so did counting the
+// heap's growth since the last collection, in the runs where the
+// collector had just run in the bind (111 or 139 MiB by the run).
+func collectAfter(size int, allocated uint64) bool {
+	return size > GCThreshold || allocated > heapGCMin
 }
 
-// heapGCMin is the heap grown since the last collection from which binding
+// heapGCMin is what a decode and its bind allocate from which binding
 // collects after (collectAfter).
 const heapGCMin = 16 << 20
 
-// heapGrown is how much the heap's objects grew since the last collection
-// marked what was live: what was allocated since, garbage or not.
-func heapGrown() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+// heapAllocs is how many bytes the program has allocated on the heap so
+// far (freed or not).
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return 0
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return math.MaxUint64 // unknown: collect
 	}
-	objects, live := s[0].Value.Uint64(), s[1].Value.Uint64()
-	if objects < live {
-		return 0
-	}
-	return objects - live
+	return s[0].Value.Uint64()
 }
 
 // bindDecoded binds what a machine decoded from size bytes of input.
@@ -150,7 +148,7 @@ func bindDecoded(g *graph, root val, size int) (*schema.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if collectAfter(size, heapGrown()) {
+	if collectAfter(size, heapAllocs()-g.allocs0) {
 		// And the graph after binding, before the analysis allocates
 		// its replay: with report's slow collector pace (cmd_report.go)
 		// nothing else would reclaim either, and both together were a
