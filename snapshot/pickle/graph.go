@@ -1,7 +1,5 @@
 package pickle
 
-import "unsafe"
-
 import "memscope/snapshot/schema"
 
 type vkind uint8
@@ -226,7 +224,8 @@ type graph struct {
 	maxExtras   int
 	stacks      stackTable
 	// blocks are the block records (kBlock); blockKeys the string ids of
-	// their keys, by blockKeyRoles' order, as met (blockPairs).
+	// their keys as met (address, size, requested_size, state, frames:
+	// blockPairs' order).
 	blocks    chunked[rawBlock]
 	blockKeys [5]uint32
 	// blockKeysMet has bit i set once blockKeys[i] is known.
@@ -240,12 +239,6 @@ type graph struct {
 }
 
 func (g *graph) cont(id uint32) *container { return g.conts.at(id) }
-
-// genericBytes is the heap the graph's containers and their items take.
-func (g *graph) genericBytes() int64 {
-	return int64(len(g.items.chunks))*chunkLen*int64(unsafe.Sizeof(val{})) +
-		int64(len(g.conts.chunks))*chunkLen*int64(unsafe.Sizeof(container{})) + 16*g.spilled
-}
 
 // internExtra returns x's extra index (see rawTrace.extra); ok is false
 // when the table is full.
@@ -360,10 +353,6 @@ func (g *graph) blockDictOf(v val) val {
 	}
 	return v
 }
-
-// blockKeyRoles are a block record's keys, in the order blockPairs gives
-// them.
-var blockKeyRoles = [5]keyRole{keyAddress, keySize, keyRequestedSize, keyState, keyFrames}
 
 // blockPairs is record r as its dict's key, value pairs (a fresh slice:
 // only rare paths read a block generically; the binder reads records). A
