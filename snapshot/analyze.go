@@ -272,7 +272,7 @@ func allocationsOf(s *Snapshot, trace []TraceEntry, keys []allocKey, frameless b
 			out[i] = Allocation{
 				Address: b.Address, Size: b.Size, RequestedSize: b.RequestedSize, State: b.State,
 				Frames: frames, FramesFromTrace: fromTrace,
-				Stream: seg.Stream, SegmentType: seg.Type, SegmentAddress: seg.Address, PrivatePool: seg.Private(),
+				Stream: seg.Stream, SegmentAddress: seg.Address, PrivatePool: seg.Private(),
 			}
 		}
 	})

@@ -18,7 +18,6 @@ type Allocation struct {
 	CategoryKeyword string
 	Frames          Stack
 	Stream          uint64
-	SegmentType     string
 	SegmentAddress  uint64
 	// The one-byte fields together: apart, each took a word (a peak of
 	// 400k live allocations holds 100 MB of them).
