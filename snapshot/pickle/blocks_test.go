@@ -249,3 +249,45 @@ func TestBlockRecordsAsPickleWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyBlocks: the join renumbers a helper's block records into the
+// main machine's tables: the state's string, the frames by their kind (a
+// stack's id, a list's container, None kept), a changed block's container,
+// and the key strings blockPairs names, each only where the helper met it.
+func TestCopyBlocks(t *testing.T) {
+	d, h := newDecoder(nil), newDecoder(nil)
+	d.g.blocks.push(rawBlock{addr: 1, cid: noRef}) // the main machine's own
+	d.g.blockKeys[0], d.g.blockKeysMet = 7, 1
+	h.g.blockKeys = [5]uint32{0, 1, 0, 2, 3}
+	h.g.blockKeysMet = 1<<1 | 1<<3 | 1<<4 // size, state, frames: not the address
+	recs := []rawBlock{
+		{addr: 10, stateStr: 2, fk: kStack, fram: 1, cid: noRef, has: blkState | blkFrames},
+		{addr: 20, stateStr: 2, fk: kList, fram: 4, cid: noRef, has: blkState | blkFrames},
+		{addr: 30, stateStr: 0, fk: kNone, fram: 0, cid: 5, has: blkState | blkFrames | blkGeneric},
+	}
+	for _, r := range recs {
+		h.g.blocks.push(r)
+	}
+	j := &joiner{d: d, h: h, strs: []uint32{40, 41, 42, 43}, stacks: []uint32{60, 61}, conts: 100, blocks: 1}
+	j.copyBlocks()
+	want := []rawBlock{
+		{addr: 1, cid: noRef},
+		{addr: 10, stateStr: 42, fk: kStack, fram: 61, cid: noRef, has: blkState | blkFrames},
+		{addr: 20, stateStr: 42, fk: kList, fram: 104, cid: noRef, has: blkState | blkFrames},
+		{addr: 30, stateStr: 40, fk: kNone, fram: 0, cid: 105, has: blkState | blkFrames | blkGeneric},
+	}
+	if d.g.blocks.len() != len(want) {
+		t.Fatalf("%d records, want %d", d.g.blocks.len(), len(want))
+	}
+	for i, w := range want {
+		if got := *d.g.blocks.at(uint32(i)); got != w {
+			t.Errorf("record %d: %+v, want %+v", i, got, w)
+		}
+	}
+	if wantKeys := [5]uint32{7, 41, 0, 42, 43}; d.g.blockKeys != wantKeys || d.g.blockKeysMet != 1|1<<1|1<<3|1<<4 {
+		t.Errorf("keys %v (met %b), want %v", d.g.blockKeys, d.g.blockKeysMet, wantKeys)
+	}
+	if v := j.remap(val{k: kBlock, ref: 2}); v != (val{k: kBlock, ref: 3}) {
+		t.Errorf("a helper's block 2 is %+v, want the main machine's 3", v)
+	}
+}
