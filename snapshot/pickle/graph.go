@@ -41,9 +41,9 @@ const (
 	kStack
 	// kBlock is a segment's block dict recognised while decoding
 	// (pendingBlock): ref is its record in graph.blocks. A snapshot of
-	// 300k live blocks held a container and ten 16-byte items for each
-	// (55 MiB); a record is 40 bytes. Like a trace entry it gets a
-	// container (blockDict) when a pickle changes it.
+	// 300k blocks held a container and ten 16-byte items for each (53
+	// MB); a record is 40 bytes. Like a trace entry it gets a container
+	// (blockDict) when a pickle changes it.
 	kBlock
 	kUnset vkind = 255 // a hole in the memo
 )
@@ -277,8 +277,9 @@ func (g *graph) extraOf(r *rawTrace) rawExtra {
 	return noExtra
 }
 
-// free gives back the trace and block records held off the heap (see chunked): after
-// it, nothing may read them. A graph of records on the heap only drops them.
+// free gives back the trace and block records held off the heap (see
+// chunked): after it, nothing may read them. A graph of records on the
+// heap only drops them.
 func (g *graph) free() {
 	g.traces.free()
 	g.blocks.free()
