@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -289,5 +290,33 @@ func TestCopyBlocks(t *testing.T) {
 	}
 	if v := j.remap(val{k: kBlock, ref: 2}); v != (val{k: kBlock, ref: 3}) {
 		t.Errorf("a helper's block 2 is %+v, want the main machine's 3", v)
+	}
+}
+
+// TestBlockStatesPastTheCache: the states met after stateCacheMax distinct
+// ones (here unknown states, whose blocks stay generic) are still read:
+// known ones make records with their state, unknown ones stay generic.
+func TestBlockStatesPastTheCache(t *testing.T) {
+	for _, unknown := range []int{stateCacheMax - 1, stateCacheMax, stateCacheMax + 1} {
+		var blocks []any
+		for i := range unknown {
+			blocks = append(blocks, pt.Dict{{"address", 4096 * i}, {"size", 512}, {"state", fmt.Sprintf("odd_%d", i)}})
+		}
+		blocks = append(blocks,
+			pt.Dict{{"address", 1 << 30}, {"size", 512}, {"state", "active_allocated"}},
+			pt.Dict{{"address", 1<<30 + 512}, {"size", 512}, {"state", "inactive"}},
+			pt.Dict{{"address", 1<<30 + 1024}, {"size", 512}, {"state", "odd_0"}})
+		data := blockSnapshot(blocks)
+		d, _, s, err := bindWith(data)
+		_, _, want, wantErr := bindWith(data, noBlocks)
+		if err != nil || wantErr != nil || !reflect.DeepEqual(s, want) {
+			t.Errorf("%d unknown states: snapshot differs from the generic form's (errors %v, %v)", unknown, err, wantErr)
+		}
+		if got := d.g.blocks.len(); got != 2 {
+			t.Errorf("%d unknown states: %d block records, want 2", unknown, got)
+		}
+		if n := len(d.states); n > stateCacheMax {
+			t.Errorf("%d unknown states: %d states remembered", unknown, n)
+		}
 	}
 }

@@ -572,6 +572,10 @@ type stateID struct {
 	known bool
 }
 
+// stateCacheMax bounds the states blockState remembers: a snapshot has
+// four; past it (a hostile file's thousands) each is parsed again.
+const stateCacheMax = 16
+
 // blockState is the state string id names, from the few a snapshot has.
 func (d *decoder) blockState(id uint32) (schema.BlockState, bool) {
 	for _, s := range d.states {
@@ -580,7 +584,7 @@ func (d *decoder) blockState(id uint32) (schema.BlockState, bool) {
 		}
 	}
 	st, ok := schema.ParseState(d.g.strs[id])
-	if len(d.states) < 16 {
+	if len(d.states) < stateCacheMax {
 		d.states = append(d.states, stateID{id, st, ok})
 	}
 	return st, ok
