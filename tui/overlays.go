@@ -25,6 +25,21 @@ func safe(s string) string { return textsafe.Safe(s) }
 func srcName(s *model.Source) string { return safe(s.Name()) }
 
 // loadingView is a tab's view of a source still loading.
+// notOneSnapshot is what a tab of one snapshot's allocations (Top,
+// Timeline) shows instead while src is not one: none chosen, still
+// loading, or a folder of per-rank snapshots; false when it is one.
+func notOneSnapshot(c *tabContext, src *model.Source) (string, bool) {
+	switch {
+	case src == nil:
+		return noSnapshotView(c), true
+	case src.State != model.Loaded:
+		return loadingView(c, src), true
+	case src.Kind == model.KindRanks:
+		return rankSetHint(c, src), true
+	}
+	return "", false
+}
+
 func loadingView(c *tabContext, s *model.Source) string {
 	return c.th.Dim.Render("loading " + srcName(s) + "…")
 }

@@ -381,14 +381,8 @@ func (t *timelineTab) ensureLive() {
 
 func (t *timelineTab) view(c *tabContext) string {
 	th := c.th
-	if t.src == nil {
-		return noSnapshotView(c)
-	}
-	if t.src.State != model.Loaded {
-		return loadingView(c, t.src)
-	}
-	if t.src.Kind == model.KindRanks {
-		return rankSetHint(c, t.src)
+	if v, ok := notOneSnapshot(c, t.src); ok {
+		return v
 	}
 	if t.src.Estimate != nil {
 		return th.Dim.Render("An estimate has no allocation trace: the timeline needs an allocator snapshot recorded with\ntorch.cuda.memory._record_memory_history().")

@@ -381,14 +381,8 @@ func (t *topTab) openStack(c *tabContext) {
 
 func (t *topTab) view(c *tabContext) string {
 	th := c.th
-	if t.src == nil {
-		return noSnapshotView(c)
-	}
-	if t.src.State != model.Loaded {
-		return loadingView(c, t.src)
-	}
-	if t.src.Kind == model.KindRanks {
-		return rankSetHint(c, t.src)
+	if v, ok := notOneSnapshot(c, t.src); ok {
+		return v
 	}
 	var total int64
 	for _, i := range t.view_ {
