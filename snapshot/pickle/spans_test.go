@@ -173,3 +173,32 @@ func TestSpanCacheLimits(t *testing.T) {
 		t.Errorf("the first span: %+v", s)
 	}
 }
+
+// TestSpanCacheAgain: the list before is a repeat only when its bytes
+// begin what follows, whatever its length: shorter than the word again
+// compares first, as long, longer; equal in that word and differing
+// after it, differing in it, and longer than what is left.
+func TestSpanCacheAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		last, next string
+		want       bool
+	}{
+		{"short, equal", "abc", "abcXYZ", true},
+		{"short, differs", "abc", "abXXYZ", false},
+		{"a word, equal", "abcdefgh", "abcdefgh!", true},
+		{"a word, differs in it", "abcdefgh", "abcdefgX!", false},
+		{"long, equal", "abcdefghijklmnop", "abcdefghijklmnop", true},
+		{"long, first word equal, differs after", "abcdefghijklmnop", "abcdefghijklmnoX", false},
+		{"long, differs in the first word", "abcdefghijklmnop", "Xbcdefghijklmnop", false},
+		{"longer than what is left", "abcdefghijklmnop", "abcdefghijklmno", false},
+	} {
+		data := []byte(tc.last + tc.next)
+		var c spanCache
+		c.read(0, len(tc.last), 7, 3)
+		l, ok := c.again(data, len(tc.last), len(data))
+		if ok != tc.want || ok && (l.start != 7 || l.n != 3) {
+			t.Errorf("%s: again = %v, %v; want %v", tc.name, l, ok, tc.want)
+		}
+	}
+}
