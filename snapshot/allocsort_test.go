@@ -227,3 +227,95 @@ func TestAllocationsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestLastAllocFrames: read from the trace's end and stopping once every
+// address is found, lastAllocFrames gives each wanted address what a
+// forward pass gives: the frames of its last alloc that has a stack,
+// whatever came after it (frees, allocs without a stack), a stack the
+// snapshot lacks deciding as an empty one, and nothing for an address
+// never allocated; with every address found early, late in the trace or
+// never, and an address the filter passes but that is not wanted.
+func TestLastAllocFrames(t *testing.T) {
+	table := cycledFrames([]string{"/ws/a.py"}, []string{"f"}, 8)
+	actions := []Action{ActionAlloc, ActionAlloc, ActionFreeRequested, ActionFreeCompleted, ActionSegmentAlloc}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		s := &Snapshot{}
+		for id := range uint32(4) {
+			s.AddStack(NewStack(table, []uint32{id}))
+		}
+		trace := make([]TraceEntry, rng.IntN(60))
+		for i := range trace {
+			e := TraceEntry{Addr: uint64(rng.IntN(10)), Stack: uint32(rng.IntN(6))} // 5: not in the snapshot
+			trace[i] = e.With(actions[rng.IntN(len(actions))])
+		}
+		// The forward pass: every alloc with a stack, the last one kept.
+		last := map[uint64]Stack{}
+		for i := range trace {
+			if e := &trace[i]; e.Action() == ActionAlloc && e.Stack != 0 {
+				last[e.Addr] = s.FramesOf(e)
+			}
+		}
+		want := map[uint64]lastAlloc{}
+		for range rng.IntN(12) {
+			want[uint64(rng.IntN(12))] = lastAlloc{} // 10, 11: never allocated
+		}
+		// An address the filter lets through (its bit is a wanted one's)
+		// but not wanted, allocated last: it changes nothing.
+		for a := range want {
+			for other := a + 1; ; other++ {
+				if wantFilterHash(other) == wantFilterHash(a) {
+					if _, ok := want[other]; !ok {
+						trace = append(trace, TraceEntry{Addr: other, Stack: 1}.With(ActionAlloc))
+					}
+					break
+				}
+			}
+			break
+		}
+		lastAllocFrames(s, trace, want)
+		for addr, got := range want {
+			w, ok := last[addr]
+			if got.found != ok || got.frames.Len() != w.Len() || w.Len() > 0 && got.frames.ID(0) != w.ID(0) {
+				t.Fatalf("seed %d, address %d: %+v; want %v found %v", seed, addr, got, w, ok)
+			}
+		}
+	}
+}
+
+// BenchmarkLastAllocFrames: 1,000 active blocks without frames, half of
+// them allocated in a trace of 1M entries over 50k addresses (what a
+// caching allocator reuses) and half before it; "forward" is the map of
+// every alloc's address the analysis made before, for the ratio.
+func BenchmarkLastAllocFrames(b *testing.B) {
+	table := cycledFrames([]string{"/ws/a.py"}, []string{"f"}, 64)
+	s := &Snapshot{}
+	for id := range uint32(64) {
+		s.AddStack(NewStack(table, []uint32{id}))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	trace := make([]TraceEntry, 1<<20)
+	for i := range trace {
+		e := TraceEntry{Addr: uint64(rng.IntN(50000)) << 9, Stack: uint32(1 + rng.IntN(64))}
+		trace[i] = e.With([]Action{ActionAlloc, ActionFreeCompleted}[i%2])
+	}
+	b.Run("backward", func(b *testing.B) {
+		for b.Loop() {
+			want := make(map[uint64]lastAlloc, 1000)
+			for k := range 1000 {
+				want[uint64(k*50)<<9|uint64(k%2)] = lastAlloc{} // odd: never allocated
+			}
+			lastAllocFrames(s, trace, want)
+		}
+	})
+	b.Run("forward", func(b *testing.B) {
+		for b.Loop() {
+			m := map[uint64]Stack{}
+			for i := range trace {
+				if e := &trace[i]; e.Action() == ActionAlloc && e.Stack != 0 {
+					m[e.Addr] = s.FramesOf(e)
+				}
+			}
+		}
+	})
+}
