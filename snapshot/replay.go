@@ -164,7 +164,7 @@ type Timeline struct {
 	// text and back. Site 0 is noStack.
 	siteID    []int32
 	siteName  []string
-	siteIndex map[string]int32
+	siteIndex siteLookup
 	// roles is the role of each interval (see Role).
 	roles []Role
 	// bySize orders the intervals by size for LiveAt's large live sets;

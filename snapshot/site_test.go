@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -182,36 +183,62 @@ func TestOpLeavesFramesAlone(t *testing.T) {
 // TestNumberSites: each stack's site number names the text of its site
 // frame (sitePos), the same number for frames of one text (a C++ overload
 // in two files' lines that read alike, a Python frame met again in another
-// stack); site 0 for none and for a frame with no text; the texts numbered
-// in the order stacks first name them, each once. Stacks share one frame
-// table, as the decoder's do, and some hold frames of their own.
+// stack); site 0 for none, for a frame with no text and for one whose text
+// is noStack's; the texts numbered in the order stacks first name them,
+// each once, and each found by its text. Stacks share one frame table, as
+// the decoder's do, and some hold frames of their own. With few frames
+// and with many (on one goroutine and on several: both sides of
+// sitesPerWorker), the same numbers on any number of goroutines.
 func TestNumberSites(t *testing.T) {
-	table := &FrameTable{Frames: []Frame{
-		{Filename: "/src/train.py", Line: 10, Name: "step"},
-		{Filename: "/src/model.py", Line: 3, Name: "forward"},
-		{Filename: "??", Name: "void at::native::add<float>(int)"},
-		{Filename: "??", Name: "void at::native::add<double>(int)"}, // the same text
-		{Filename: "/src/train.py", Line: 11, Name: "step"},
-		{Filename: "", Name: ""}, // no text
-	}}
-	rng := rand.New(rand.NewPCG(3, 5))
-	var stacks []Stack
-	var byStack []stackTraits
-	for range 2000 {
-		var st Stack
-		if rng.IntN(10) == 0 {
-			st = StackOf(Frame{Filename: "/own.py", Line: int64(rng.IntN(3)), Name: "own"})
-		} else {
-			ids := make([]uint32, 1+rng.IntN(4))
-			for i := range ids {
-				ids[i] = uint32(rng.IntN(len(table.Frames)))
-			}
-			st = NewStack(table, ids)
+	for _, many := range []int{0, 3 * sitesPerWorker} {
+		table := &FrameTable{Frames: []Frame{
+			{Filename: "/src/train.py", Line: 10, Name: "step"},
+			{Filename: "/src/model.py", Line: 3, Name: "forward"},
+			{Filename: "??", Name: "void at::native::add<float>(int)"},
+			{Filename: "??", Name: "void at::native::add<double>(int)"}, // the same text
+			{Filename: "/src/train.py", Line: 11, Name: "step"},
+			{Filename: "", Name: ""},        // no text
+			{Filename: "??", Name: noStack}, // noStack's text
+		}}
+		for i := range many {
+			table.Frames = append(table.Frames, Frame{Filename: "??", Name: fmt.Sprintf("void ns::f%d<T%d>(int)", i/3, i%3)}) // three of a text
 		}
-		stacks = append(stacks, st)
-		byStack = append(byStack, stackTraits{sitePos: int32(rng.IntN(st.Len() + 1))})
+		rng := rand.New(rand.NewPCG(3, 5))
+		var stacks []Stack
+		var byStack []stackTraits
+		for range 2000 + 2*many {
+			var st Stack
+			if rng.IntN(10) == 0 {
+				st = StackOf(Frame{Filename: "/own.py", Line: int64(rng.IntN(3)), Name: "own"})
+			} else {
+				ids := make([]uint32, 1+rng.IntN(4))
+				for i := range ids {
+					ids[i] = uint32(rng.IntN(len(table.Frames)))
+				}
+				st = NewStack(table, ids)
+			}
+			stacks = append(stacks, st)
+			byStack = append(byStack, stackTraits{sitePos: int32(rng.IntN(st.Len() + 1))})
+		}
+		var first siteNumbers
+		for _, procs := range []int{1, 2, 3} {
+			name := fmt.Sprintf("%d frames, %d goroutines", len(table.Frames), procs)
+			n := numberSitesOn(byStack, stacks, procs)
+			checkSites(t, name, n, byStack, stacks)
+			if procs == 1 {
+				first = n
+			} else if !slices.Equal(n.id, first.id) || !slices.Equal(n.name, first.name) {
+				t.Errorf("%s: not the numbers one goroutine gives", name)
+			}
+			if workers := len(n.index.shards); (workers > 1) != (procs > 1 && many > 0) {
+				t.Errorf("%s: %d shards", name, workers)
+			}
+		}
 	}
-	n := numberSites(byStack, stacks)
+}
+
+func checkSites(t *testing.T, name string, n siteNumbers, byStack []stackTraits, stacks []Stack) {
+	t.Helper()
 	var order []string
 	seen := map[string]bool{}
 	for k, st := range stacks {
@@ -222,7 +249,10 @@ func TestNumberSites(t *testing.T) {
 			}
 		}
 		if got := n.name[n.id[k]]; got != want {
-			t.Fatalf("stack %d: site %q, want %q", k, got, want)
+			t.Fatalf("%s: stack %d: site %q, want %q", name, k, got, want)
+		}
+		if want == noStack && n.id[k] != 0 {
+			t.Fatalf("%s: stack %d: %q is site %d", name, k, want, n.id[k])
 		}
 		if want != noStack && !seen[want] {
 			seen[want] = true
@@ -230,14 +260,17 @@ func TestNumberSites(t *testing.T) {
 		}
 	}
 	if !slices.Equal(n.name[1:], order) {
-		t.Errorf("sites %q, want %q (in the order stacks name them)", n.name[1:], order)
+		t.Fatalf("%s: sites %q, want %q (in the order stacks name them)", name, n.name[1:], order)
 	}
-	for text, id := range n.index {
-		if n.name[id] != text {
-			t.Errorf("index: %q is site %d, named %q", text, id, n.name[id])
+	for id, text := range n.name {
+		if got, ok := n.index.find(text); !ok || got != int32(id) {
+			t.Errorf("%s: index: %q is site %d (%v), want %d", name, text, got, ok, id)
 		}
 	}
-	if len(n.index) != len(n.name) {
-		t.Errorf("%d texts indexed, %d sites", len(n.index), len(n.name))
+	if _, ok := n.index.find("not a site"); ok {
+		t.Errorf("%s: index: a text no frame has is found", name)
+	}
+	if n.index.len() != len(n.name) {
+		t.Errorf("%s: %d texts indexed, %d sites", name, n.index.len(), len(n.name))
 	}
 }

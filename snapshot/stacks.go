@@ -3,7 +3,14 @@ package snapshot
 // A timeline's stacks: their numbers, their sites, the frames of an
 // interval, and the stacks of the blocks alive before the trace.
 
-import "unsafe"
+import (
+	"hash/maphash"
+	"runtime"
+	"slices"
+	"unsafe"
+
+	"memscope/internal/par"
+)
 
 // siteOf is the site of iv's stack: read by stack number when it has one,
 // else from names.
@@ -21,7 +28,7 @@ func (t *Timeline) siteNumber(iv *Interval, names *siteNames) (int32, string) {
 		return t.siteID[k-1], ""
 	}
 	name := names.of(t.FramesOf(iv))
-	if id, ok := t.siteIndex[name]; ok {
+	if id, ok := t.siteIndex.find(name); ok {
 		return id, ""
 	}
 	return -1, name
@@ -47,15 +54,55 @@ func (t *Timeline) numberSites(byStack []stackTraits) {
 type siteNumbers struct {
 	id    []int32
 	name  []string
-	index map[string]int32
+	index siteLookup
 }
 
+// siteLookup finds a site's number by its text. Its maps are shards, by
+// the text's hash, so that several goroutines fill them at once: a text
+// maps to its place in site, which holds the number.
+type siteLookup struct {
+	seed   maphash.Seed
+	shards []map[string]int32
+	site   []int32
+}
+
+// find is the number of the site whose text is name.
+func (x *siteLookup) find(name string) (int32, bool) {
+	if len(x.shards) == 0 {
+		return 0, false
+	}
+	i, ok := x.shards[x.shard(name)][name]
+	if !ok {
+		return 0, false
+	}
+	return x.site[i], true
+}
+
+func (x *siteLookup) shard(name string) int {
+	return int(maphash.String(x.seed, name) % uint64(len(x.shards)))
+}
+
+// len is the number of texts it holds.
+func (x *siteLookup) len() int {
+	n := 0
+	for _, m := range x.shards {
+		n += len(m)
+	}
+	return n
+}
+
+// sitesPerWorker is the fewest site frames worth a goroutine of their own.
+const sitesPerWorker = 1 << 13
+
 func numberSites(byStack []stackTraits, stacks []Stack) siteNumbers {
-	n := siteNumbers{id: make([]int32, len(byStack)), name: []string{noStack}}
+	return numberSitesOn(byStack, stacks, runtime.GOMAXPROCS(0))
+}
+
+// numberSitesOn is numberSites on up to procs goroutines.
+func numberSitesOn(byStack []stackTraits, stacks []Stack, procs int) siteNumbers {
+	n := siteNumbers{id: make([]int32, len(byStack))}
 	// The distinct frames that name a site first (n.id holds 1 + each
-	// stack's), then their texts: the map of texts is made once at its
-	// size. Grown as they came, its rehashing was half of this on w8
-	// (200k frames, most of them sites).
+	// stack's), then their texts.
 	byFrame := newFrameCache[int32]()
 	byFrame.useTable(tableOf(stacks))
 	var frames []*Frame
@@ -73,25 +120,57 @@ func numberSites(byStack []stackTraits, stacks []Stack) siteNumbers {
 		}
 		n.id[k] = i + 1
 	}
-	n.index = make(map[string]int32, len(frames)+1)
-	n.index[noStack] = 0
-	site := make([]int32, len(frames)+1) // by 1 + frame: its site
-	for i, f := range frames {
-		// Frames of one text (C++ overloads) share a site.
-		name := SiteText(*f)
-		if name == "" {
-			continue // site 0
+	// Frames of one text (C++ overloads) share a site. The texts and the
+	// first frame of each are found on every core, each goroutine
+	// filling the shard of the texts whose hashes are its own: on one,
+	// made and hashed one by one into a map, they were 20 ms of the
+	// analysis of w8 (200k frames, most of them sites) and 90 ms of one
+	// of 1.6M distinct frames, while the other core waited.
+	workers := min(procs, max(1, len(frames)/sitesPerWorker))
+	x := siteLookup{seed: maphash.MakeSeed(), shards: make([]map[string]int32, workers), site: make([]int32, len(frames)+1)}
+	texts := make([]string, len(frames)+1) // by 1 + frame; 0 is noStack
+	texts[0] = noStack
+	shard := make([]uint8, len(frames)+1)
+	shard[0] = uint8(x.shard(noStack))
+	par.Each(workers, func(w int) {
+		for i := 1 + w*len(frames)/workers; i < 1+(w+1)*len(frames)/workers; i++ {
+			texts[i] = SiteText(*frames[i-1])
+			shard[i] = uint8(x.shard(texts[i]))
 		}
-		id, ok := n.index[name]
-		if !ok {
-			id = int32(len(n.name))
-			n.name = append(n.name, name)
-			n.index[name] = id
+	})
+	first := make([]int32, len(frames)+1) // by 1 + frame: where its text is first
+	par.Each(workers, func(w int) {
+		m := make(map[string]int32, len(frames)/workers+1)
+		for i, t := range texts { // noStack first, number 0
+			if int(shard[i]) != w || t == "" {
+				continue
+			}
+			j, ok := m[t]
+			if !ok {
+				j = int32(i)
+				m[t] = j
+			}
+			first[i] = j
 		}
-		site[i+1] = id
+		x.shards[w] = m
+	})
+	// The numbers, in the order the frames came; the names written over
+	// the texts (a site's number is never past its frame's place).
+	names := texts[:1]
+	for i := 1; i < len(texts); i++ {
+		switch t := texts[i]; {
+		case t == "":
+			// site 0
+		case first[i] == int32(i):
+			x.site[i] = int32(len(names))
+			names = append(names, t)
+		default:
+			x.site[i] = x.site[first[i]]
+		}
 	}
+	n.name, n.index = slices.Clip(names), x
 	for k, i := range n.id {
-		n.id[k] = site[i]
+		n.id[k] = x.site[i]
 	}
 	return n
 }
