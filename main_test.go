@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -436,12 +437,14 @@ func TestOneDetectionForEveryCommand(t *testing.T) {
 	if err := os.WriteFile(other, []byte(`{"foo": [1, 2, 3]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// What torch.save writes: a zip archive whose first member is
-	// archive/data.pkl.
+	// A zip archive that is no torch.save (its header cut short), and one
+	// of a checkpoint: torch.save's data.pkl first, {'weight': 1}.
 	saved := filepath.Join(dir, "snapshot.pt")
 	if err := os.WriteFile(saved, append([]byte("PK\x03\x04\x00\x00\x00\x00"), "archive/data.pkl"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	checkpoint := filepath.Join(dir, "model.pt")
+	writeZip(t, checkpoint, "model/data.pkl", []byte("\x80\x02}q\x00X\x06\x00\x00\x00weightq\x01K\x01s."))
 	const (
 		megatron = "testdata/traces/megatron_trace_memory/real/memory_trace_rank0_wd4_tp1_pp2_l32_bs1.json"
 		snap     = "testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle"
@@ -452,7 +455,8 @@ func TestOneDetectionForEveryCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"report", other}, "JSON that is neither an allocator snapshot, an estimate nor a memory trace"},
-		{[]string{"report", saved}, "a zip archive (torch.save writes these; memscope reads the pickle torch.cuda.memory._dump_snapshot writes), not what memscope report reads"},
+		{[]string{"report", saved}, "a zip archive that is not a torch.save of an allocator snapshot, not what memscope report reads"},
+		{[]string{"report", checkpoint}, "a torch.save archive that holds no allocator snapshot (a checkpoint?), not what memscope report reads"},
 		{[]string{"report", megatron}, "a Megatron memory trace, not what memscope report reads: use memscope compare"},
 		{[]string{"report", log}, "a torchtitan training log, not what memscope report reads: use memscope compare"},
 		{[]string{"report", "testdata/traces/megatron_trace_memory"}, "holds 6 memory trace files: use memscope compare"},
@@ -897,5 +901,64 @@ func TestDemoSamplesWrittenAtOneInstant(t *testing.T) {
 	})
 	if err != nil || n < 2 {
 		t.Fatalf("%d samples: %v", n, err)
+	}
+}
+
+// writeZip writes a zip archive of one stored member, as torch.save
+// stores its data.pkl.
+func writeZip(t *testing.T, path, member string, data []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	f, err := w.CreateHeader(&zip.FileHeader{Name: member, Method: zip.Store})
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err == nil {
+		err = os.WriteFile(path, b.Bytes(), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReportTorchSave: a snapshot saved with torch.save reports as the
+// pickle.dump of it does, in text (but for its format line) and in JSON,
+// and a folder of it is not searched for .pt files (checkpoints are named
+// so too).
+func TestReportTorchSave(t *testing.T) {
+	const pickled = "testdata/snapshots/synthetic/proto2.pickle"
+	pkl, err := os.ReadFile(pickled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "snapshot.pt")
+	writeZip(t, saved, "snapshot/data.pkl", pkl)
+	for _, args := range [][]string{{"report"}, {"report", "--json"}} {
+		want, _, code := runCLI(t, append(args, pickled)...)
+		if code != 0 {
+			t.Fatalf("%v the pickle: exit %d", args, code)
+		}
+		got, stderr, code := runCLI(t, append(args, saved)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if len(args) == 1 && !strings.Contains(got, "format: torch.save archive (pickle protocol 2)") {
+			t.Errorf("no torch.save format in:\n%.400s", got)
+		}
+		norm := func(s, path string) string {
+			s = strings.ReplaceAll(s, path, "PATH")
+			return strings.ReplaceAll(s, "torch.save archive (pickle protocol 2)", "pickle protocol 2")
+		}
+		if norm(got, saved) != norm(want, pickled) {
+			t.Errorf("%v: the archive's report differs from the pickle's:\n%.600s", args, got)
+		}
+	}
+	if _, stderr, code := runCLI(t, "report", dir); code != 1 || !strings.Contains(stderr, "no snapshots found") {
+		t.Errorf("a folder of .pt files: exit %d, %s", code, stderr)
 	}
 }

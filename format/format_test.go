@@ -1,6 +1,8 @@
 package format
 
 import (
+	"archive/zip"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +124,54 @@ func TestSnapshotHead(t *testing.T) {
 		if got, _ := SniffFile(p); got != c.want {
 			t.Errorf("snapshot keys after %d bytes: %q, want %q", c.pad, got, c.want)
 		}
+	}
+}
+
+// TestSniffTorchSave: the first local header of a zip archive says
+// whether it is torch.save's (data.pkl first, at the root or in one
+// folder) and its pickle's first bytes whether it saved a snapshot,
+// stored or deflated; a header cut short, a name past the head, a
+// deeper data.pkl and a pickle past the head say no more than they can.
+func TestSniffTorchSave(t *testing.T) {
+	member := func(name string, method uint16, data []byte) []byte {
+		var b bytes.Buffer
+		w := zip.NewWriter(&b)
+		f, err := w.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if err == nil {
+			err = w.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	snap := []byte("\x80\x02}q\x00(X\x08\x00\x00\x00segmentsq\x01]q\x02")
+	other := []byte("\x80\x02}q\x00(X\x06\x00\x00\x00weightq\x01K\x01u.")
+	stored := member("s/data.pkl", zip.Store, snap)
+	for _, c := range []struct {
+		name string
+		head []byte
+		want TorchSave
+	}{
+		{"not a zip", snap, NotZip},
+		{"stored snapshot", stored, SavedSnapshot},
+		{"deflated snapshot", member("s/data.pkl", zip.Deflate, snap), SavedSnapshot},
+		{"at the root", member("data.pkl", zip.Store, snap), SavedSnapshot},
+		{"a checkpoint", member("m/data.pkl", zip.Store, other), SavedOther},
+		{"deeper", member("a/b/data.pkl", zip.Store, snap), OtherZip},
+		{"another member first", member("notes.txt", zip.Store, snap), OtherZip},
+		{"header cut short", stored[:zipLocalHeader-1], OtherZip},
+		{"name past the head", stored[:zipLocalHeader+4], OtherZip},
+		{"pickle past the head", stored[:zipLocalHeader+len("s/data.pkl")], SavedOther},
+	} {
+		if got := SniffTorchSave(c.head); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if Sniff(stored) != Snapshot || Sniff(member("m/data.pkl", zip.Store, other)) != Unknown {
+		t.Errorf("Sniff: a saved snapshot is a snapshot, a saved checkpoint nothing")
 	}
 }

@@ -101,6 +101,9 @@ func sniffSnapshot(head []byte) Kind {
 	if len(head) >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5 {
 		return Snapshot
 	}
+	if SniffTorchSave(head) == SavedSnapshot {
+		return Snapshot // torch.save(torch.cuda.memory._snapshot(), path)
+	}
 	t := bytes.TrimLeft(head, " \t\r\n\xef\xbb\xbf")
 	if len(t) == 0 {
 		return Unknown

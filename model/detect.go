@@ -63,9 +63,10 @@ func unknownWhat(path string) string {
 	switch {
 	case n == 0:
 		return "an empty file"
-	case bytes.HasPrefix(head[:n], []byte("PK\x03\x04")):
-		// torch.save writes a zip archive, even of a snapshot's dict.
-		return "a zip archive (torch.save writes these; memscope reads the pickle torch.cuda.memory._dump_snapshot writes)"
+	case format.SniffTorchSave(head[:n]) == format.SavedOther:
+		return "a torch.save archive that holds no allocator snapshot (a checkpoint?)"
+	case format.SniffTorchSave(head[:n]) == format.OtherZip:
+		return "a zip archive that is not a torch.save of an allocator snapshot"
 	case len(t) > 0 && (t[0] == '{' || t[0] == '['):
 		return "JSON that is neither an allocator snapshot, an estimate nor a memory trace"
 	case bytes.IndexByte(head[:n], 0) >= 0:

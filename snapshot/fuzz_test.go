@@ -1,13 +1,14 @@
 package snapshot
 
 import (
+	"archive/zip"
 	"context"
 	"os"
 	"testing"
 )
 
 // FuzzDecode feeds arbitrary bytes to the snapshot reader (every form:
-// pickle, gzip, JSON, HTML) and the analysis. Nothing may panic; errors are
+// pickle, gzip, JSON, HTML, torch.save's zip) and the analysis. Nothing may panic; errors are
 // fine. Seeds: small real and synthetic snapshots, plus the corpus in
 // testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {
@@ -22,6 +23,11 @@ func FuzzDecode(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+		if p == "../testdata/snapshots/synthetic/legacy_list.pickle" {
+			// torch.save's archive of it, stored and deflated.
+			f.Add(torchSaveArchive(f, b, zip.Store, "snapshot/data.pkl"))
+			f.Add(torchSaveArchive(f, b, zip.Deflate, "snapshot/data.pkl"))
+		}
 	}
 	f.Add([]byte(`{"segments": [{"address": 1, "total_size": 2, "blocks": [{"address": 1, "size": 2, "state": "inactive"}]}]}`))
 	f.Add([]byte(`<html>const local_files = [{"name": "snapshot.pickle", "base64": "gASVAAAAAAAAAAB9lC4="}]</html>`))

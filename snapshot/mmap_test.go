@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"archive/zip"
 	"context"
 	"fmt"
 	"os"
@@ -76,7 +77,11 @@ func TestMappedFileTruncatedWhileDecoding(t *testing.T) {
 		decode func(mapped []byte, unmap func(), f *os.File) (*Snapshot, error)
 	}{
 		{"pickle", pk, func(m []byte, unmap func(), f *os.File) (*Snapshot, error) {
-			return decodeMapped(context.Background(), m, unmap, f.ReadAt, nil)
+			return decodeMapped(context.Background(), m, unmap, f.ReadAt, nil, dropPages(m))
+		}},
+		{"torch.save", torchSaveArchive(t, pk, zip.Store, "s/data.pkl"), func(m []byte, unmap func(), f *os.File) (*Snapshot, error) {
+			s, err, _ := decodeMappedTorchSave(context.Background(), m, unmap, f.ReadAt, nil)
+			return s, err
 		}},
 		{"json", js, func(m []byte, unmap func(), _ *os.File) (*Snapshot, error) {
 			return decodeMappedJSON(context.Background(), m, 0, unmap, nil)
@@ -111,7 +116,8 @@ func TestMappedFileTruncatedWhileDecoding(t *testing.T) {
 // pickle.dump) while Open decodes it, at several moments: the decode ends
 // with a snapshot or an error, never a crash (a fault on either machine's
 // goroutine would kill the process). The same for its .gz, read as it
-// inflates. Run under -race in CI.
+// inflates, and for torch.save's archive of it, read where it lies.
+// Run under -race in CI.
 func TestFileChangedMidDecode(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not found: the file is written by pickle.dump")
@@ -130,9 +136,12 @@ func TestFileChangedMidDecode(t *testing.T) {
 		t.Fatalf("%d bytes: under the size that maps the file and splits the decode", len(data))
 	}
 	plain := data
-	for _, ext := range []string{"", ".gz"} {
-		if ext == ".gz" {
+	for _, ext := range []string{"", ".gz", ".pt"} {
+		switch ext {
+		case ".gz":
 			data = gz(t, plain)
+		case ".pt":
+			data = torchSaveArchive(t, plain, zip.Store, "s/data.pkl")
 		}
 		changeMidDecode(t, dir, ext, data)
 	}

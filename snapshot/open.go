@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"memscope/format"
 	"memscope/snapshot/pickle"
 )
 
@@ -102,12 +103,16 @@ func openMapped(ctx context.Context, path string, progress func(float64)) (s *Sn
 		return nil, nil, false
 	}
 	json := jsonStart(head)
-	if !pickle.IsPickle(head) && json < 0 {
+	zipped := bytes.HasPrefix(head, format.ZipMagic)
+	if !pickle.IsPickle(head) && json < 0 && !zipped {
 		return nil, nil, false
 	}
 	data, unmap, err := mapFile(f, int(size))
 	if err != nil {
 		return nil, nil, false
+	}
+	if zipped {
+		return decodeMappedTorchSave(ctx, data, unmap, f.ReadAt, progress)
 	}
 	if json >= 0 {
 		// A JSON snapshot is read once, front to back, like a pickle:
@@ -116,7 +121,7 @@ func openMapped(ctx context.Context, path string, progress func(float64)) (s *Sn
 		s, err = decodeMappedJSON(ctx, data, json, unmap, progress)
 		return s, err, true
 	}
-	s, err = decodeMapped(ctx, data, unmap, f.ReadAt, progress)
+	s, err = decodeMapped(ctx, data, unmap, f.ReadAt, progress, dropPages(data))
 	return s, err, true
 }
 
@@ -162,8 +167,9 @@ func decodeMappedJSON(ctx context.Context, data []byte, from int, unmap func(), 
 	return guardFaults(func() (*Snapshot, error) { return pickle.DecodeJSON(ctx, data[from:], progress, drop) })
 }
 
-// decodeMapped decodes a mapped pickle and unmaps it (see guardFaults).
-func decodeMapped(ctx context.Context, data []byte, unmap func(), readAt func([]byte, int64) (int, error), progress func(float64)) (*Snapshot, error) {
+// decodeMapped decodes a mapped pickle and unmaps it (see guardFaults);
+// drop gives back the pages of data read past.
+func decodeMapped(ctx context.Context, data []byte, unmap func(), readAt func([]byte, int64) (int, error), progress func(float64), drop func(from, to int)) (*Snapshot, error) {
 	released := false
 	release := func() {
 		if !released {
@@ -173,7 +179,7 @@ func decodeMapped(ctx context.Context, data []byte, unmap func(), readAt func([]
 	}
 	defer release()
 	return guardFaults(func() (*Snapshot, error) {
-		return pickle.DecodeMapped(ctx, data, release, dropPages(data), readAt, progress)
+		return pickle.DecodeMapped(ctx, data, release, drop, readAt, progress)
 	})
 }
 
@@ -209,14 +215,14 @@ func Decode(ctx context.Context, data []byte) (*Snapshot, error) {
 func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot, error) {
 	data := *in
 	*in = nil
-	format := ""
+	via := "" // "+gzip" for a compressed input
 	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
 		raw, err := gunzip(ctx, data)
 		if err != nil {
 			return nil, err
 		}
 		data = raw
-		format = "+gzip"
+		via = "+gzip"
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -231,7 +237,23 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 		if err != nil {
 			return nil, err
 		}
-		s.Format += format
+		s.Format += via
+		return s, nil
+	case bytes.HasPrefix(data, format.ZipMagic):
+		trimmed = nil
+		pkl, err := torchSavedPickle(ctx, data)
+		if err != nil {
+			return nil, err
+		}
+		data = nil
+		if !pickle.IsPickle(pkl) {
+			return nil, fmt.Errorf("torch.save archive: data.pkl is not a pickle: %w", ErrNotSnapshot)
+		}
+		s, err := pickle.DecodeSnapshot(ctx, &pkl, progress)
+		if err != nil {
+			return nil, fmt.Errorf("torch.save archive, data.pkl: %w", err)
+		}
+		s.Format = "torch.save archive (" + s.Format + ")" + via
 		return s, nil
 	case len(trimmed) > 0 && trimmed[0] == '<':
 		payload, err := htmlPayload(trimmed)
@@ -243,21 +265,21 @@ func decode(ctx context.Context, in *[]byte, progress func(float64)) (*Snapshot,
 		if err != nil {
 			return nil, fmt.Errorf("embedded snapshot: %w", err)
 		}
-		s.Format = "html (" + s.Format + ")" + format
+		s.Format = "html (" + s.Format + ")" + via
 		return s, nil
 	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
 		s, err := pickle.DecodeJSON(ctx, trimmed, progress, nil)
 		if err != nil {
 			return nil, err
 		}
-		s.Format += format
+		s.Format += via
 		return s, nil
 	}
 	return nil, unrecognised(data[0])
 }
 
 func unrecognised(first byte) error {
-	return fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON or HTML): %w", first, ErrNotSnapshot)
+	return fmt.Errorf("unrecognised content (first byte 0x%02x; expected a pickle, gzip, JSON, HTML or a torch.save archive): %w", first, ErrNotSnapshot)
 }
 
 // unknownForm reports whether head, the start of an input, can begin none
@@ -269,7 +291,7 @@ func unknownForm(head []byte) bool {
 		return false
 	}
 	switch {
-	case pickle.IsPickle(head), len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+	case pickle.IsPickle(head), len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b, bytes.HasPrefix(head, format.ZipMagic):
 		return false
 	case trimmed[0] == '<' || trimmed[0] == '{' || trimmed[0] == '[':
 		return false

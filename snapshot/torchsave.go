@@ -1,0 +1,116 @@
+package snapshot
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"memscope/format"
+	"memscope/snapshot/pickle"
+)
+
+// torch.save (PyTorch 1.6 on) writes a zip archive: the saved object's
+// pickle as <name>/data.pkl, stored, then its tensors' storages, none for
+// a snapshot's dict. torch.save(torch.cuda.memory._snapshot(), "s.pt")
+// is read from that pickle (protocol 2, with no persistent ids when no
+// tensor is in it).
+
+// torchSavedPickle returns the bytes of data.pkl in the zip archive data:
+// a part of data when stored, as torch.save stores it, else inflated,
+// within the limit a gzip input has.
+func torchSavedPickle(ctx context.Context, data []byte) ([]byte, error) {
+	f, err := dataPklMember(data)
+	if err != nil {
+		return nil, err
+	}
+	if f.Method == zip.Store {
+		off, n, err := storedRange(f, len(data))
+		if err != nil {
+			return nil, err
+		}
+		return data[off : off+n], nil
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("zip archive, %s: %w", f.Name, err)
+	}
+	defer rc.Close()
+	limit, why := inflateLimit(ctx, int(min(f.CompressedSize64, uint64(len(data)))))
+	var out bytes.Buffer
+	n, err := io.Copy(&out, ctxReader{ctx, io.LimitReader(rc, limit+1)})
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case n > limit:
+		return nil, fmt.Errorf("zip archive, %s: %s; refusing (a decompression bomb?)", f.Name, why)
+	case err != nil:
+		return nil, fmt.Errorf("zip archive, %s: %w (file truncated?)", f.Name, err)
+	}
+	return out.Bytes(), nil
+}
+
+// dataPklMember is the data.pkl member of the zip archive data.
+func dataPklMember(data []byte) (*zip.File, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // names are never used as paths
+		return nil, fmt.Errorf("zip archive: %w", err)
+	}
+	for _, m := range zr.File {
+		if format.IsTorchDataPkl(m.Name) {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("a zip archive without data.pkl, so not what torch.save writes: %w", ErrNotSnapshot)
+}
+
+// storedRange is where stored member f lies in an archive of size bytes.
+func storedRange(f *zip.File, size int) (off, n int64, err error) {
+	off, err = f.DataOffset()
+	if err != nil {
+		return 0, 0, fmt.Errorf("zip archive, %s: %w", f.Name, err)
+	}
+	if c := f.CompressedSize64; off < 0 || off > int64(size) || c != f.UncompressedSize64 || c > uint64(int64(size)-off) {
+		return 0, 0, fmt.Errorf("zip archive, %s: %d bytes at %d do not fit in the file's %d (truncated?)", f.Name, c, off, size)
+	}
+	return off, int64(f.CompressedSize64), nil
+}
+
+// decodeMappedTorchSave decodes the stored data.pkl of a mapped torch.save
+// archive where it lies, as decodeMapped a pickle file: pages given back
+// as they are read past, the file's other members never read. ok is false
+// (and data unmapped) when its data.pkl is not stored: it is then read
+// from the file and inflated.
+func decodeMappedTorchSave(ctx context.Context, data []byte, unmap func(), readAt func([]byte, int64) (int, error), progress func(float64)) (s *Snapshot, err error, ok bool) {
+	var off, n int64
+	var stored bool
+	_, err = guardFaults(func() (*Snapshot, error) {
+		f, err := dataPklMember(data)
+		if err != nil || f.Method != zip.Store {
+			return nil, err
+		}
+		stored = true
+		off, n, err = storedRange(f, len(data))
+		return nil, err
+	})
+	if err != nil || !stored {
+		unmap()
+		return nil, err, err != nil
+	}
+	if !pickle.IsPickle(data[off : off+min(n, 8)]) {
+		unmap()
+		return nil, fmt.Errorf("torch.save archive: data.pkl is not a pickle: %w", ErrNotSnapshot), true
+	}
+	drop := dropPages(data)
+	if whole, at := drop, int(off); whole != nil {
+		drop = func(a, b int) { whole(a+at, b+at) }
+	}
+	s, err = decodeMapped(ctx, data[off:off+n], unmap, func(p []byte, pos int64) (int, error) { return readAt(p, pos+off) }, progress, drop)
+	if err != nil {
+		return nil, fmt.Errorf("torch.save archive, data.pkl: %w", err), true
+	}
+	s.Format = "torch.save archive (" + s.Format + ")"
+	return s, nil, true
+}
