@@ -437,6 +437,41 @@ func TestOpenQuiet(t *testing.T) {
 	}
 }
 
+// TestOpenOnce: a file named twice, or named beside its folder (in either
+// order, by a relative and an absolute path), is one source, pinned as a
+// named file is; the folder's other files are sources of their own.
+func TestOpenOnce(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.pickle"), filepath.Join(dir, "b.pickle")
+	copyFile(t, "../testdata/snapshots/MercuryB1_SQAttn__cuda_memory_snapshot.pickle", a)
+	copyFile(t, "../testdata/snapshots/synthetic/proto2.pickle", b)
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, paths := range [][]string{{a, a}, {a, dir}, {dir, a}, {rel, dir}} {
+		ws := New(context.Background(), nil)
+		ws.Open(paths...)
+		ws.Wait()
+		count := map[string]int{}
+		for _, s := range ws.Sources() {
+			abs, _ := filepath.Abs(s.Path)
+			count[abs]++
+			if abs == a && !s.Pinned {
+				t.Errorf("%v: the named file is not pinned", paths)
+			}
+		}
+		want := 1
+		if slices.Contains(paths, dir) {
+			want = 2
+		}
+		if count[a] != 1 || len(count) != want {
+			t.Errorf("%v: sources %v", paths, count)
+		}
+	}
+}
+
 // TestWatchRotatingSnapshots: training that keeps only its latest snapshot
 // (write a new name, delete the old) leaves one source per file that
 // exists, not one per file ever seen; a file the user named stays, with

@@ -71,7 +71,10 @@ func (w *Workspace) openFile(p string, explicit, lazy bool) int {
 		}
 		return 0
 	case d.Kind == KindSnapshot || d.Kind == KindEstimate || d.Kind == KindTraceRun:
-		id := w.add(d.Kind, lazy, p)
+		id, ok := w.sourceOf(d.Kind, p)
+		if !ok {
+			id = w.add(d.Kind, lazy, p)
+		}
 		if explicit {
 			w.update(id, func(s *Source) { s.Pinned = true })
 		}
@@ -81,6 +84,27 @@ func (w *Workspace) openFile(p string, explicit, lazy bool) int {
 		return 1
 	}
 	return 0
+}
+
+// sourceOf is the source of kind that holds the file at p alone, by its
+// absolute path: a file named and met again in a folder named beside it
+// (memscope snap.pickle .) is one source, not two.
+func (w *Workspace) sourceOf(kind SourceKind, p string) (int, bool) {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return filepath.Clean(p)
+	}
+	p = abs(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.sources {
+		if s.Kind == kind && len(s.Paths) == 1 && abs(s.Paths[0]) == p {
+			return s.ID, true
+		}
+	}
+	return 0, false
 }
 
 // openFolder opens a directory: a folder of per-rank snapshots becomes one
