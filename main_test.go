@@ -927,8 +927,7 @@ func writeZip(t *testing.T, path, member string, data []byte) {
 
 // TestReportTorchSave: a snapshot saved with torch.save reports as the
 // pickle.dump of it does, in text (but for its format line) and in JSON,
-// and a folder of it is not searched for .pt files (checkpoints are named
-// so too).
+// and is found in a folder beside a checkpoint, which is not.
 func TestReportTorchSave(t *testing.T) {
 	const pickled = "testdata/snapshots/synthetic/proto2.pickle"
 	pkl, err := os.ReadFile(pickled)
@@ -958,7 +957,10 @@ func TestReportTorchSave(t *testing.T) {
 			t.Errorf("%v: the archive's report differs from the pickle's:\n%.600s", args, got)
 		}
 	}
-	if _, stderr, code := runCLI(t, "report", dir); code != 1 || !strings.Contains(stderr, "no snapshots found") {
-		t.Errorf("a folder of .pt files: exit %d, %s", code, stderr)
+	// In a folder, the archive of a snapshot is found, a checkpoint's
+	// not.
+	writeZip(t, filepath.Join(dir, "model.pt"), "model/data.pkl", []byte("\x80\x02}q\x00X\x06\x00\x00\x00weightq\x01K\x01s."))
+	if out, stderr, code := runCLI(t, "report", dir); code != 0 || !strings.Contains(out, "snapshot.pt") || strings.Contains(out+stderr, "model.pt") {
+		t.Errorf("a folder of .pt files: exit %d:\n%.300s%s", code, out, stderr)
 	}
 }

@@ -117,7 +117,7 @@ func SnapshotInputs(paths []string, command string) []Input {
 				continue
 			}
 			if len(found) == 0 {
-				err := fmt.Errorf("no snapshots found (looked for *.pickle, *.pkl, *.pickle.gz, memory_viz *.html and snapshot *.json, up to 4 levels deep)")
+				err := fmt.Errorf("no snapshots found (looked for *.pickle, *.pkl, *.pickle.gz, memory_viz *.html, snapshot *.json and torch.save *.pt, up to 4 levels deep)")
 				if traces, _ := trace.FindFiles(p); len(traces) > 0 {
 					err = fmt.Errorf("no snapshots found; it holds %d memory trace files: use memscope compare %s", len(traces), p)
 				}

@@ -119,7 +119,9 @@ func Discover(dir string) ([]Found, error) {
 
 func candidateName(name string) bool {
 	n := strings.ToLower(name)
-	for _, ext := range []string{".pickle", ".pkl", ".pickle.gz", ".pkl.gz", ".snapshot", ".snap", ".json", ".json.gz", ".html"} {
+	// .pt and .pth: torch.save's archives, of snapshots or, more often,
+	// of checkpoints, which the sniff tells apart from the archive's head.
+	for _, ext := range []string{".pickle", ".pkl", ".pickle.gz", ".pkl.gz", ".snapshot", ".snap", ".json", ".json.gz", ".html", ".pt", ".pth"} {
 		if strings.HasSuffix(n, ext) {
 			return true
 		}
