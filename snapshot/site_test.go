@@ -188,9 +188,10 @@ func TestOpLeavesFramesAlone(t *testing.T) {
 // each once, and each found by its text. Stacks share one frame table, as
 // the decoder's do, and some hold frames of their own. With few frames
 // and with many (on one goroutine and on several: both sides of
-// sitesPerWorker), the same numbers on any number of goroutines.
+// sitesPerWorker, and past maxSiteShards), the same numbers on any number
+// of goroutines.
 func TestNumberSites(t *testing.T) {
-	for _, many := range []int{0, 3 * sitesPerWorker} {
+	for _, many := range []int{0, 4 * sitesPerWorker} {
 		table := &FrameTable{Frames: []Frame{
 			{Filename: "/src/train.py", Line: 10, Name: "step"},
 			{Filename: "/src/model.py", Line: 3, Name: "forward"},
@@ -221,17 +222,23 @@ func TestNumberSites(t *testing.T) {
 			byStack = append(byStack, stackTraits{sitePos: int32(rng.IntN(st.Len() + 1))})
 		}
 		var first siteNumbers
-		for _, procs := range []int{1, 2, 3} {
-			name := fmt.Sprintf("%d frames, %d goroutines", len(table.Frames), procs)
-			n := numberSitesOn(byStack, stacks, procs)
+		for _, c := range []struct{ procs, perWorker, shards int }{
+			{1, sitesPerWorker, 1},
+			{2, sitesPerWorker, 1 + min(1, many)},
+			{3, sitesPerWorker, 1 + min(2, many)}, // many frames: 3 workers' worth
+			// Past maxSiteShards goroutines, that many.
+			{maxSiteShards + 1, 1, maxSiteShards},
+		} {
+			name := fmt.Sprintf("%d frames, %d goroutines of %d", len(table.Frames), c.procs, c.perWorker)
+			n := numberSitesOn(byStack, stacks, c.procs, c.perWorker)
 			checkSites(t, name, n, byStack, stacks)
-			if procs == 1 {
+			if c.procs == 1 {
 				first = n
 			} else if !slices.Equal(n.id, first.id) || !slices.Equal(n.name, first.name) {
 				t.Errorf("%s: not the numbers one goroutine gives", name)
 			}
-			if workers := len(n.index.shards); (workers > 1) != (procs > 1 && many > 0) {
-				t.Errorf("%s: %d shards", name, workers)
+			if len(n.index.shards) != c.shards {
+				t.Errorf("%s: %d shards, want %d", name, len(n.index.shards), c.shards)
 			}
 		}
 	}

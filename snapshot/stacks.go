@@ -91,15 +91,23 @@ func (x *siteLookup) len() int {
 	return n
 }
 
-// sitesPerWorker is the fewest site frames worth a goroutine of their own.
-const sitesPerWorker = 1 << 13
+// sitesPerWorker is the fewest site frames worth a goroutine of their own;
+// maxSiteShards bounds the goroutines (and shards), whose numbers are
+// kept in a byte.
+const (
+	sitesPerWorker = 1 << 13
+	maxSiteShards  = 64
+)
+
+var _ [255 - maxSiteShards]struct{} // a shard's number fits in a uint8
 
 func numberSites(byStack []stackTraits, stacks []Stack) siteNumbers {
-	return numberSitesOn(byStack, stacks, runtime.GOMAXPROCS(0))
+	return numberSitesOn(byStack, stacks, runtime.GOMAXPROCS(0), sitesPerWorker)
 }
 
-// numberSitesOn is numberSites on up to procs goroutines.
-func numberSitesOn(byStack []stackTraits, stacks []Stack, procs int) siteNumbers {
+// numberSitesOn is numberSites on up to procs goroutines, each given
+// perWorker site frames at least.
+func numberSitesOn(byStack []stackTraits, stacks []Stack, procs, perWorker int) siteNumbers {
 	n := siteNumbers{id: make([]int32, len(byStack))}
 	// The distinct frames that name a site first (n.id holds 1 + each
 	// stack's), then their texts.
@@ -126,7 +134,7 @@ func numberSitesOn(byStack []stackTraits, stacks []Stack, procs int) siteNumbers
 	// made and hashed one by one into a map, they were 20 ms of the
 	// analysis of w8 (200k frames, most of them sites) and 90 ms of one
 	// of 1.6M distinct frames, while the other core waited.
-	workers := min(procs, max(1, len(frames)/sitesPerWorker))
+	workers := min(procs, maxSiteShards, max(1, len(frames)/perWorker))
 	x := siteLookup{seed: maphash.MakeSeed(), shards: make([]map[string]int32, workers), site: make([]int32, len(frames)+1)}
 	texts := make([]string, len(frames)+1) // by 1 + frame; 0 is noStack
 	texts[0] = noStack
@@ -168,6 +176,7 @@ func numberSitesOn(byStack []stackTraits, stacks []Stack, procs int) siteNumbers
 			x.site[i] = x.site[first[i]]
 		}
 	}
+	clear(texts[len(names):]) // what is left past the names is not kept alive
 	n.name, n.index = slices.Clip(names), x
 	for k, i := range n.id {
 		n.id[k] = x.site[i]
