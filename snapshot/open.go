@@ -305,24 +305,24 @@ func gunzip(ctx context.Context, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("gzip: %w", err)
 	}
 	limit, why := inflateLimit(ctx, len(data))
-	var out bytes.Buffer
 	// The trailer's size (mod 4 GiB) is only a hint for the first
 	// allocation, never trusted: the limit is checked on what comes out.
+	var hint int64 = 64 << 10
 	if n := len(data); n >= 4 {
-		if hint := int64(binary.LittleEndian.Uint32(data[n-4:])); hint > 0 && hint <= limit {
-			out.Grow(int(hint) + 1)
+		if h := int64(binary.LittleEndian.Uint32(data[n-4:])); h > 0 && h <= limit {
+			hint = h
 		}
 	}
-	n, err := io.Copy(&out, ctxReader{ctx, io.LimitReader(zr, limit+1)})
+	out, err := readLimited(ctxReader{ctx, zr}, hint, limit)
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case errors.Is(err, errPastLimit):
+		return nil, fmt.Errorf("gzip: %s; refusing (a decompression bomb?)", why)
 	case err != nil:
 		return nil, fmt.Errorf("gzip: %w (file truncated?)", err)
-	case n > limit:
-		return nil, fmt.Errorf("gzip: %s; refusing (a decompression bomb?)", why)
 	}
-	return out.Bytes(), nil
+	return out, nil
 }
 
 // inflateLimit is the most a gzip member of size bytes may inflate to, and

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"memscope/format"
 )
@@ -189,5 +191,28 @@ func TestTorchSaveMapped(t *testing.T) {
 			got[0].TraceEntries != exp[0].TraceEntries || got[0].Peak.Active != exp[0].Peak.Active || got[0].Peak.EventIndex != exp[0].Peak.EventIndex {
 			t.Errorf("%s: not the pickle's snapshot", c.name)
 		}
+	}
+}
+
+// TestReadLimited: all of a reader up to the limit, from a hint under,
+// at and over what comes, never holding room for more than the limit and
+// a byte; a byte more is refused; a reader's error is passed on.
+func TestReadLimited(t *testing.T) {
+	const limit = 1000
+	for _, c := range []struct {
+		n, hint int64
+		err     error
+	}{
+		{0, 0, nil}, {1, 0, nil}, {999, 10, nil}, {limit, 1, nil}, {limit, limit, nil},
+		{limit, 5 * limit, nil}, {limit + 1, 1, errPastLimit}, {limit + 1, 5 * limit, errPastLimit}, {3 * limit, 64, errPastLimit},
+	} {
+		data := bytes.Repeat([]byte{7}, int(c.n))
+		out, err := readLimited(iotest.OneByteReader(bytes.NewReader(data)), c.hint, limit)
+		if !errors.Is(err, c.err) || err == nil && !bytes.Equal(out, data) || cap(out) > limit+1 {
+			t.Errorf("%d bytes, hint %d: %d bytes (room %d), %v; want %v", c.n, c.hint, len(out), cap(out), err, c.err)
+		}
+	}
+	if _, err := readLimited(iotest.ErrReader(io.ErrUnexpectedEOF), 10, limit); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a failing reader: %v", err)
 	}
 }
