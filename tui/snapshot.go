@@ -325,8 +325,9 @@ func (t *snapTab) view(c *tabContext) string {
 func noSnapshotView(c *tabContext) string {
 	var b strings.Builder
 	b.WriteString(c.th.Title.Render("No snapshot loaded") + "\n\n")
-	b.WriteString("Open an allocator snapshot (torch.cuda.memory._dump_snapshot pickle, .pickle.gz, JSON\n")
-	b.WriteString("or memory_viz HTML) or a PyTorch-Memory-Profiler peak snapshot: memscope FILE|DIR.\n")
+	b.WriteString("Open an allocator snapshot (torch.cuda.memory._dump_snapshot pickle, .pickle.gz, JSON,\n")
+	b.WriteString("memory_viz HTML or a torch.save .pt) or a PyTorch-Memory-Profiler peak snapshot:\n")
+	b.WriteString("memscope FILE|DIR.\n")
 	for _, s := range c.sources {
 		if (s.Kind.IsSnapshot() || s.Kind == model.KindUnknown) && s.State == model.Failed {
 			b.WriteString("\n" + c.th.Err.Render("✗ "+safe(s.Name())+": ") + safe(s.Err.Error()))
