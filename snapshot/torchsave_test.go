@@ -19,8 +19,9 @@ import (
 
 // torchSaveArchive writes what torch.save writes for a dict with no
 // tensors: a zip archive whose members live in a folder named after the
-// file, data.pkl (the pickle, protocol 2) first and stored, then
-// byteorder, version and the serialization id. method is data.pkl's.
+// file, data.pkl (the pickle, protocol 2) first and stored, its data
+// aligned to 64 bytes by an extra field of 'Z's (PyTorch's "FB" field),
+// then byteorder, version and the serialization id. method is data.pkl's.
 func torchSaveArchive(t testing.TB, pkl []byte, method uint16, name string) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -35,7 +36,14 @@ func torchSaveArchive(t testing.TB, pkl []byte, method uint16, name string) []by
 		{"snapshot/version", []byte("3\n"), zip.Store},
 		{"snapshot/.data/serialization_id", []byte("1234567890"), zip.Store},
 	} {
-		f, err := w.CreateHeader(&zip.FileHeader{Name: m.name, Method: m.method})
+		h := &zip.FileHeader{Name: m.name, Method: m.method}
+		if m.name == name {
+			// First in the archive: its data starts after the 30-byte
+			// header, its name and the 4 bytes of the field's own header.
+			pad := (64 - (30+len(name)+4)%64) % 64
+			h.Extra = append([]byte{'F', 'B', byte(pad), 0}, bytes.Repeat([]byte{'Z'}, pad)...)
+		}
+		f, err := w.CreateHeader(h)
 		if err != nil {
 			t.Fatal(err)
 		}
