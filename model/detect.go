@@ -60,12 +60,13 @@ func unknownWhat(path string) string {
 	head := make([]byte, 512)
 	n, _ := io.ReadFull(f, head)
 	t := bytes.TrimLeft(head[:n], " \t\r\n\xef\xbb\xbf")
+	saved := format.SniffTorchSave(head[:n])
 	switch {
 	case n == 0:
 		return "an empty file"
-	case format.SniffTorchSave(head[:n]) == format.SavedOther:
+	case saved == format.SavedOther:
 		return "a torch.save archive that holds no allocator snapshot (a checkpoint?)"
-	case format.SniffTorchSave(head[:n]) == format.OtherZip:
+	case saved == format.OtherZip:
 		return "a zip archive that is not a torch.save of an allocator snapshot"
 	case len(t) > 0 && (t[0] == '{' || t[0] == '['):
 		return "JSON that is neither an allocator snapshot, an estimate nor a memory trace"
