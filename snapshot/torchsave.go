@@ -116,22 +116,25 @@ func storedRange(f *zip.File, size int) (off, n int64, err error) {
 func decodeMappedTorchSave(ctx context.Context, data []byte, unmap func(), readAt func([]byte, int64) (int, error), progress func(float64)) (s *Snapshot, err error, ok bool) {
 	var off, n int64
 	var stored bool
+	// Every read of the mapping is under the fault guard: the archive's
+	// directory lies at its end, which a file cut short no longer has.
 	_, err = guardFaults(func() (*Snapshot, error) {
 		f, err := dataPklMember(data)
 		if err != nil || f.Method != zip.Store {
 			return nil, err
 		}
 		stored = true
-		off, n, err = storedRange(f, len(data))
-		return nil, err
+		if off, n, err = storedRange(f, len(data)); err != nil {
+			return nil, err
+		}
+		if !pickle.IsPickle(data[off : off+min(n, 8)]) {
+			return nil, fmt.Errorf("torch.save archive: data.pkl is not a pickle: %w", ErrNotSnapshot)
+		}
+		return nil, nil
 	})
 	if err != nil || !stored {
 		unmap()
 		return nil, err, err != nil
-	}
-	if !pickle.IsPickle(data[off : off+min(n, 8)]) {
-		unmap()
-		return nil, fmt.Errorf("torch.save archive: data.pkl is not a pickle: %w", ErrNotSnapshot), true
 	}
 	drop := dropPages(data)
 	if whole, at := drop, int(off); whole != nil {

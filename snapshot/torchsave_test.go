@@ -167,7 +167,8 @@ func TestTorchSaveArchive(t *testing.T) {
 // TestTorchSaveMapped: an archive of mapMin bytes or more is read where
 // its stored data.pkl lies in the mapped file (openMapped takes it), with
 // the snapshot its pickle gives; deflated, it is left to the reading of
-// the whole file, which inflates it, with the same snapshot.
+// the whole file, which inflates it, with the same snapshot. A stored
+// data.pkl that is no pickle is an error that says so.
 func TestTorchSaveMapped(t *testing.T) {
 	pk, _ := bigPickle(mapMin + 4096)
 	want, err := Decode(context.Background(), pk)
@@ -199,6 +200,14 @@ func TestTorchSaveMapped(t *testing.T) {
 			got[0].TraceEntries != exp[0].TraceEntries || got[0].Peak.Active != exp[0].Peak.Active || got[0].Peak.EventIndex != exp[0].Peak.EventIndex {
 			t.Errorf("%s: not the pickle's snapshot", c.name)
 		}
+	}
+	// Mapped, a stored data.pkl that is no pickle is named so.
+	path := filepath.Join(dir, "notpickle.pt")
+	if err := os.WriteFile(path, torchSaveArchive(t, bytes.Repeat([]byte("x"), mapMin), zip.Store, "s/data.pkl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err, ok := openMapped(context.Background(), path, nil); runtime.GOOS == "linux" && (!ok || !errors.Is(err, ErrNotSnapshot)) {
+		t.Errorf("a data.pkl that is no pickle, mapped: %v, %v", err, ok)
 	}
 }
 
