@@ -171,6 +171,18 @@ func TestSniffTorchSave(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+	// The keys are looked for in data.pkl's first torchPeek bytes: ending
+	// at its last byte, and one byte past it.
+	for _, c := range []struct {
+		end  int
+		want TorchSave
+	}{{torchPeek, SavedSnapshot}, {torchPeek + 1, SavedOther}} {
+		pkl := append([]byte("\x80\x02"), bytes.Repeat([]byte{'N'}, c.end-2-len("segments"))...)
+		pkl = append(pkl, "segments"...)
+		if got := SniffTorchSave(member("s/data.pkl", zip.Store, pkl)); got != c.want {
+			t.Errorf("keys ending at byte %d: %v, want %v", c.end, got, c.want)
+		}
+	}
 	if Sniff(stored) != Snapshot || Sniff(member("m/data.pkl", zip.Store, other)) != Unknown {
 		t.Errorf("Sniff: a saved snapshot is a snapshot, a saved checkpoint nothing")
 	}
