@@ -181,7 +181,7 @@ func TestAllocationsInOrder(t *testing.T) {
 				switch rng.IntN(3) {
 				case 0:
 					id := uint32(rng.IntN(100))
-					b.Frames, w.frame = NewStack(table, []uint32{id}), id
+					b.Stack, w.frame = s.AddStack(NewStack(table, []uint32{id})), id
 				case 1: // none of its own: the trace's last alloc at its address
 					for k := range 2 {
 						id := uint32(rng.IntN(100))
@@ -273,10 +273,10 @@ func TestLastAllocFrames(t *testing.T) {
 			}
 			break
 		}
-		lastAllocFrames(s, trace, want)
+		lastAllocFrames(trace, want)
 		for addr, got := range want {
 			w, ok := last[addr]
-			if got.found != ok || got.frames.Len() != w.Len() || w.Len() > 0 && got.frames.ID(0) != w.ID(0) {
+			if gf := s.StackOf(got.stack); got.found != ok || gf.Len() != w.Len() || w.Len() > 0 && gf.ID(0) != w.ID(0) {
 				t.Fatalf("seed %d, address %d: %+v; want %v found %v", seed, addr, got, w, ok)
 			}
 		}
@@ -305,7 +305,7 @@ func BenchmarkLastAllocFrames(b *testing.B) {
 			for k := range 1000 {
 				want[uint64(k*50)<<9|uint64(k%2)] = lastAlloc{} // odd: never allocated
 			}
-			lastAllocFrames(s, trace, want)
+			lastAllocFrames(trace, want)
 		}
 	})
 	b.Run("forward", func(b *testing.B) {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"runtime"
 	"slices"
-	"unsafe"
 
 	"memscope/internal/pages"
 	"memscope/internal/par"
@@ -140,7 +139,7 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakSta
 			st.ActiveBlocks++
 			activeHist.add(b.Size)
 			keys = append(keys, allocKey{size: b.Size, addr: b.Address, at: uint64(si)<<32 | uint64(bi)})
-			if b.Frames.Len() == 0 && len(trace) > 0 {
+			if b.Stack == 0 && len(trace) > 0 {
 				if frameless == nil {
 					frameless = map[uint64]lastAlloc{}
 				}
@@ -184,8 +183,9 @@ func analyzeDevice(s *Snapshot, dev int, cat *Categorizer, tl *Timeline, peakSta
 		st.Pools = append(st.Pools, *pools[name])
 	}
 
-	st.Allocations = allocationsOf(s, trace, keys, frameless)
-	g := groupStacks(st.Allocations)
+	var refs []uint32
+	st.Allocations, refs = allocationsOf(s, trace, keys, frameless)
+	g := groupStacks(refs, len(s.Stacks))
 	categorize(st.Allocations, cat, g)
 	assignRoles(st.Allocations, tl, cat, g)
 	st.Categories = CategoryTotals(st.Allocations, cat)
@@ -244,8 +244,9 @@ func sortCategoryTotals(out []CategoryTotal, cat *Categorizer) {
 // segment and block index in at), largest first, ties by address so the
 // order is stable across runs. A block without frames of its own (its
 // address in frameless) takes those of the last alloc at its address in
-// trace.
-func allocationsOf(s *Snapshot, trace []TraceEntry, keys []allocKey, frameless map[uint64]lastAlloc) []Allocation {
+// trace. refs holds each allocation's stack as a TraceEntry.Stack or
+// Block.Stack names it (0: none), for groupStacks.
+func allocationsOf(s *Snapshot, trace []TraceEntry, keys []allocKey, frameless map[uint64]lastAlloc) (out []Allocation, refs []uint32) {
 	procs := runtime.GOMAXPROCS(0)
 	// The runs merged into the order alone (8 bytes a block; the keys
 	// are 24): the allocations are then made on every core, each reading
@@ -257,8 +258,9 @@ func allocationsOf(s *Snapshot, trace []TraceEntry, keys []allocKey, frameless m
 		k, _ := runs.pop()
 		order[i] = k.at
 	}
-	lastAllocFrames(s, trace, frameless)
-	out := make([]Allocation, len(order))
+	lastAllocFrames(trace, frameless)
+	out = make([]Allocation, len(order))
+	refs = make([]uint32, len(order))
 	pages.Populate(out)
 	workers := min(procs, max(1, len(out)/allocsPerWorker))
 	par.Each(workers, func(w int) {
@@ -266,11 +268,16 @@ func allocationsOf(s *Snapshot, trace []TraceEntry, keys []allocKey, frameless m
 			at := order[i]
 			seg := &s.Segments[at>>32]
 			b := &seg.Blocks[uint32(at)]
-			frames, fromTrace := b.Frames, false
-			if frames.Len() == 0 && frameless != nil {
-				frames = frameless[b.Address].frames
-				fromTrace = frames.Len() > 0
+			ref, fromTrace := b.Stack, false
+			if ref == 0 && frameless != nil {
+				ref = frameless[b.Address].stack
+				fromTrace = ref != 0
 			}
+			frames := s.StackOf(ref)
+			if frames.Len() == 0 {
+				ref, fromTrace = 0, false
+			}
+			refs[i] = ref
 			out[i] = Allocation{
 				Address: b.Address, Size: b.Size, RequestedSize: b.RequestedSize, State: b.State,
 				Frames: frames, FramesFromTrace: fromTrace,
@@ -278,7 +285,7 @@ func allocationsOf(s *Snapshot, trace []TraceEntry, keys []allocKey, frameless m
 			}
 		}
 	})
-	return out
+	return out, refs
 }
 
 // allocsPerWorker is the fewest allocations worth a goroutine of their own.
@@ -293,20 +300,21 @@ const (
 
 func wantFilterHash(addr uint64) uint64 { return addr * 0x9E3779B97F4A7C15 >> (64 - wantFilterLog) }
 
-// lastAlloc is what lastAllocFrames found at an address: the frames of
-// its last alloc event that has a stack (found set, frames maybe empty).
+// lastAlloc is what lastAllocFrames found at an address: the stack of
+// its last alloc event that has one, as TraceEntry.Stack names it (found
+// set, stack maybe 0).
 type lastAlloc struct {
-	frames Stack
-	found  bool
+	stack uint32
+	found bool
 }
 
-// lastAllocFrames finds, for each address of want, the frames of the last
+// lastAllocFrames finds, for each address of want, the stack of the last
 // alloc event at it that has a stack. The trace is read from its end and
 // only as far as the last address found. A map of every alloc's address,
 // as this was, took 23 ms of a 1M-entry trace for the few blocks that
 // need one; this takes 3 ms with half of 1,000 never found
 // (BenchmarkLastAllocFrames).
-func lastAllocFrames(s *Snapshot, trace []TraceEntry, want map[uint64]lastAlloc) {
+func lastAllocFrames(trace []TraceEntry, want map[uint64]lastAlloc) {
 	// A bit per hash of the wanted addresses spares most allocs the map:
 	// a block allocated before the trace is never found, and the whole
 	// trace is read for it.
@@ -325,7 +333,7 @@ func lastAllocFrames(s *Snapshot, trace []TraceEntry, want map[uint64]lastAlloc)
 			continue
 		}
 		if a, ok := want[e.Addr]; ok && !a.found {
-			want[e.Addr] = lastAlloc{frames: s.FramesOf(e), found: true}
+			want[e.Addr] = lastAlloc{stack: e.Stack, found: true}
 			left--
 		}
 	}
@@ -481,30 +489,26 @@ func (c *Categorizer) Categorized(a Allocation) Allocation {
 type stackGroups struct{ which, first []int32 }
 
 // groupStacks groups allocations by stack, once for both categorize and
-// assignRoles. Blocks bound from a pickle share their stack's ids, so the
-// ids' address and length name a stack (a stack no key names is a group of
-// its own). On 300k distinct stacks, a Go map and a slice of the distinct
-// stacks peaked at 363 MiB; an addrMap and the index of each stack's
-// first allocation at 307 (without grouping: 289).
-func groupStacks(allocs []Allocation) stackGroups {
-	index := newAddrMap(64)
-	g := stackGroups{which: make([]int32, len(allocs))}
-	for i := range allocs {
-		st := allocs[i].Frames
-		if st.Len() == 0 {
+// assignRoles: refs[i] is allocation i's stack as a TraceEntry.Stack or
+// Block.Stack names it (0: none), below n+1. The binder interns stacks, so
+// one number is one stack. Keyed by the stacks' ids in a hash table, 200k
+// blocks on distinct stacks took 16 ms and 13 MB of tables grown by
+// doubling; by number it is an array of n.
+func groupStacks(refs []uint32, n int) stackGroups {
+	groupOf := make([]int32, n+1) // 1 + the group, by stack number
+	g := stackGroups{which: make([]int32, len(refs))}
+	for i, r := range refs {
+		if r == 0 || int(r) > n {
 			g.which[i] = -1
 			continue
 		}
-		k, keyed := stackKeyOf(uintptr(unsafe.Pointer(st.Key())), st.Len())
-		j, ok := index.Get(k)
-		if !ok || !keyed {
-			j = int32(len(g.first))
-			if keyed {
-				index.Put(k, j)
-			}
+		j := groupOf[r]
+		if j == 0 {
 			g.first = append(g.first, int32(i))
+			j = int32(len(g.first))
+			groupOf[r] = j
 		}
-		g.which[i] = j
+		g.which[i] = j - 1
 	}
 	return g
 }
@@ -525,16 +529,6 @@ func categorize(allocs []Allocation, cat *Categorizer, g stackGroups) {
 		}
 		allocs[i].Category, allocs[i].CategoryFrame, allocs[i].CategoryKeyword = d.Category, d.Frame, d.Keyword
 	}
-}
-
-// stackKeyOf is the key of a stack whose ids lie at address p and are n:
-// both in one word, or false for a stack the key cannot name (an address
-// past 48 bits, 1<<16 frames or more), which categorize decides on its own.
-func stackKeyOf(p uintptr, n int) (uint64, bool) {
-	if uint64(p) >= 1<<48 || n >= 1<<16 || n < 0 {
-		return 0, false
-	}
-	return uint64(p) | uint64(n)<<48, true
 }
 
 // assignRoles sets the role of the snapshot's active blocks: the role the

@@ -54,8 +54,8 @@ func TestCachedMatchingAgreesWithReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, seg := range s.Segments {
-			for _, b := range seg.Blocks {
-				stacks = append(stacks, b.Frames)
+			for i := range seg.Blocks {
+				stacks = append(stacks, s.BlockFrames(&seg.Blocks[i]))
 			}
 		}
 		for _, tr := range s.Traces {
@@ -273,15 +273,17 @@ func TestCategorizeBlocks(t *testing.T) {
 	for _, n := range []int{decideAllMin - 1, decideAllMin} {
 		rng := rand.New(rand.NewPCG(uint64(n), 8))
 		seg := Segment{Address: 1 << 30, TotalSize: int64(n) << 10, Type: "large"}
+		s := &Snapshot{}
 		for i := range n {
 			ids := make([]uint32, rng.IntN(6)) // some without frames
 			for k := range ids {
 				ids[k] = uint32(rng.IntN(len(table.Frames)))
 			}
 			seg.Blocks = append(seg.Blocks, Block{Address: seg.Address + uint64(i)<<10, Size: 1 << 10, RequestedSize: 1 << 10,
-				State: StateActiveAllocated, Frames: NewStack(table, ids)})
+				State: StateActiveAllocated, Stack: s.AddStack(NewStack(table, ids))})
 		}
-		a := Analyze(&Snapshot{Segments: []Segment{seg}}, nil)
+		s.Segments = []Segment{seg}
+		a := Analyze(s, nil)
 		ref := NewCategorizer(nil)
 		allocs := a.Devices[0].Allocations
 		if len(allocs) != n {
@@ -375,10 +377,10 @@ func decideAllTables(t *testing.T, rules []Rule, files, names []string) {
 }
 
 // TestCategorizeSharedStacks: categorize decides each distinct stack once
-// (by its ids' address and length) and gives every allocation the
-// decision its own stack gets: allocations that share a stack, that hold
-// equal ids elsewhere, that have no frames, and whose stack is too long
-// for the key (1<<16 frames or more), below and from decideAllMin.
+// (numbered as the binder interns them: stackNumbers) and gives every
+// allocation the decision its own stack gets: allocations that share a
+// stack, that hold equal ids elsewhere, that have no frames, and whose
+// stack has 1<<16 frames or more, below and from decideAllMin.
 func TestCategorizeSharedStacks(t *testing.T) {
 	files := []string{"/ws/model/attention.py", "/ws/train.py", "/usr/lib/python3/site-packages/torch/optim/adam.py", "/ws/moe/experts.py"}
 	names := []string{"forward", "step", "softmax", "expert_mlp", "backward"}
@@ -426,8 +428,8 @@ func TestCategorizeSharedStacks(t *testing.T) {
 				allocs[i].Frames = shared[rng.IntN(len(shared))]
 			}
 		}
-		// Stacks too long for the key, and a stack and its prefix (same
-		// address, other length) that decide differently.
+		// Stacks of 1<<16 frames and more, and a stack and its prefix
+		// (same address, other length) that decide differently.
 		for k, st := range longStacks {
 			allocs[2+k].Frames, allocs[n-1-k].Frames = st, st
 		}
@@ -438,7 +440,7 @@ func TestCategorizeSharedStacks(t *testing.T) {
 		// stacks keyed too.
 		allocs[n/2+1].Frames = NewStack(table, longPrefixed[:5])
 		allocs[n/2+2].Frames = NewStack(table, longPrefixed)
-		categorize(allocs, NewCategorizer(nil), groupStacks(allocs))
+		categorize(allocs, NewCategorizer(nil), groupStacks(stackNumbers(allocs)))
 		ref := NewCategorizer(nil)
 		for i, a := range allocs {
 			want := matchReference(ref, a.Frames)
@@ -493,4 +495,27 @@ func cycledFrames(files, names []string, n int) *FrameTable {
 		table.Frames = append(table.Frames, Frame{Filename: files[i%len(files)], Name: names[(i/len(files))%len(names)], Line: int64(i)})
 	}
 	return table
+}
+
+// stackNumbers numbers allocs' stacks as the binder interns them, one
+// number for each distinct list of frame ids, for groupStacks.
+func stackNumbers(allocs []Allocation) ([]uint32, int) {
+	byIDs := map[string]uint32{}
+	refs := make([]uint32, len(allocs))
+	for i := range allocs {
+		st := allocs[i].Frames
+		if st.Len() == 0 {
+			continue
+		}
+		ids := make([]uint32, st.Len())
+		for k := range ids {
+			ids[k] = st.ID(k)
+		}
+		k := fmt.Sprint(ids)
+		if byIDs[k] == 0 {
+			byIDs[k] = uint32(len(byIDs) + 1)
+		}
+		refs[i] = byIDs[k]
+	}
+	return refs, len(byIDs)
 }

@@ -41,10 +41,10 @@ func TestDecodeBuiltSnapshot(t *testing.T) {
 	if b[0].State != StateActiveAllocated || b[1].State != StateInactive || b[2].State != StateActivePendingFree {
 		t.Errorf("states: %v %v %v", b[0].State, b[1].State, b[2].State)
 	}
-	if b[0].RequestedSize != 1000 || *b[0].Frames.At(0) != (Frame{Filename: "/m/model.py", Name: "forward", Line: 12}) {
+	if b[0].RequestedSize != 1000 || *s.BlockFrames(&b[0]).At(0) != (Frame{Filename: "/m/model.py", Name: "forward", Line: 12}) {
 		t.Errorf("block 0: %+v", b[0])
 	}
-	if b[0].Frames.Key() != b[2].Frames.Key() {
+	if s.BlockFrames(&b[0]).Key() != s.BlockFrames(&b[2]).Key() {
 		t.Error("equal stacks should share one backing array")
 	}
 	if s.Settings.MaxSplitSize != -1 || !s.Settings.ExpandableSegments {
@@ -72,8 +72,9 @@ func TestDecodeSharedMemoValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := s.Segments[0].Blocks
-	if b[1].Frames.Len() != 1 || b[0].Frames.At(0) != b[1].Frames.At(0) {
-		t.Fatalf("shared frames not shared: %+v / %+v", b[0].Frames, b[1].Frames)
+	f0, f1 := s.BlockFrames(&b[0]), s.BlockFrames(&b[1])
+	if f1.Len() != 1 || f0.At(0) != f1.At(0) {
+		t.Fatalf("shared frames not shared: %+v / %+v", f0, f1)
 	}
 }
 
@@ -322,7 +323,7 @@ func TestLegacyForms(t *testing.T) {
 		if b[0].Address != 1<<30 || b[1].Address != 1<<30+3<<20 {
 			t.Errorf("%s: addresses not derived from the segment base: %x %x", name, b[0].Address, b[1].Address)
 		}
-		if b[0].RequestedSize != 3<<20-100 || b[0].Frames.Len() != 2 {
+		if b[0].RequestedSize != 3<<20-100 || s.BlockFrames(&b[0]).Len() != 2 {
 			t.Errorf("%s: history[0] not used: %+v", name, b[0])
 		}
 	}

@@ -349,8 +349,8 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 				continue
 			}
 			iv := Interval{Start: -1, End: n, FreeRequested: -1, Size: b.RequestedSize, Addr: b.Address}
-			if b.Frames.Len() > 0 {
-				iv.block = t.blockStack(b.Frames, &recent)
+			if b.Stack != 0 {
+				iv.block = t.blockStack(s.BlockFrames(b), &recent)
 			}
 			t.Intervals = append(t.Intervals, iv)
 		}

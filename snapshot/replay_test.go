@@ -816,17 +816,25 @@ func TestBlockStacksShared(t *testing.T) {
 			}
 		}
 		build := func(clone bool) *Snapshot {
+			// Shared: a stack of Stacks per distinct stack; apart: one
+			// per block, each its own copy of the ids.
+			s := &Snapshot{}
+			refs := make([]uint32, c.stacks)
 			seg := Segment{Address: 1 << 30, TotalSize: int64(c.blocks) << 10, Type: "large"}
 			for i := range c.blocks {
-				ids := stacks[rng.IntN(c.stacks)]
-				if clone {
-					ids = slices.Clone(ids)
+				k := rng.IntN(c.stacks)
+				ref := refs[k]
+				if clone || ref == 0 {
+					ref = s.AddStack(NewStack(table, slices.Clone(stacks[k])))
+				}
+				if !clone {
+					refs[k] = ref
 				}
 				seg.Blocks = append(seg.Blocks, Block{Address: seg.Address + uint64(i)<<10, Size: 1 << 10,
-					RequestedSize: 1 << 10, State: StateActiveAllocated, Frames: NewStack(table, ids)})
+					RequestedSize: 1 << 10, State: StateActiveAllocated, Stack: ref})
 			}
 			// One allocation in the trace, so that the blocks are replayed.
-			s := &Snapshot{Segments: []Segment{seg}}
+			s.Segments = []Segment{seg}
 			s.Traces = [][]TraceEntry{{TraceEntry{Addr: 1 << 40, Size: 512}.With(ActionAlloc)}}
 			return s
 		}
@@ -845,7 +853,7 @@ func TestBlockStacksShared(t *testing.T) {
 			if iv.Addr == 1<<40 {
 				continue
 			}
-			want := shared.Segments[0].Blocks[(iv.Addr-(1<<30))>>10].Frames
+			want := shared.BlockFrames(&shared.Segments[0].Blocks[(iv.Addr-(1<<30))>>10])
 			if got := tl.FramesOf(iv); got.Len() != want.Len() || got.Key() != want.Key() {
 				t.Fatalf("%s: block %#x has frames %v, want %v", c.name, iv.Addr, got, want)
 			}

@@ -375,9 +375,9 @@ func TestStackTableAgrees(t *testing.T) {
 		checked := 0
 		blockFrames := map[uint64]Stack{}
 		for _, seg := range a.Snapshot.Segments {
-			for _, b := range seg.Blocks {
-				if b.Frames.Len() > 0 {
-					blockFrames[b.Address] = b.Frames
+			for i := range seg.Blocks {
+				if b := &seg.Blocks[i]; b.Stack != 0 {
+					blockFrames[b.Address] = a.Snapshot.BlockFrames(b)
 				}
 			}
 		}
@@ -534,11 +534,11 @@ func TestSharedStackFacts(t *testing.T) {
 }
 
 // TestAssignRolesWithoutTrace: without a trace, each block's role is its
-// stack's, read once per distinct stack (by the ids' address and length)
-// or, for a stack no key names (1<<16 frames), on its own; the roles equal
-// those of a classifier asked block by block. The blocks are a real
-// snapshot's (C++ and Python frames), with stacks shared, prefixes of one
-// array (same address, other lengths), empty and too long to key.
+// stack's, read once per distinct stack (numbered as the binder interns
+// them: stackNumbers); the roles equal those of a classifier asked block
+// by block. The blocks are a real snapshot's (C++ and Python frames),
+// with stacks shared, prefixes of one array (same address, other
+// lengths), empty and of 1<<16 frames.
 func TestAssignRolesWithoutTrace(t *testing.T) {
 	s, err := Open(context.Background(), "../testdata/snapshots/h100/gpt_adamw.pickle.gz")
 	if err != nil {
@@ -580,7 +580,7 @@ func TestAssignRolesWithoutTrace(t *testing.T) {
 	for i := range allocs {
 		allocs[i].Role = RoleUnknown
 	}
-	assignRoles(allocs, nil, cat, groupStacks(allocs))
+	assignRoles(allocs, nil, cat, groupStacks(stackNumbers(allocs)))
 	ref := newRoleClassifier(cat)
 	seen := map[Role]bool{}
 	for i, al := range allocs {

@@ -213,6 +213,16 @@ const (
 	blockStackWays = 1 << blockStackBits
 )
 
+// stackKeyOf is the key of a stack whose ids lie at address p and are n:
+// both in one word, or false for a stack the key cannot name (an address
+// past 48 bits, 1<<16 frames or more), which blockStack adds unshared.
+func stackKeyOf(p uintptr, n int) (uint64, bool) {
+	if uint64(p) >= 1<<48 || n >= 1<<16 || n < 0 {
+		return 0, false
+	}
+	return uint64(p) | uint64(n)<<48, true
+}
+
 // blockStack is 1 + the index of st in blockStacks, added unless recent
 // has it.
 func (t *Timeline) blockStack(st Stack, recent *blockStackCache) uint32 {

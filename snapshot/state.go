@@ -77,7 +77,7 @@ type blockKind[V any] interface {
 type wholeBlocks struct{ s *Snapshot }
 
 func (w wholeBlocks) fromBlock(b *Block) StateBlock {
-	return StateBlock{Addr: b.Address, Size: b.RequestedSize, PendingFree: b.State == StateActivePendingFree, Frames: b.Frames}
+	return StateBlock{Addr: b.Address, Size: b.RequestedSize, PendingFree: b.State == StateActivePendingFree, Frames: w.s.BlockFrames(b)}
 }
 
 func (w wholeBlocks) fromFree(e *TraceEntry, pending bool) StateBlock {

@@ -298,11 +298,11 @@ func (b *binder) bindBlock(v val, bl *schema.Block, defaultAddr uint64, quick bo
 		case keyFrames:
 			if quick {
 				var ok bool
-				if bl.Frames, ok = b.internedStack(x); !ok {
+				if bl.Stack, ok = b.internedStack(x); !ok {
 					return false, nil
 				}
 			} else {
-				bl.Frames, err = b.stack(x, ".frames")
+				bl.Stack, err = b.stackRef(x, ".frames")
 			}
 			haveFrames = true
 		case keyHistory:
@@ -347,7 +347,7 @@ func (b *binder) bindBlock(v val, bl *schema.Block, defaultAddr uint64, quick bo
 					}
 				case keyFrames:
 					if !haveFrames {
-						if bl.Frames, err = b.stack(hkv[i+1], ".history[0].frames"); err != nil {
+						if bl.Stack, err = b.stackRef(hkv[i+1], ".history[0].frames"); err != nil {
 							return false, err
 						}
 					}
@@ -378,37 +378,37 @@ func (b *binder) recordBlock(r *rawBlock, bl *schema.Block, quick bool) (bool, e
 	}
 	if quick {
 		var ok bool
-		bl.Frames, ok = b.internedStack(r.frames())
+		bl.Stack, ok = b.internedStack(r.frames())
 		return ok, nil
 	}
 	var err error
-	bl.Frames, err = b.stack(r.frames(), ".frames")
+	bl.Stack, err = b.stackRef(r.frames(), ".frames")
 	return err == nil, err
 }
 
-// internedStack is stack for frames that are None, an empty list or a
-// stack interned while decoding, reading only; false for others.
-func (b *binder) internedStack(x val) (schema.Stack, bool) {
+// internedStack is stackRef for frames that are None, an empty list or a
+// stack interned and typed while decoding, reading only; false for others.
+func (b *binder) internedStack(x val) (uint32, bool) {
 	id := uint32(0)
 	switch x.k {
 	case kNone:
-		return schema.Stack{}, true
+		return 0, true
 	case kStack:
 		id = x.ref
 	case kList, kTuple:
 		c := b.g.cont(x.ref)
 		if c.n == 0 {
-			return schema.Stack{}, true
+			return 0, true
 		}
 		if c.kind != cStack {
-			return schema.Stack{}, false // the binder interns it
+			return 0, false // the binder interns it
 		}
 		id = c.start
 	default:
-		return schema.Stack{}, false
+		return 0, false
 	}
 	if int(id) >= len(b.stacks) || b.stacks[id].Len() == 0 {
-		return schema.Stack{}, false
+		return 0, false
 	}
-	return b.stacks[id], true
+	return id + 1, true
 }

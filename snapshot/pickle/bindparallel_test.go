@@ -417,8 +417,9 @@ pickle.dump({'segments': segs, 'device_traces': [[]]}, open(sys.argv[1], 'wb'), 
 		var sb strings.Builder
 		for _, seg := range s.Segments {
 			fmt.Fprintf(&sb, "%d %#x %d %s|", seg.Device, seg.Address, seg.TotalSize, stack(seg.Frames))
-			for _, bl := range seg.Blocks {
-				fmt.Fprintf(&sb, "%#x %d %d %d %s;", bl.Address, bl.Size, bl.RequestedSize, bl.State, stack(bl.Frames))
+			for i := range seg.Blocks {
+				bl := &seg.Blocks[i]
+				fmt.Fprintf(&sb, "%#x %d %d %d %s;", bl.Address, bl.Size, bl.RequestedSize, bl.State, stack(s.BlockFrames(bl)))
 			}
 		}
 		for _, st := range s.Stacks {
@@ -466,8 +467,8 @@ pickle.dump({'segments': segs, 'device_traces': [[]]}, open(sys.argv[1], 'wb'), 
 		}
 		for _, seg := range one.Segments {
 			order(seg.Frames)
-			for _, bl := range seg.Blocks {
-				order(bl.Frames)
+			for i := range seg.Blocks {
+				order(one.BlockFrames(&seg.Blocks[i]))
 			}
 		}
 		if len(seen) < 10 {

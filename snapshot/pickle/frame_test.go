@@ -32,11 +32,11 @@ func TestFrameLines(t *testing.T) {
 			t.Fatalf("line %v: %v", c.line, err)
 		}
 		b := s.Segments[0].Blocks
-		if got := b[0].Frames.At(0).Line; got != c.want {
+		if got := s.BlockFrames(&b[0]).At(0).Line; got != c.want {
 			t.Errorf("line %v read as %d, want %d", c.line, got, c.want)
 		}
-		if got := b[1].Frames.At(0).Line; got != c.want || b[1].Frames.At(1).Name != "g" {
-			t.Errorf("line %v through the memo: %+v", c.line, b[1].Frames)
+		if f := s.BlockFrames(&b[1]); f.At(0).Line != c.want || f.At(1).Name != "g" {
+			t.Errorf("line %v through the memo: %+v", c.line, f)
 		}
 	}
 }

@@ -201,27 +201,31 @@ func bindBoth(t *testing.T, name string, data []byte, split splitFunc) (joined b
 func canonStacks(s *schema.Snapshot) {
 	ids := map[uint32]uint32{}
 	var stacks []schema.Stack
-	for _, tr := range s.Traces {
-		for i := range tr {
-			if k := tr[i].Stack; k != 0 {
-				id, ok := ids[k]
-				if !ok {
-					stacks = append(stacks, ownFrames(s.Stacks[k-1]))
-					id = uint32(len(stacks))
-					ids[k] = id
-				}
-				tr[i].Stack = id
-			}
+	renumber := func(k uint32) uint32 {
+		if k == 0 {
+			return 0
 		}
+		id, ok := ids[k]
+		if !ok {
+			stacks = append(stacks, ownFrames(s.Stacks[k-1]))
+			id = uint32(len(stacks))
+			ids[k] = id
+		}
+		return id
 	}
-	s.Stacks = stacks
 	for i := range s.Segments {
 		seg := &s.Segments[i]
 		seg.Frames = ownFrames(seg.Frames)
 		for j := range seg.Blocks {
-			seg.Blocks[j].Frames = ownFrames(seg.Blocks[j].Frames)
+			seg.Blocks[j].Stack = renumber(seg.Blocks[j].Stack)
 		}
 	}
+	for _, tr := range s.Traces {
+		for i := range tr {
+			tr[i].Stack = renumber(tr[i].Stack)
+		}
+	}
+	s.Stacks = stacks
 }
 
 // ownFrames is st with a table of its own frames, in order.

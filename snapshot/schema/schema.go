@@ -248,16 +248,20 @@ func ParseAction(s string) (Action, bool) {
 	return ActionOther, false
 }
 
-// Block is a contiguous piece of a segment.
+// Block is a contiguous piece of a segment. Like a TraceEntry it holds no
+// pointers and its call stack is an index (see Snapshot.BlockFrames): a
+// snapshot can hold hundreds of thousands of blocks, which at 64 bytes
+// with a Stack each were a third of the bind's fresh memory.
 type Block struct {
 	Address       uint64
 	Size          int64
 	RequestedSize int64
 	State         BlockState
-	// Frames is where the block was allocated. When the snapshot has no
-	// frames for an active block, analysis borrows those of its last alloc in
-	// the trace (see Analysis).
-	Frames Stack
+	// Stack is where the block was allocated: 0 for a block without
+	// frames, else 1 + the index of its call stack in Snapshot.Stacks.
+	// When the snapshot has no frames for an active block, analysis
+	// borrows those of its last alloc in the trace (see Analysis).
+	Stack uint32
 }
 
 // Segment is one cudaMalloc'd (or mapped, for expandable segments) region.
@@ -389,15 +393,23 @@ type Snapshot struct {
 }
 
 // FramesOf returns e's call stack (nil when it has none).
-func (s *Snapshot) FramesOf(e *TraceEntry) Stack {
-	if e.Stack == 0 || int(e.Stack) > len(s.Stacks) {
+func (s *Snapshot) FramesOf(e *TraceEntry) Stack { return s.StackOf(e.Stack) }
+
+// BlockFrames returns b's call stack (nil when it has none).
+func (s *Snapshot) BlockFrames(b *Block) Stack { return s.StackOf(b.Stack) }
+
+// StackOf is the stack a TraceEntry.Stack or Block.Stack names (nil for 0
+// or a number past Stacks).
+func (s *Snapshot) StackOf(ref uint32) Stack {
+	if ref == 0 || int(ref) > len(s.Stacks) {
 		return Stack{}
 	}
-	return s.Stacks[e.Stack-1]
+	return s.Stacks[ref-1]
 }
 
-// AddStack appends st to Stacks and returns the TraceEntry.Stack that
-// refers to it (0 for an empty stack), for snapshots built in code.
+// AddStack appends st to Stacks and returns the TraceEntry.Stack or
+// Block.Stack that refers to it (0 for an empty stack), for snapshots
+// built in code.
 func (s *Snapshot) AddStack(st Stack) uint32 {
 	if st.Len() == 0 {
 		return 0
