@@ -40,19 +40,16 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 	// A category per distinct stack, in arrays of this call's own: the
 	// categorizer is shared (and locked), the timeline's decisions are the
 	// UI goroutine's, and Bands may run beside both (an export).
-	cats, blockCats := make([]string, len(t.stacks)), make([]string, len(t.blockStacks))
+	cats := make([]string, len(t.stacks))
 	category := func(iv *Interval) string {
-		memo, k, st := cats, int(iv.Stack), t.stacks
-		if k == 0 || k > len(st) {
-			memo, k, st = blockCats, int(iv.block), t.blockStacks
-			if k == 0 || k > len(st) {
-				return t.cat.Category(Stack{})
-			}
+		k := t.stackNumber(iv)
+		if k == 0 {
+			return t.cat.Category(Stack{})
 		}
-		if memo[k-1] == "" {
-			memo[k-1] = t.cat.Category(st[k-1])
+		if cats[k-1] == "" {
+			cats[k-1] = t.cat.Category(t.stacks[k-1])
 		}
-		return memo[k-1]
+		return cats[k-1]
 	}
 	key := func(i int, iv *Interval) string {
 		switch by {

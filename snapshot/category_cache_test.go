@@ -454,38 +454,6 @@ func TestCategorizeSharedStacks(t *testing.T) {
 	}
 }
 
-// TestStackKeyOf: a stack's key holds its address and length, distinct for
-// each pair it can name, and none past 48 bits of address or 1<<16 frames.
-func TestStackKeyOf(t *testing.T) {
-	cases := []struct {
-		p    uint64
-		n    int
-		want bool
-	}{
-		{0x1000, 1, true}, {0x1000, 2, true}, {0x2000, 1, true},
-		{1<<48 - 8, 1<<16 - 1, true},
-		{1 << 48, 1, false}, {0x1000, 1 << 16, false}, {0x1000, 1<<16 + 1, false},
-	}
-	seen := map[uint64]int{}
-	for i, c := range cases {
-		if c.p > uint64(^uintptr(0)) {
-			continue // no such address here (32 bits)
-		}
-		k, ok := stackKeyOf(uintptr(c.p), c.n)
-		if ok != c.want {
-			t.Errorf("address %#x, %d frames: keyed %v, want %v", c.p, c.n, ok, c.want)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		if j, dup := seen[k]; dup {
-			t.Errorf("cases %d and %d share key %#x", j, i, k)
-		}
-		seen[k] = i
-	}
-}
-
 // cycledFrames is a table of n frames whose files and function names cycle
 // through files and names (each name for a run of len(files) frames), and
 // whose line is the frame's index.

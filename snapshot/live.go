@@ -305,32 +305,27 @@ func (t *Timeline) changesBetween(a, b int32) int {
 // sums the live set by category and lists its largest, and looking each of
 // 400k live stacks up in the categorizer's map took 110 ms.
 func (t *Timeline) decisionOf(iv *Interval) int32 {
-	cache, k, st := t.decCache(iv)
+	k := t.stackNumber(iv)
 	if k == 0 { // no frames
 		return t.decisionIndex(t.cat.decideOnce(Stack{}))
 	}
-	if *cache == nil {
-		*cache = make([]int32, len(st))
+	if t.stackDecs == nil {
+		t.stackDecs = make([]int32, len(t.stacks))
 	}
-	if d := (*cache)[k-1]; d != 0 {
+	if d := t.stackDecs[k-1]; d != 0 {
 		return d - 1
 	}
-	d := t.decisionIndex(t.cat.decideOnce(st[k-1]))
-	(*cache)[k-1] = d + 1
+	d := t.decisionIndex(t.cat.decideOnce(t.stacks[k-1]))
+	t.stackDecs[k-1] = d + 1
 	return d
 }
 
-// decCache is where decisionOf keeps iv's decision: the cache, iv's stack
-// number in it (0: iv has no frames) and the stacks it is indexed by.
-func (t *Timeline) decCache(iv *Interval) (cache *[]int32, k int, st []Stack) {
-	cache, k, st = &t.stackDecs, int(iv.Stack), t.stacks
-	if k == 0 || k > len(st) {
-		cache, k, st = &t.blockDecs, int(iv.block), t.blockStacks
-		if k > len(st) {
-			k = 0
-		}
+// stackNumber is iv.Stack, or 0 for a number past the timeline's stacks.
+func (t *Timeline) stackNumber(iv *Interval) int {
+	if k := int(iv.Stack); k <= len(t.stacks) {
+		return k
 	}
-	return cache, k, st
+	return 0
 }
 
 // decideLive decides the categories of the stacks of the allocations live
@@ -338,54 +333,35 @@ func (t *Timeline) decCache(iv *Interval) (cache *[]int32, k int, st []Stack) {
 // decideAllMin or more (else decisionOf decides them one by one): the
 // peak of a trace of distinct stacks can hold 400k.
 func (t *Timeline) decideLive(i int32) {
-	// need holds each stack to decide: its index in stackDecs, or with
-	// fromBlock set in blockDecs.
-	const fromBlock = 1 << 31
 	if !t.manyUndecided(i) {
 		return
 	}
-	var need []uint32
+	if t.stackDecs == nil {
+		t.stackDecs = make([]int32, len(t.stacks))
+	}
+	var need []uint32 // each stack to decide, by its index in stackDecs
 	for j := range t.starts {
 		if t.starts[j] > i || t.ends[j] <= i {
 			continue
 		}
-		cache, k, st := t.decCache(&t.Intervals[j])
+		k := t.stackNumber(&t.Intervals[j])
 		if k == 0 {
 			continue
 		}
-		if *cache == nil {
-			*cache = make([]int32, len(st))
-		}
-		if d := &(*cache)[k-1]; *d == 0 {
+		if d := &t.stackDecs[k-1]; *d == 0 {
 			*d = -1 // queued: a stack met again is not queued twice
-			x := uint32(k - 1)
-			if cache == &t.blockDecs {
-				x |= fromBlock
-			}
-			need = append(need, x)
+			need = append(need, uint32(k-1))
 		}
-	}
-	at := func(x uint32) *int32 {
-		if x&fromBlock != 0 {
-			return &t.blockDecs[x&^fromBlock]
-		}
-		return &t.stackDecs[x]
 	}
 	if len(need) < decideAllMin {
 		for _, x := range need {
-			*at(x) = 0
+			t.stackDecs[x] = 0
 		}
 		return
 	}
-	hits := t.cat.decideAll(len(need), func(n int) Stack {
-		x := need[n]
-		if x&fromBlock != 0 {
-			return t.blockStacks[x&^fromBlock]
-		}
-		return t.stacks[x]
-	})
+	hits := t.cat.decideAll(len(need), func(n int) Stack { return t.stacks[need[n]] })
 	for n, h := range hits {
-		*at(need[n]) = t.hitIndex(h) + 1
+		t.stackDecs[need[n]] = t.hitIndex(h) + 1
 	}
 }
 
@@ -407,7 +383,7 @@ func (t *Timeline) manyUndecided(i int32) bool {
 		if live++; live%decideSample != 0 {
 			continue
 		}
-		if cache, k, _ := t.decCache(&t.Intervals[j]); k != 0 && (*cache == nil || (*cache)[k-1] == 0) {
+		if k := t.stackNumber(&t.Intervals[j]); k != 0 && (t.stackDecs == nil || t.stackDecs[k-1] == 0) {
 			undecided++
 		}
 	}

@@ -25,20 +25,15 @@ type Interval struct {
 	// the free waited on another stream (record_stream); with End at the end
 	// of the trace, that it was still waiting there.
 	FreeRequested int32
-	// Stack is Frames' number in the snapshot's stacks when they came from
-	// the trace (TraceEntry.Stack; 0 otherwise), so what is known of each
-	// distinct stack is read by index, not hashed per interval.
+	// Stack is the number of its frames in the snapshot's stacks
+	// (TraceEntry.Stack or, for a block alive before the trace,
+	// Block.Stack; 0 for none), so what is known of each distinct stack is
+	// read by index, not hashed per interval.
 	Stack uint32
 	// Size is the requested size: the trace entry's size, or the block's
 	// requested_size for blocks alive before the window.
 	Size int64
 	Addr uint64
-	// block is 1 + the index in the timeline's blockStacks of the frames
-	// of a block alive before the trace, else 0: the frames of the others
-	// are their Stack's (see Timeline.FramesOf), so an interval holds no
-	// stack of its own. Blocks of one stack mostly share an entry
-	// (blockStackCache).
-	block uint32
 	// FreeStack is the stack number of the free (the event at FreeRequested,
 	// or at End without one; 0 when none): the role rules read it for every
 	// interval, and looking it up in a million events missed the cache.
@@ -100,13 +95,12 @@ type Timeline struct {
 	// freesBefore counts the frees of allocations made before the trace
 	// (intervals from before the window that end inside it).
 	freesBefore int
-	// stackDecs and blockDecs hold 1 + the index in decs of each stack's
-	// category decision, by stack number less one and by blockStacks index
-	// (0: not decided yet); see decisionOf. decCat is each decision's
-	// category's index in catNames.
-	stackDecs, blockDecs []int32
-	decs                 []Decision
-	decIndex             map[Decision]int32
+	// stackDecs holds 1 + the index in decs of each stack's category
+	// decision, by stack number less one (0: not decided yet); see
+	// decisionOf. decCat is each decision's category's index in catNames.
+	stackDecs []int32
+	decs      []Decision
+	decIndex  map[Decision]int32
 	// stackTraits, when set, waits for the traits of every stack the
 	// replay began reading (see classifyRolesBy).
 	stackTraits func() []stackTraits
@@ -155,10 +149,9 @@ type Timeline struct {
 	// otherwise Reserved is flat at the snapshot's reserved memory.
 	ReservedFromTrace bool
 	cat               *Categorizer
-	// stacks are the snapshot's call stacks, which events refer to;
-	// blockStacks those of blocks alive before the trace (Interval.block).
-	stacks      []Stack
-	blockStacks []Stack
+	// stacks are the snapshot's call stacks, which events and blocks
+	// refer to.
+	stacks []Stack
 	// siteID holds the site of each stack (by stack number less one; set
 	// with the roles) as a number: siteName and siteIndex turn it into its
 	// text and back. Site 0 is noStack.
@@ -317,15 +310,8 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 	// before the trace may have taken what was set aside for them, and
 	// growing by appends copied the intervals twice over (a snapshot of
 	// 200k blocks whose trace frees 200k others: 51 MB of copies, held
-	// until a collection at report's pace). A block's stack needs 32
-	// bytes, most of it never touched when the trace opened the block.
+	// until a collection at report's pace).
 	t.Intervals = slices.Grow(t.Intervals, active)
-	t.blockStacks = make([]Stack, 0, active)
-	// Blocks share stacks (a snapshot's live tensors come from a few
-	// thousand lines), and a stack in blockStacks is decided and read
-	// once: 300k live blocks over 5,000 stacks spent 50 ms of CPU deciding
-	// the live set's categories block by block.
-	var recent blockStackCache
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if seg.Device != dev {
@@ -348,11 +334,11 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 				t.SnapshotActive -= b.RequestedSize
 				continue
 			}
-			iv := Interval{Start: -1, End: n, FreeRequested: -1, Size: b.RequestedSize, Addr: b.Address}
-			if b.Stack != 0 {
-				iv.block = t.blockStack(s.BlockFrames(b), &recent)
-			}
-			t.Intervals = append(t.Intervals, iv)
+			// The block's stack by its number, as an event's: blocks
+			// share stacks (a snapshot's live tensors come from a few
+			// thousand lines), each decided and read once.
+			t.Intervals = append(t.Intervals, Interval{Start: -1, End: n, FreeRequested: -1,
+				Size: b.RequestedSize, Addr: b.Address, Stack: t.blockStack(b)})
 		}
 	}
 	t.addAnnotations(s)

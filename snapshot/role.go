@@ -210,14 +210,8 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 		byStack = t.share.traits(t.stacks, t.cat, perWorker)
 	}
 	t.numberSites(byStack)
-	// The blocks alive before the trace have stacks of their own (from
-	// the segments), as many as the blocks: read by index too, not
-	// through each worker's map (200k blocks of distinct stacks: 0.25 s).
-	byBlock := readStacks(t.blockStacks, t.cat, perWorker)
 	// Intervals are independent: classify them on every core, each worker
-	// with its own cache for the stacks that have no number (blocks alive
-	// before the trace, whose frames come from the segments). The user's
-	// role rules are read only.
+	// with a classifier of its own (the user's role rules are read only).
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(t.Intervals)/perWorker))
 	var wg par.Group
 	for w := range workers {
@@ -225,7 +219,7 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 		wg.Go(func() {
 			c := newRoleClassifier(t.cat)
 			for j := lo; j < hi; j++ {
-				t.roles[j] = t.classifyRole(c, byStack, byBlock, j, n, withFrames, steps, zeroGrads)
+				t.roles[j] = t.classifyRole(c, byStack, j, n, withFrames, steps, zeroGrads)
 			}
 		})
 	}
@@ -236,17 +230,12 @@ func (t *Timeline) classifyRolesBy(anns []Annotation, perWorker int) {
 const rolesPerWorker = 20000
 
 // classifyRole decides the role of interval j; byStack holds the traits of
-// each stack of the snapshot (see readStacks), byBlock those of blockStacks.
-func (t *Timeline) classifyRole(c *roleClassifier, byStack, byBlock []stackTraits, j int, n int32, withFrames bool, steps, zeroGrads []window) Role {
+// each stack of the snapshot (see readStacks).
+func (t *Timeline) classifyRole(c *roleClassifier, byStack []stackTraits, j int, n int32, withFrames bool, steps, zeroGrads []window) Role {
 	iv := &t.Intervals[j]
-	var alloc *stackTraits
-	switch {
-	case iv.Stack != 0:
+	alloc := &c.empty // no frames
+	if iv.Stack != 0 {
 		alloc = &byStack[iv.Stack-1]
-	case iv.block != 0 && int(iv.block) <= len(byBlock):
-		alloc = &byBlock[iv.block-1] // a block's frames, from the segments
-	default:
-		alloc = c.traits(t.FramesOf(iv))
 	}
 	lt := lifetime{known: !iv.PreWindow(), alive: iv.End == n}
 	if iv.PreWindow() && iv.End < n {

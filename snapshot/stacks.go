@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"runtime"
 	"slices"
-	"unsafe"
 
 	"memscope/internal/par"
 )
@@ -193,57 +192,13 @@ func (t *Timeline) stackID(e *TraceEntry) uint32 {
 	return 0
 }
 
-// blockStackCache remembers, by stack, the blockStacks entry of the
-// stacks added last: a table of sets of two, keyed as categorize keys
-// stacks (stackKeyOf), so its memory is fixed. A stack it has forgotten is
-// added again, which costs a decision, not a wrong one: 300k blocks on
-// distinct stacks kept in a table that grows were 23 MiB more at the
-// peak, for nothing. A set holds two stacks, the one found last first:
-// with one, two stacks of the same slot (20 stacks in 8,192 slots, one
-// time in 40, by where the heap put them) took turns and added themselves
-// again at each turn, 600 entries for 12k blocks.
-type blockStackCache struct {
-	keys [blockStackWays]uint64
-	at   [blockStackWays]uint32
-}
-
-// blockStackWays is the stacks blockStackCache remembers at most.
-const (
-	blockStackBits = 13
-	blockStackWays = 1 << blockStackBits
-)
-
-// stackKeyOf is the key of a stack whose ids lie at address p and are n:
-// both in one word, or false for a stack the key cannot name (an address
-// past 48 bits, 1<<16 frames or more), which blockStack adds unshared.
-func stackKeyOf(p uintptr, n int) (uint64, bool) {
-	if uint64(p) >= 1<<48 || n >= 1<<16 || n < 0 {
-		return 0, false
+// blockStack is b's stack number when it names one of the snapshot's
+// stacks, else 0.
+func (t *Timeline) blockStack(b *Block) uint32 {
+	if int(b.Stack) <= len(t.stacks) {
+		return b.Stack
 	}
-	return uint64(p) | uint64(n)<<48, true
-}
-
-// blockStack is 1 + the index of st in blockStacks, added unless recent
-// has it.
-func (t *Timeline) blockStack(st Stack, recent *blockStackCache) uint32 {
-	k, keyed := stackKeyOf(uintptr(unsafe.Pointer(st.Key())), st.Len())
-	set := ((k * 0x9e3779b97f4a7c15) >> (64 - blockStackBits)) &^ 1
-	if keyed {
-		if recent.keys[set] == k && recent.at[set] != 0 {
-			return recent.at[set]
-		}
-		if at := recent.at[set|1]; recent.keys[set|1] == k && at != 0 {
-			recent.keys[set|1], recent.at[set|1] = recent.keys[set], recent.at[set]
-			recent.keys[set], recent.at[set] = k, at
-			return at
-		}
-	}
-	t.blockStacks = append(t.blockStacks, st)
-	if keyed {
-		recent.keys[set|1], recent.at[set|1] = recent.keys[set], recent.at[set]
-		recent.keys[set], recent.at[set] = k, uint32(len(t.blockStacks))
-	}
-	return uint32(len(t.blockStacks))
+	return 0
 }
 
 // FramesOf returns the call stack of iv's alloc (that of its free for an
@@ -252,9 +207,6 @@ func (t *Timeline) blockStack(st Stack, recent *blockStackCache) uint32 {
 func (t *Timeline) FramesOf(iv *Interval) Stack {
 	if k := iv.Stack; k != 0 && int(k) <= len(t.stacks) {
 		return t.stacks[k-1]
-	}
-	if k := iv.block; k != 0 && int(k) <= len(t.blockStacks) {
-		return t.blockStacks[k-1]
 	}
 	return Stack{}
 }
