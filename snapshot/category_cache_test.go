@@ -487,3 +487,16 @@ func stackNumbers(allocs []Allocation) ([]uint32, int) {
 	}
 	return refs, len(byIDs)
 }
+
+// TestGroupStacks: allocations with one stack number share a group, in
+// order of their first allocation; 0 and a number past the snapshot's
+// stacks are no group.
+func TestGroupStacks(t *testing.T) {
+	refs := []uint32{3, 0, 1, 3, 4, 1, 5, 2}
+	g := groupStacks(refs, 4) // 5 is past the 4 stacks
+	wantWhich := []int32{0, -1, 1, 0, 2, 1, -1, 3}
+	wantFirst := []int32{0, 2, 4, 7}
+	if !slices.Equal(g.which, wantWhich) || !slices.Equal(g.first, wantFirst) {
+		t.Fatalf("which %v first %v, want %v %v", g.which, g.first, wantWhich, wantFirst)
+	}
+}

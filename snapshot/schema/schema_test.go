@@ -58,3 +58,27 @@ func TestStackSources(t *testing.T) {
 		t.Errorf("no frames: %d", st.Len())
 	}
 }
+
+// TestStackOf: a TraceEntry.Stack or Block.Stack names Stacks[n-1] for n
+// from 1 to len(Stacks); 0 and any number past them name no stack.
+func TestStackOf(t *testing.T) {
+	s := &Snapshot{}
+	a := s.AddStack(StackOf(Frame{Filename: "/a.py", Line: 1, Name: "f"}))
+	b := s.AddStack(StackOf(Frame{Filename: "/b.py", Line: 2, Name: "g"}, Frame{Filename: "/c.py", Line: 3, Name: "h"}))
+	if s.AddStack(Stack{}) != 0 {
+		t.Fatal("an empty stack got a number")
+	}
+	for _, c := range []struct {
+		ref  uint32
+		want int // frames
+	}{{0, 0}, {a, 1}, {b, 2}, {b + 1, 0}, {1 << 31, 0}} {
+		if got := s.StackOf(c.ref).Len(); got != c.want {
+			t.Errorf("StackOf(%d): %d frames, want %d", c.ref, got, c.want)
+		}
+		blk := Block{Stack: c.ref}
+		e := TraceEntry{Stack: c.ref}
+		if s.BlockFrames(&blk).Len() != c.want || s.FramesOf(&e).Len() != c.want {
+			t.Errorf("%d: a block and an entry do not read the number as StackOf does", c.ref)
+		}
+	}
+}
