@@ -479,7 +479,7 @@ func (a *Analysis) PeakLive(d *DeviceStats) []Allocation {
 // Categorized returns a with the category the rules decide for its frames.
 func (c *Categorizer) Categorized(a Allocation) Allocation {
 	d := c.Decide(a.Frames)
-	a.Category, a.CategoryFrame, a.CategoryKeyword = d.Category, d.Frame, d.Keyword
+	a.Category, a.CategoryFrame, a.CategoryKeyword = d.Category, int32(d.Frame), d.Keyword
 	return a
 }
 
@@ -527,7 +527,7 @@ func categorize(allocs []Allocation, cat *Categorizer, g stackGroups) {
 		if j := g.which[i]; j >= 0 {
 			d = cat.decision(hits[j])
 		}
-		allocs[i].Category, allocs[i].CategoryFrame, allocs[i].CategoryKeyword = d.Category, d.Frame, d.Keyword
+		allocs[i].Category, allocs[i].CategoryFrame, allocs[i].CategoryKeyword = d.Category, int32(d.Frame), d.Keyword
 	}
 }
 

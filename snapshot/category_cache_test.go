@@ -240,7 +240,7 @@ func TestDecideLiveAtOnce(t *testing.T) {
 			for _, a := range live {
 				sum += a.Size
 				want := matchReference(ref, a.Frames)
-				if got := (Decision{a.Category, a.CategoryFrame, a.CategoryKeyword}); got != want {
+				if got := (Decision{a.Category, int(a.CategoryFrame), a.CategoryKeyword}); got != want {
 					t.Fatalf("%s: stack %v: got %+v, want %+v", name, a.Frames, got, want)
 				}
 			}
@@ -290,7 +290,7 @@ func TestCategorizeBlocks(t *testing.T) {
 			t.Fatalf("%d blocks: %d allocations", n, len(allocs))
 		}
 		for _, al := range allocs {
-			if got, want := (Decision{al.Category, al.CategoryFrame, al.CategoryKeyword}), matchReference(ref, al.Frames); got != want {
+			if got, want := (Decision{al.Category, int(al.CategoryFrame), al.CategoryKeyword}), matchReference(ref, al.Frames); got != want {
 				t.Fatalf("%d blocks: block %#x %v: got %+v, want %+v", n, al.Address, al.Frames, got, want)
 			}
 		}
@@ -447,7 +447,7 @@ func TestCategorizeSharedStacks(t *testing.T) {
 			if a.Frames.Len() == 0 {
 				want = Decision{Category: Unknown, Frame: -1}
 			}
-			if got := (Decision{Category: a.Category, Frame: a.CategoryFrame, Keyword: a.CategoryKeyword}); got != want {
+			if got := (Decision{Category: a.Category, Frame: int(a.CategoryFrame), Keyword: a.CategoryKeyword}); got != want {
 				t.Fatalf("%d allocations: allocation %d (%d frames): %+v, want %+v", n, i, a.Frames.Len(), got, want)
 			}
 		}

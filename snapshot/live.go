@@ -78,7 +78,7 @@ func (t *Timeline) LiveAt(i int, limit int) []Allocation {
 		d := &t.decs[t.decisionOf(iv)] // Categorized's, decided once per stack
 		out = append(out, Allocation{Address: iv.Addr, Size: iv.Size, RequestedSize: iv.Size,
 			State: StateActiveAllocated, Frames: t.FramesOf(iv), FramesFromTrace: true, Role: t.Role(int(j)),
-			Category: d.Category, CategoryFrame: d.Frame, CategoryKeyword: d.Keyword})
+			Category: d.Category, CategoryFrame: int32(d.Frame), CategoryKeyword: d.Keyword})
 		if limit > 0 && len(out) == limit {
 			break
 		}

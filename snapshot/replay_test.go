@@ -526,7 +526,7 @@ func TestLiveCategoriesAreTheCategorizers(t *testing.T) {
 			for _, at := range []int{0, len(tl.Events) / 3, len(tl.Events) - 1, len(tl.Events) / 2, 0} {
 				live := tl.LiveAt(at, 0)
 				for _, l := range live {
-					if want := ref.Decide(l.Frames); l.Category != want.Category || l.CategoryFrame != want.Frame || l.CategoryKeyword != want.Keyword {
+					if want := ref.Decide(l.Frames); l.Category != want.Category || int(l.CategoryFrame) != want.Frame || l.CategoryKeyword != want.Keyword {
 						t.Fatalf("%s event %d, %#x: %q %d %q, the categorizer's %+v", p, at, l.Address, l.Category, l.CategoryFrame, l.CategoryKeyword, want)
 					}
 				}

@@ -101,7 +101,7 @@ func newAllocStackOverlay(title string, al *snapshot.Allocation) *stackOverlay {
 			}
 			head, dir := frameLine(*f)
 			line := prefix + safe(head)
-			if mark && i == al.CategoryFrame {
+			if mark && i == int(al.CategoryFrame) {
 				line += "  ◆ " + al.Category
 			}
 			if dir != "" {

@@ -154,12 +154,12 @@ func TestEstimatesAsTheProfilerWritesThem(t *testing.T) {
 			t.Errorf("location frame %d is the profiler's", i)
 		}
 		if al.Category == "Optimizer State" {
-			if f := al.Frames.At(al.CategoryFrame); !strings.Contains(f.Filename, "optim") {
+			if f := al.Frames.At(int(al.CategoryFrame)); !strings.Contains(f.Filename, "optim") {
 				t.Errorf("Optimizer State decided by %s %s", f.Filename, f.Name)
 			}
 		}
-		if al.CategoryFrame >= 0 && snapshot.IsProfilerFrame(*al.Frames.At(al.CategoryFrame)) {
-			t.Errorf("category decided by a profiler frame: %+v", al.Frames.At(al.CategoryFrame))
+		if al.CategoryFrame >= 0 && snapshot.IsProfilerFrame(*al.Frames.At(int(al.CategoryFrame))) {
+			t.Errorf("category decided by a profiler frame: %+v", al.Frames.At(int(al.CategoryFrame)))
 		}
 	}
 	var unknown int64

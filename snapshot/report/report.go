@@ -358,8 +358,8 @@ func deviceJSON(a *snapshot.Analysis, d *snapshot.DeviceStats, opt Options) json
 		jt := jsonTop{Size: al.Size, RequestedSize: al.RequestedSize, Address: al.Address,
 			State: al.State.String(), Category: al.Category, CategoryKeyword: al.CategoryKeyword, Role: al.Role.String(),
 			Site: al.Location(), Op: snapshot.Op(al.Frames), Location: al.Location()}
-		if al.CategoryFrame >= 0 && al.CategoryFrame < al.Frames.Len() {
-			jt.CategoryFrame = al.Frames.At(al.CategoryFrame).String()
+		if k := int(al.CategoryFrame); k >= 0 && k < al.Frames.Len() {
+			jt.CategoryFrame = al.Frames.At(k).String()
 		}
 		j.Top = append(j.Top, jt)
 	}
