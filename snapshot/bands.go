@@ -42,7 +42,7 @@ func (t *Timeline) Bands(by BandBy, k int) *Bands {
 	// UI goroutine's, and Bands may run beside both (an export).
 	cats := make([]string, len(t.stacks))
 	category := func(iv *Interval) string {
-		k := t.stackNumber(iv)
+		k := int(iv.Stack)
 		if k == 0 {
 			return t.cat.Category(Stack{})
 		}

@@ -305,7 +305,7 @@ func (t *Timeline) changesBetween(a, b int32) int {
 // sums the live set by category and lists its largest, and looking each of
 // 400k live stacks up in the categorizer's map took 110 ms.
 func (t *Timeline) decisionOf(iv *Interval) int32 {
-	k := t.stackNumber(iv)
+	k := int(iv.Stack)
 	if k == 0 { // no frames
 		return t.decisionIndex(t.cat.decideOnce(Stack{}))
 	}
@@ -318,14 +318,6 @@ func (t *Timeline) decisionOf(iv *Interval) int32 {
 	d := t.decisionIndex(t.cat.decideOnce(t.stacks[k-1]))
 	t.stackDecs[k-1] = d + 1
 	return d
-}
-
-// stackNumber is iv.Stack, or 0 for a number past the timeline's stacks.
-func (t *Timeline) stackNumber(iv *Interval) int {
-	if k := int(iv.Stack); k <= len(t.stacks) {
-		return k
-	}
-	return 0
 }
 
 // decideLive decides the categories of the stacks of the allocations live
@@ -344,7 +336,7 @@ func (t *Timeline) decideLive(i int32) {
 		if t.starts[j] > i || t.ends[j] <= i {
 			continue
 		}
-		k := t.stackNumber(&t.Intervals[j])
+		k := int(t.Intervals[j].Stack)
 		if k == 0 {
 			continue
 		}
@@ -383,7 +375,7 @@ func (t *Timeline) manyUndecided(i int32) bool {
 		if live++; live%decideSample != 0 {
 			continue
 		}
-		if k := t.stackNumber(&t.Intervals[j]); k != 0 && (t.stackDecs == nil || t.stackDecs[k-1] == 0) {
+		if k := int(t.Intervals[j].Stack); k != 0 && (t.stackDecs == nil || t.stackDecs[k-1] == 0) {
 			undecided++
 		}
 	}

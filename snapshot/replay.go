@@ -27,7 +27,8 @@ type Interval struct {
 	FreeRequested int32
 	// Stack is the number of its frames in the snapshot's stacks
 	// (TraceEntry.Stack or, for a block alive before the trace,
-	// Block.Stack; 0 for none), so what is known of each distinct stack is
+	// Block.Stack; 0 for none, and for a number past them: see
+	// Timeline.stackNumber), so what is known of each distinct stack is
 	// read by index, not hashed per interval.
 	Stack uint32
 	// Size is the requested size: the trace entry's size, or the block's
@@ -250,11 +251,11 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 		}
 		if j, ok := open.Take(addr); ok {
 			iv := &t.Intervals[j]
-			iv.End, iv.FreeRequested, iv.FreeStack = i, req, t.stackID(free)
+			iv.End, iv.FreeRequested, iv.FreeStack = i, req, t.stackNumber(free.Stack)
 			return
 		}
 		t.Intervals = append(t.Intervals, Interval{Start: -1, End: i, FreeRequested: req, Size: e.Size,
-			Addr: addr, Stack: t.stackID(e), FreeStack: t.stackID(free)})
+			Addr: addr, Stack: t.stackNumber(e.Stack), FreeStack: t.stackNumber(free.Stack)})
 		t.freesBefore++
 	}
 	for i := int32(0); i < n; i++ {
@@ -265,7 +266,7 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 				requested.Delete(e.Addr)
 			}
 			open.Put(e.Addr, int32(len(t.Intervals)))
-			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Stack: t.stackID(e)})
+			t.Intervals = append(t.Intervals, Interval{Start: i, End: n, FreeRequested: -1, Size: e.Size, Addr: e.Addr, Stack: t.stackNumber(e.Stack)})
 		case ActionFreeRequested:
 			if i+1 < n && events[i+1].Action() == ActionFreeCompleted && events[i+1].Addr == e.Addr {
 				// One free: memory_viz merges the pair at the free_requested.
@@ -301,7 +302,7 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 	// A free requested but not completed by the end is still pending there.
 	requested.Range(func(addr uint64, req int32) {
 		if j, ok := open.Get(addr); ok && t.Intervals[j].Start < req {
-			t.Intervals[j].FreeRequested, t.Intervals[j].FreeStack = req, t.stackID(&events[req])
+			t.Intervals[j].FreeRequested, t.Intervals[j].FreeStack = req, t.stackNumber(events[req].Stack)
 		}
 	})
 	var reserved int64
@@ -338,7 +339,7 @@ func replay(s *Snapshot, dev int, cat *Categorizer, share *stackShare, atPeak fu
 			// share stacks (a snapshot's live tensors come from a few
 			// thousand lines), each decided and read once.
 			t.Intervals = append(t.Intervals, Interval{Start: -1, End: n, FreeRequested: -1,
-				Size: b.RequestedSize, Addr: b.Address, Stack: t.blockStack(b)})
+				Size: b.RequestedSize, Addr: b.Address, Stack: t.stackNumber(b.Stack)})
 		}
 	}
 	t.addAnnotations(s)

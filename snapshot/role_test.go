@@ -416,7 +416,7 @@ func TestStackTableAgrees(t *testing.T) {
 					if fi < 0 {
 						fi = iv.End
 					}
-					if want := tl.stackID(&tl.Events[fi]); iv.FreeStack != want {
+					if want := tl.stackNumber(tl.Events[fi].Stack); iv.FreeStack != want {
 						t.Fatalf("%s interval %d: free stack %d, its free event has %d", p, j, iv.FreeStack, want)
 					}
 				}

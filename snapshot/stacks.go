@@ -183,20 +183,12 @@ func numberSitesOn(byStack []stackTraits, stacks []Stack, procs, perWorker int) 
 	return n
 }
 
-// stackID is e's stack number when it names one of the snapshot's stacks,
-// else 0.
-func (t *Timeline) stackID(e *TraceEntry) uint32 {
-	if int(e.Stack) <= len(t.stacks) {
-		return e.Stack
-	}
-	return 0
-}
-
-// blockStack is b's stack number when it names one of the snapshot's
-// stacks, else 0.
-func (t *Timeline) blockStack(b *Block) uint32 {
-	if int(b.Stack) <= len(t.stacks) {
-		return b.Stack
+// stackNumber is ref (a TraceEntry.Stack or Block.Stack) when it names
+// one of the snapshot's stacks, else 0: the numbers intervals keep, which
+// every reader then indexes the stacks by without checking again.
+func (t *Timeline) stackNumber(ref uint32) uint32 {
+	if int(ref) <= len(t.stacks) {
+		return ref
 	}
 	return 0
 }
