@@ -98,9 +98,7 @@ func scanSpan(data []byte, pos, end int) (int, uint64) {
 // appendPut is the size of the memo put at data[pos] (before end) when it
 // adds the memo's next entry: MEMOIZE, or BINPUT or LONG_BINPUT naming the
 // next index, as protocols 2 and 3 (and PyTorch's C++ pickler) write what
-// protocol 4 writes as MEMOIZE; 0 for any other opcode or index. A helper's
-// region takes none of the puts: its memo is numbered from its prefix's
-// end, not as the file's (see helper.go).
+// protocol 4 writes as MEMOIZE; 0 for any other opcode or index.
 func (d *decoder) appendPut(data []byte, pos, end int) int {
 	return d.putAt(data, pos, end, d.memo.len())
 }
@@ -111,15 +109,44 @@ func (d *decoder) putAt(data []byte, pos, end, next int) int {
 	case opMemoize:
 		return 1
 	case opBinPut:
-		if !d.region && pos+2 <= end && int(data[pos+1]) == next {
+		if pos+2 <= end && int64(data[pos+1]) == d.inputIndex(next) {
 			return 2
 		}
 	case opLongBinPut:
-		if !d.region && pos+5 <= end && int64(binary.LittleEndian.Uint32(data[pos+1:])) == int64(next) {
+		if pos+5 <= end && int64(binary.LittleEndian.Uint32(data[pos+1:])) == d.inputIndex(next) {
 			return 5
 		}
 	}
 	return 0
+}
+
+// inputIndex is the index the input gives this machine's memo entry next:
+// the same, except in a helper's region, whose entries the machine numbers
+// from its prefix's end (refFrom) while the input numbers them from the
+// main machine's memo size at the boundary, regionBase (-1, matching no
+// put, until learnBase has read it).
+func (d *decoder) inputIndex(next int) int64 {
+	if !d.region {
+		return int64(next)
+	}
+	if d.regionBase < 0 {
+		return -1
+	}
+	return d.regionBase + int64(next) - d.refFrom
+}
+
+// learnBase reads regionBase from a helper's first region put of an
+// index, a LONG_BINPUT at data[pos]: it names the region's entry
+// memo.len()-refFrom. An index that cannot be one of the region's (below
+// refFrom, as every BINPUT's is: see enterRegion) leaves it unknown, and
+// the put to the slow path, which stops the helper.
+func (d *decoder) learnBase(data []byte, pos, end int) {
+	if !d.region || d.regionBase >= 0 || data[pos] != opLongBinPut || pos+5 > end {
+		return
+	}
+	if base := int64(binary.LittleEndian.Uint32(data[pos+1:])) - (int64(d.memo.len()) - d.refFrom); base >= d.refFrom {
+		d.regionBase = base
+	}
 }
 
 // frameDict runs, at once, what follows an EMPTY_DICT when it is a frame

@@ -170,6 +170,13 @@ func (d *decoder) modes() machineModes {
 func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool, m machineModes) (out *decoder) {
 	h := newDecoder(data)
 	h.noFast, h.noBlocks, h.exact, h.g.stacks.weak = m.noFast, m.noBlocks, m.exact, m.weakHashes
+	if p.walk {
+		end, ok := boundaryAfter(data, 2, p.prefix+1)
+		if !ok || end >= p.at {
+			return nil
+		}
+		p.prefix = end
+	}
 	h.ctx, h.end = ctx, p.prefix
 	h.g.setPool(pool)
 	defer func() {
@@ -218,8 +225,19 @@ func (d *decoder) runPrefix(p splitPlan) bool {
 		if _, ok := d.strIndex["action"]; ok {
 			return true
 		}
-		next, ok := frameAfter(d.data, d.end+n/32)
-		if !ok || next > limit {
+		var next int
+		var ok bool
+		switch {
+		case framed(d.data):
+			next, ok = frameAfter(d.data, d.end+n/32)
+			ok = ok && next <= limit
+		case d.end < limit:
+			// Opcodes end anywhere: the last step ends at the first
+			// boundary past the limit, short of the region.
+			next, ok = boundaryAfter(d.data, d.end, min(d.end+n/32, limit))
+			ok = ok && next < p.at
+		}
+		if !ok {
 			return true
 		}
 		d.end = next

@@ -21,8 +21,9 @@ import (
 )
 
 // genTraces is a snapshot writer in Python, so the tests read what
-// pickle.dump writes (protocol 4 frames, batches of 1000 items), in shapes
-// that reach each path of the helper and the join:
+// pickle.dump writes (protocol 4 frames, or the protocol given after the
+// output's path; batches of 1000 items), in shapes that reach each path of
+// the helper and the join:
 //
 //	distinct     fresh frame dicts, strings shared through the memo
 //	shared       a pool of frame dicts reused (memo reads of dicts)
@@ -102,13 +103,19 @@ elif shape == 'multi':
 else:
     s = {'segments': segs, 'device_traces': [[entry(i) for i in range(n)]], 'allocator_settings': {'x': 1}}
 with open(out, 'wb') as f:
-    pickle.dump(s, f, protocol=4)
+    pickle.dump(s, f, protocol=int(sys.argv[4]) if len(sys.argv) > 4 else 4)
 `
 
 func genPickle(t *testing.T, shape string, n int) []byte {
 	t.Helper()
+	return genPickleProto(t, shape, n, 4)
+}
+
+// genPickleProto is genPickle in protocol proto.
+func genPickleProto(t *testing.T, shape string, n, proto int) []byte {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), shape+".pickle")
-	cmd := exec.Command("python3", "-c", genTraces, shape, strconv.Itoa(n), out)
+	cmd := exec.Command("python3", "-c", genTraces, shape, strconv.Itoa(n), out, strconv.Itoa(proto))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("generator: %v\n%s", err, b)
 	}
@@ -313,31 +320,35 @@ func TestHelpersAfterLongSegments(t *testing.T) {
 		{"hugesegs", 60000, [2]float64{1.0 / 8, 1}, false},
 		{"segsonly", 0, [2]float64{-1, -1}, true},
 	} {
-		data := genPickle(t, c.shape, 60000)
-		at := float64(bytes.Index(data, []byte("\x8c\x06action"))) / float64(len(data))
-		if at < 0 && c.keyAt[0] >= 0 || at >= 0 && (at <= c.keyAt[0] || at >= c.keyAt[1]) {
-			t.Fatalf("%s: the first key is at %.3f of the input: not the shape this test needs", c.shape, at)
-		}
-		splits := [][]float64{{0.5}, {0.3, 0.5, 0.7}}
-		if testing.Short() { // -race
-			splits = splits[1:]
-		}
-		for _, targets := range splits {
-			name := c.shape + "/" + strconv.Itoa(len(targets))
-			one, _, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
-			if err != nil {
-				t.Fatal(err)
+		// Framed, and not: protocol 2's helpers walk the opcodes to their
+		// prefix's end, and on by a 32nd of the input at a time.
+		for _, proto := range []int{4, 2} {
+			data := genPickleProto(t, c.shape, 60000, proto)
+			at := float64(bytes.Index(data, actionKeyIn(data))) / float64(len(data))
+			if at < 0 && c.keyAt[0] >= 0 || at >= 0 && (at <= c.keyAt[0] || at >= c.keyAt[1]) {
+				t.Fatalf("%s: the first key is at %.3f of the input: not the shape this test needs", c.shape, at)
 			}
-			d := decodeCompare(t, name, data, splitAt(1.0/32, targets...))
-			if got := len(d.joined) == len(targets); got != c.joined {
-				t.Errorf("%s: %d of %d helpers joined", name, len(d.joined), len(targets))
+			splits := [][]float64{{0.5}, {0.3, 0.5, 0.7}}
+			if testing.Short() || proto != 4 { // -race; protocol 2 once
+				splits = splits[1:]
 			}
-			// Frame lists interned as stacks, not generic lists of frames.
-			if got, want := d.g.items.len(), one.g.items.len(); got > want+want/10+1024 {
-				t.Errorf("%s: %d generic items, one machine %d", name, got, want)
-			}
-			if d.g.traces.len() != one.g.traces.len() || one.g.traces.len() != c.entries {
-				t.Errorf("%s: %d trace records, one machine %d; want %d", name, d.g.traces.len(), one.g.traces.len(), c.entries)
+			for _, targets := range splits {
+				name := c.shape + "/protocol " + strconv.Itoa(proto) + "/" + strconv.Itoa(len(targets))
+				one, _, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := decodeCompare(t, name, data, splitAt(1.0/32, targets...))
+				if got := len(d.joined) == len(targets); got != c.joined {
+					t.Errorf("%s: %d of %d helpers joined", name, len(d.joined), len(targets))
+				}
+				// Frame lists interned as stacks, not generic lists of frames.
+				if got, want := d.g.items.len(), one.g.items.len(); got > want+want/10+1024 {
+					t.Errorf("%s: %d generic items, one machine %d", name, got, want)
+				}
+				if d.g.traces.len() != one.g.traces.len() || one.g.traces.len() != c.entries {
+					t.Errorf("%s: %d trace records, one machine %d; want %d", name, d.g.traces.len(), one.g.traces.len(), c.entries)
+				}
 			}
 		}
 	}
@@ -351,29 +362,31 @@ func TestHelpersAfterLongSegments(t *testing.T) {
 // up (TestHelpersAfterLongSegments).
 func TestHelpersAfterSegmentsPastAnEighth(t *testing.T) {
 	needPython(t)
-	data := genPickle(t, "hugesegs", 60000)
-	keys := traceKeyAt(data, len(data)/2, keySearchStep, nil)
-	if keys <= len(data)/8 {
-		t.Fatalf("the keys are at %d of %d bytes: not the shape this test needs", keys, len(data))
-	}
-	for _, cores := range []int{2, 3} {
-		split := func(n int) (int, []int) {
-			// The input is smaller than parallelMin: the same plan at
-			// the scale of a large one.
-			prefix, targets := splitCores(n*64, cores, keys*64)
-			for i := range targets {
-				targets[i] /= 64
+	for _, proto := range []int{4, 2} {
+		data := genPickleProto(t, "hugesegs", 60000, proto)
+		keys := traceKeyAt(data, actionKeyIn(data), len(data)/2, keySearchStep, nil)
+		if keys <= len(data)/8 {
+			t.Fatalf("the keys are at %d of %d bytes: not the shape this test needs", keys, len(data))
+		}
+		for _, cores := range []int{2, 3} {
+			split := func(n int) (int, []int) {
+				// The input is smaller than parallelMin: the same plan at
+				// the scale of a large one.
+				prefix, targets := splitCores(n*64, cores, keys*64)
+				for i := range targets {
+					targets[i] /= 64
+				}
+				return prefix / 64, targets
 			}
-			return prefix / 64, targets
-		}
-		_, targets := split(len(data))
-		if len(targets) != cores-1 {
-			t.Fatalf("%d cores: targets %v", cores, targets)
-		}
-		name := "hugesegs/" + strconv.Itoa(cores)
-		d := decodeCompare(t, name, data, split)
-		if len(d.joined) != len(targets) {
-			t.Errorf("%s: %d of %d helpers joined", name, len(d.joined), len(targets))
+			_, targets := split(len(data))
+			if len(targets) != cores-1 {
+				t.Fatalf("%d cores: targets %v", cores, targets)
+			}
+			name := "hugesegs/protocol " + strconv.Itoa(proto) + "/" + strconv.Itoa(cores)
+			d := decodeCompare(t, name, data, split)
+			if len(d.joined) != len(targets) {
+				t.Errorf("%s: %d of %d helpers joined", name, len(d.joined), len(targets))
+			}
 		}
 	}
 }
@@ -390,7 +403,7 @@ func TestTraceKeyAt(t *testing.T) {
 	for step := 1; step <= len(data); step++ {
 		var dropped [][2]int
 		drop := func(from, to int) { dropped = append(dropped, [2]int{from, to}) }
-		if got := traceKeyAt(data, len(data), step, drop); got != at {
+		if got := traceKeyAt(data, actionKey, len(data), step, drop); got != at {
 			t.Fatalf("step %d: found at %d, want %d", step, got, at)
 		}
 		end := 0
@@ -409,12 +422,12 @@ func TestTraceKeyAt(t *testing.T) {
 		{at + len(actionKey), at},
 		{len(data) + 100, at},
 	} {
-		if got := traceKeyAt(data, c.limit, 64, nil); got != c.want {
+		if got := traceKeyAt(data, actionKey, c.limit, 64, nil); got != c.want {
 			t.Errorf("limit %d: found at %d, want %d", c.limit, got, c.want)
 		}
 	}
 	var dropped int
-	if got := traceKeyAt(data[:at], at, 64, func(from, to int) { dropped += to - from }); got != -1 || dropped != at {
+	if got := traceKeyAt(data[:at], actionKey, at, 64, func(from, to int) { dropped += to - from }); got != -1 || dropped != at {
 		t.Errorf("without a key: found at %d, gave back %d of %d bytes", got, dropped, at)
 	}
 }

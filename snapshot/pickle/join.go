@@ -38,9 +38,15 @@ type joiner struct {
 // stack in d.stack and its position at h's region start; false leaves the
 // main machine to run the region itself.
 func (d *decoder) join(h *decoder) bool {
-	if d.explicitPuts > 0 || len(d.stack) <= d.lastMark() || d.stack[len(d.stack)-1].k != kList {
-		// An explicit memo index may have replaced an entry the helper
-		// read in its prefix; and the batches must go to a list.
+	if d.otherPuts > 0 || len(d.stack) <= d.lastMark() || d.stack[len(d.stack)-1].k != kList {
+		// A put of another index than the next may have replaced an
+		// entry the helper read in its prefix; and the batches must go
+		// to a list.
+		return false
+	}
+	if h.regionBase >= 0 && h.regionBase != int64(d.memo.len()) {
+		// The helper's puts numbered its entries from another index than
+		// the one they have here.
 		return false
 	}
 	d.materialize(d.stack) // a pending dict further down: its memo hole is read as a reference

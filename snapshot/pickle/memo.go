@@ -79,6 +79,9 @@ const denseMemoGap = 4096
 func (d *decoder) setMemo(idx uint32, v val, at int) error {
 	d.puts++
 	n := d.memo.len()
+	if int(idx) != n {
+		d.otherPuts++
+	}
 	var r uint32
 	if int(idx) < n+denseMemoGap {
 		var ok bool

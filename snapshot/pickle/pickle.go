@@ -79,8 +79,10 @@ type decoder struct {
 	// strBytes is the bytes of the distinct strings (see cost).
 	strBytes int64
 	// puts counts PUT, BINPUT, LONG_BINPUT and MEMOIZE opcodes: the memo
-	// budget; explicitPuts counts PUT, BINPUT and LONG_BINPUT alone.
-	puts, explicitPuts int
+	// budget; otherPuts counts the BINPUT and LONG_BINPUT that name
+	// another index than the memo's next (what MEMOIZE would add), which
+	// pickle.dump never writes.
+	puts, otherPuts int
 	// end is where run stops to call atEnd: len(data), or a split point
 	// (see helper.go).
 	end int
@@ -111,6 +113,11 @@ type decoder struct {
 	// residRun, while resid is empty, holds the items appended below the
 	// region as a run of trace records: the first and how many.
 	residRun [2]uint32
+	// regionBase is the input's index of a helper's first region entry,
+	// learnt from its first LONG_BINPUT (protocols 2 and 3 number every
+	// put; -1 until one is read): the join checks that it is the main
+	// machine's memo size at the boundary.
+	regionBase int64
 	// joined, in a main machine that joined helpers, gives the memo
 	// entries each made (left holes in memo), in the order of the input.
 	joined []*joiner
@@ -235,6 +242,7 @@ func newDecoder(data []byte) *decoder {
 		end:         len(data),
 		joinAt:      -1,
 		refFrom:     math.MaxInt64,
+		regionBase:  -1,
 		refGap:      math.MinInt64,
 	}
 	d.frameKeys.ids = [3]uint32{noRef, noRef, noRef}

@@ -26,7 +26,7 @@ func TestOlderProtocolsTakeTheFastPaths(t *testing.T) {
 	// Protocol 4 unframed: a FRAME opcode inside a list sends it the slow
 	// way, and protocols 2 and 3 have none.
 	script := strings.Replace(genTraces, `with open(out, 'wb') as f:
-    pickle.dump(s, f, protocol=4)`, `import pickletools
+    pickle.dump(s, f, protocol=int(sys.argv[4]) if len(sys.argv) > 4 else 4)`, `import pickletools
 data = pickle.dumps(s, protocol=int(sys.argv[4]))
 if sys.argv[4] == '4':
     ops = list(pickletools.genops(data))

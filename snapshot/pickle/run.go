@@ -88,6 +88,9 @@ func (d *decoder) run() (val, error) {
 			if op != opMemoize {
 				n := 0
 				if len(stack) > 0 && len(stack) > d.lastMark() {
+					if d.region && d.regionBase < 0 {
+						d.learnBase(data, at, end)
+					}
 					n = d.appendPut(data, at, end)
 				}
 				if n == 0 {

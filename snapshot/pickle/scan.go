@@ -8,8 +8,8 @@ import "encoding/binary"
 // opArg is how many argument bytes follow each opcode a walk may cross;
 // argLen1, argLen4 and argLen8 mark a length of that many bytes followed by
 // that many bytes (argLong4 a signed one), and argStop an opcode that ends
-// the walk: the PUT family (explicit memo indices, which protocols 4 and 5
-// never write), opcodes from protocols 0 and 1, refused and unknown ones.
+// the walk: PUT (a text index), opcodes from protocols 0 and 1, refused and
+// unknown ones.
 var opArg = func() (t [256]int8) {
 	for i := range t {
 		t[i] = argStop
@@ -20,6 +20,7 @@ var opArg = func() (t [256]int8) {
 		t[op] = 0
 	}
 	for op, n := range map[byte]int8{opBinInt: 4, opBinInt1: 1, opBinInt2: 2, opBinGet: 1, opLongBinGet: 4,
+		opBinPut: 1, opLongBinPut: 4,
 		opBinFloat: 8, opProto: 1, opFrame: 8} {
 		t[op] = n
 	}

@@ -230,11 +230,11 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		d.stack = d.stack[:n-2]
 	case opBinPut, opLongBinPut:
 		if d.region {
-			// Explicit indices would need the memo size at the region's
-			// start, which a helper does not know.
+			// An index other than the next one's (the run loop took
+			// those, see learnBase): it may replace an entry of the
+			// part of the input the helper skipped.
 			return false, val{}, errHelperStop
 		}
-		d.explicitPuts++
 		if op == opLongBinPut {
 			return false, val{}, d.longBinPut(at)
 		}

@@ -85,12 +85,19 @@ type splitFunc func(n int) (prefix int, targets []int)
 
 // splitPlan says where a helper's prefix ends, where its region starts and
 // where it must stop (the next helper's start, or the end of the input).
-type splitPlan struct{ prefix, at, stop int }
+// In input without frames, prefix is where the prefix should end: the
+// helper walks the opcodes to the first boundary past it (walk), so that
+// the opcode there, the trace's first key (splitCores), is run.
+type splitPlan struct {
+	prefix, at, stop int
+	walk             bool
+}
 
 // planSplit finds the prefix end (the first frame boundary at or after
 // prefix) and the region start: the first MARK after an APPENDS at or after
-// the first frame boundary past target. The region runs to the end. false when data is not framed
-// (protocol 4 or 5) or has no batch boundary there.
+// the first frame boundary past target. The region runs to the end. Input
+// without frames (protocols 2 and 3) is planned by planUnframed. false when
+// data is no pickle of protocol 2 to 5, or has no batch boundary there.
 func planSplit(data []byte, prefix, target int) (splitPlan, bool) {
 	return planSplitRead(data, nil, prefix, target)
 }
@@ -115,8 +122,11 @@ func fileHeaders(readAt func([]byte, int64) (int, error)) headerFunc {
 // planSplitRead is planSplit reading the frame headers it skips with
 // header, when not nil, and every other opcode from data.
 func planSplitRead(data []byte, header headerFunc, prefix, target int) (splitPlan, bool) {
-	if len(data) < 11 || data[0] != opProto || data[1] < 4 || data[1] > 5 || data[2] != opFrame {
+	if len(data) < 11 || data[0] != opProto || data[1] < 2 || data[1] > 5 {
 		return splitPlan{}, false
+	}
+	if !framed(data) {
+		return planUnframed(data, prefix, target)
 	}
 	p := splitPlan{prefix: -1, stop: len(data)}
 	pos := 2
@@ -159,6 +169,77 @@ func planSplitRead(data []byte, header headerFunc, prefix, target int) (splitPla
 	return p, true
 }
 
+// framed reports whether data (a pickle of protocol 2 to 5) is cut in
+// frames, as pickle.dump writes protocols 4 and 5.
+func framed(data []byte) bool {
+	return data[1] >= 4 && data[2] == opFrame
+}
+
+// planUnframed plans a helper in input without frames, where an opcode
+// boundary is known only by running every opcode before it. The region
+// starts at the first batch of dicts at or past target that the bytes
+// show (batchOfDicts): a match that is no opcode boundary, or not in a
+// list, costs only the helper's work, which the main machine, reaching
+// no boundary there, then drops (see joinNext and join). The prefix's end
+// is found by the helper, on its own core (walk).
+func planUnframed(data []byte, prefix, target int) (splitPlan, bool) {
+	at, ok := batchOfDicts(data[:min(len(data), target+batchSearchMax)], target)
+	if !ok || prefix < 2 || prefix >= at {
+		return splitPlan{}, false
+	}
+	return splitPlan{prefix: prefix, at: at, stop: len(data), walk: true}, true
+}
+
+// batchOfDicts is where the first batch of dicts at or past from begins, as
+// pickle.dump writes a list's batches of dicts in any protocol: the MARK
+// of APPENDS MARK EMPTY_DICT, followed by the dict's put (MEMOIZE,
+// BINPUT or LONG_BINPUT). The bytes may also lie inside a string or a
+// number.
+func batchOfDicts(data []byte, from int) (int, bool) {
+	for from < len(data) {
+		i := bytes.Index(data[from:], batchDicts)
+		if i < 0 {
+			return 0, false
+		}
+		at := from + i + 1
+		if k := at + len(batchDicts) - 1; k < len(data) && isPut(data[k]) {
+			return at, true
+		}
+		from = at
+	}
+	return 0, false
+}
+
+var batchDicts = []byte{opAppends, opMark, opEmptyDict}
+
+// batchSearchMax is how far past its target planUnframed looks for a batch
+// of dicts: a batch of 1000 trace entries, each with 60 frames written out
+// in full, is about 2 MiB; input with none there (no trace or blocks past
+// the target, one long string) is decoded on one machine, and its pages
+// are not all read in a vain search.
+const batchSearchMax = 16 << 20
+
+// boundaryAfter is the first opcode boundary at or past min, walking
+// opcodes from from (a boundary), that no put follows: a prefix that ends
+// there holds the memo entry of its last value (the trace's first key,
+// where splitCores puts the prefix's end). false when the walk meets an
+// opcode it cannot size or the end of data.
+func boundaryAfter(data []byte, from, min int) (int, bool) {
+	pos := from
+	for pos < len(data) && (pos < min || isPut(data[pos])) {
+		n, ok := opSize(data, pos)
+		if !ok {
+			return 0, false
+		}
+		pos += n
+	}
+	return pos, pos < len(data)
+}
+
+func isPut(op byte) bool {
+	return op == opMemoize || op == opBinPut || op == opLongBinPut
+}
+
 // batchStart walks opcodes from pos (an opcode boundary) to the first MARK
 // that follows an APPENDS.
 func batchStart(data []byte, pos int) (int, bool) {
@@ -185,26 +266,26 @@ func splitEven(data []byte, drop func(from, to int)) splitFunc {
 	machines := machinesOn(data, runtime.GOMAXPROCS(0))
 	keys := -1
 	if machines > 1 {
-		keys = traceKeyAt(data, len(data)/2, keySearchStep, drop)
+		keys = traceKeyAt(data, actionKeyIn(data), len(data)/2, keySearchStep, drop)
 	}
 	return func(n int) (prefix int, targets []int) {
 		return splitCores(n, machines, keys)
 	}
 }
 
-// traceKeyAt is where data first holds the "action" key of a trace entry
-// as pickle.dump writes it (protocol 4 or 5: SHORT_BINUNICODE), searched in
-// data[:limit]; -1 when it is not there. The same bytes inside a longer
+// traceKeyAt is where data first holds key, the "action" key of a trace
+// entry as pickle.dump writes it (actionKeyIn), searched in data[:limit];
+// -1 when it is not there. The same bytes inside a longer
 // string only make the estimate early. It searches step bytes at a time
 // and gives back (drop, when not nil) the pages of each step it searched
 // in vain: a snapshot without a trace (segments alone) would otherwise
 // hold half of its mapped file resident until the machine passed it.
-func traceKeyAt(data []byte, limit, step int, drop func(from, to int)) int {
+func traceKeyAt(data, key []byte, limit, step int, drop func(from, to int)) int {
 	limit = min(limit, len(data))
 	for from := 0; from < limit; from += step {
 		end := min(limit, from+step)
 		// The key may begin in this step and end in the next.
-		if i := bytes.Index(data[from:min(limit, end+len(actionKey)-1)], actionKey); i >= 0 {
+		if i := bytes.Index(data[from:min(limit, end+len(key)-1)], key); i >= 0 {
 			return from + i
 		}
 		if drop != nil {
@@ -218,7 +299,20 @@ func traceKeyAt(data []byte, limit, step int, drop func(from, to int)) int {
 // gives the pages back.
 const keySearchStep = 16 << 20
 
-var actionKey = []byte("\x8c\x06action")
+// The "action" key as protocols 4 and 5 write it (SHORT_BINUNICODE), and
+// as 2 and 3 do (BINUNICODE).
+var (
+	actionKey     = []byte("\x8c\x06action")
+	actionKeyLong = []byte("X\x06\x00\x00\x00action")
+)
+
+// actionKeyIn is the "action" key as data's protocol writes it.
+func actionKeyIn(data []byte) []byte {
+	if len(data) >= 2 && data[0] == opProto && data[1] < 4 {
+		return actionKeyLong
+	}
+	return actionKey
+}
 
 // machinesOn is how many machines decode data on cores cores: one per
 // core, up to machinesFor(data). The sample is read only where it can
