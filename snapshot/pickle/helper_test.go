@@ -877,41 +877,58 @@ func samplePickles(t testing.TB) map[string][]byte {
 // side of both); lists outside the sample do not count. On files that
 // pickle.dump wrote: stacks that repeat, and distinct ones.
 func TestMachinesFor(t *testing.T) {
-	list := func(k int) []byte { // a list of three memo gets, the third k
-		return []byte{opEmptyList, opMemoize, opMark, opBinGet, 1, opLongBinGet, 7, 0, 0, 0, opBinGet, byte(k), opAppends, opBinPut, 9}
+	// A list of three memo gets, the third k, after the list's put
+	// (protocols 4 and 5 write MEMOIZE, 2 and 3 BINPUT or LONG_BINPUT),
+	// in 20 bytes.
+	list := func(k int, put []byte) []byte {
+		l := append([]byte{opEmptyList}, put...)
+		l = append(l, opMark, opBinGet, 1, opLongBinGet, 7, 0, 0, 0, opBinGet, byte(k), opAppends, opBinPut, 9)
+		return append(l, bytes.Repeat([]byte{opNone}, 20-len(l))...)
 	}
-	build := func(lists, distinct, at int) []byte {
+	build := func(lists, distinct, at int, put []byte) []byte {
 		data := bytes.Repeat([]byte{opNone}, 3*sampleLen)
 		for i := range lists {
-			copy(data[at+i*16:], list(i%distinct))
+			copy(data[at+i*20:], list(i%distinct, put))
 		}
 		return data
 	}
 	mid := 3*sampleLen/2 - 1000
-	for _, c := range []struct {
-		name                string
-		lists, distinct, at int
-		want                int
-	}{
-		{"a quarter distinct", sampleMinLists, sampleMinLists / sampleMaxDistinct, mid, repeatedMachines},
-		{"one more distinct", sampleMinLists, sampleMinLists/sampleMaxDistinct + 1, mid, maxMachines},
-		{"one list too few", sampleMinLists - 1, 1, mid, maxMachines},
-		{"all the same", 10 * sampleMinLists, 1, mid, repeatedMachines},
-		{"before the sample", 10 * sampleMinLists, 1, sampleLen - 10*sampleMinLists*16 - 1, maxMachines},
-		{"at the sample's start", 10 * sampleMinLists, 1, sampleLen, repeatedMachines},
-		{"past the sample", 10 * sampleMinLists, 1, 2 * sampleLen, maxMachines},
-	} {
-		if got := machinesFor(build(c.lists, c.distinct, c.at)); got != c.want {
-			t.Errorf("%s: %d machines, want %d", c.name, got, c.want)
+	for _, put := range [][]byte{{opMemoize}, {opBinPut, 3}, {opLongBinPut, 3, 1, 0, 0}} {
+		for _, c := range []struct {
+			name                string
+			lists, distinct, at int
+			want                int
+		}{
+			{"a quarter distinct", sampleMinLists, sampleMinLists / sampleMaxDistinct, mid, repeatedMachines},
+			{"one more distinct", sampleMinLists, sampleMinLists/sampleMaxDistinct + 1, mid, maxMachines},
+			{"one list too few", sampleMinLists - 1, 1, mid, maxMachines},
+			{"all the same", 10 * sampleMinLists, 1, mid, repeatedMachines},
+			{"before the sample", 10 * sampleMinLists, 1, sampleLen - 10*sampleMinLists*20 - 1, maxMachines},
+			{"at the sample's start", 10 * sampleMinLists, 1, sampleLen, repeatedMachines},
+			{"past the sample", 10 * sampleMinLists, 1, 2 * sampleLen, maxMachines},
+		} {
+			if got := machinesFor(build(c.lists, c.distinct, c.at, put)); got != c.want {
+				t.Errorf("%s, put %x: %d machines, want %d", c.name, put, got, c.want)
+			}
+		}
+	}
+	// Lists cut short at the sample's end, and an EMPTY_LIST without a put
+	// and MARK after it, are not lists.
+	for _, tail := range [][]byte{{opEmptyList}, {opEmptyList, opLongBinPut, 1}, {opEmptyList, opBinPut, 1}, {opEmptyList, opMemoize}} {
+		data := build(10*sampleMinLists, 1, mid, []byte{opEmptyList}) // EMPTY_LIST EMPTY_LIST MARK ...
+		lo := len(data)/2 - sampleLen/2
+		copy(data[lo+sampleLen-len(tail):], tail)
+		if got := machinesFor(data); got != maxMachines {
+			t.Errorf("lists without a put, then %x at the sample's end: %d machines", tail, got)
 		}
 	}
 	needPython(t)
 	for _, c := range []struct {
-		stacks string
-		want   int
-	}{{"40", repeatedMachines}, {"200000", maxMachines}} {
+		stacks, protocol string
+		want             int
+	}{{"40", "4", repeatedMachines}, {"200000", "4", maxMachines}, {"40", "2", repeatedMachines}, {"200000", "2", maxMachines}} {
 		p := filepath.Join(t.TempDir(), "s.pickle")
-		args := []string{"../../scripts/gen_snapshot.py", "--entries", "30000", "--frames", "shared", "--stacks", c.stacks, "--depth", "12", p}
+		args := []string{"../../scripts/gen_snapshot.py", "--entries", "30000", "--frames", "shared", "--stacks", c.stacks, "--depth", "12", "--protocol", c.protocol, p}
 		if out, err := exec.Command("python3", args...).CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
@@ -920,7 +937,7 @@ func TestMachinesFor(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := machinesFor(data); got != c.want {
-			t.Errorf("%s distinct stacks in 30000 entries (%d bytes): %d machines, want %d", c.stacks, len(data), got, c.want)
+			t.Errorf("%s distinct stacks in 30000 entries (%d bytes, protocol %s): %d machines, want %d", c.stacks, len(data), c.protocol, got, c.want)
 		}
 	}
 }

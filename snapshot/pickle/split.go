@@ -46,7 +46,7 @@ const (
 )
 
 // machinesFor is the most machines that decode data: repeatedMachines when
-// the frame lists (EMPTY_LIST MEMOIZE MARK, memo gets, APPENDS: the lists
+// the frame lists (EMPTY_LIST, its put, MARK, memo gets, APPENDS: the lists
 // frameList reads at once) in a sample from its middle mostly repeat, byte
 // for byte, else maxMachines. A false match of those bytes inside other
 // data only blurs the estimate.
@@ -56,11 +56,16 @@ func machinesFor(data []byte) int {
 	seen := map[uint64]struct{}{}
 	lists := 0
 	for i := 0; i+3 < len(window); {
-		k := bytes.Index(window[i:], listStart)
+		k := bytes.IndexByte(window[i:], opEmptyList)
 		if k < 0 {
 			break
 		}
-		i += k + len(listStart)
+		i += k + 1
+		n := putSize(window, i)
+		if n == 0 || i+n >= len(window) || window[i+n] != opMark {
+			continue
+		}
+		i += n + 1
 		if end, h := scanSpan(window, i, len(window)); end > 0 {
 			lists++
 			seen[h] = struct{}{}
@@ -73,9 +78,27 @@ func machinesFor(data []byte) int {
 	return maxMachines
 }
 
-// listStart is how pickle.dump (protocol 4 and 5) begins a list: an empty
-// one, memoized, then a MARK for its APPENDS.
-var listStart = []byte{opEmptyList, opMemoize, opMark}
+// putSize is the size of the memo put at data[pos] (MEMOIZE, BINPUT or
+// LONG_BINPUT with its index), 0 for any other opcode or one cut short: a
+// list as pickle.dump begins it is EMPTY_LIST, its put, MARK.
+func putSize(data []byte, pos int) int {
+	if pos >= len(data) {
+		return 0
+	}
+	n := 0
+	switch data[pos] {
+	case opMemoize:
+		n = 1
+	case opBinPut:
+		n = 2
+	case opLongBinPut:
+		n = 5
+	}
+	if pos+n > len(data) {
+		return 0
+	}
+	return n
+}
 
 // splitFunc says where a decode's helpers go in input of n bytes: the end of
 // their common prefix and, in increasing order, where each one's region
