@@ -116,8 +116,8 @@ func TestMappedFileTruncatedWhileDecoding(t *testing.T) {
 // pickle.dump) while Open decodes it, at several moments: the decode ends
 // with a snapshot or an error, never a crash (a fault on either machine's
 // goroutine would kill the process). The same for its .gz, read as it
-// inflates, and for torch.save's archive of it, read where it lies.
-// Run under -race in CI.
+// inflates, for torch.save's archive of it, read where it lies, and for
+// the same shape in protocol 2 (no frames). Run under -race in CI.
 func TestFileChangedMidDecode(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not found: the file is written by pickle.dump")
@@ -145,6 +145,17 @@ func TestFileChangedMidDecode(t *testing.T) {
 		}
 		changeMidDecode(t, dir, ext, data)
 	}
+	// Protocol 2: no frames; the helpers find their region in the bytes
+	// and walk the opcodes to their prefix's end, reading the mapping.
+	src2 := filepath.Join(dir, "src2.pickle")
+	if out, err := exec.Command("python3", "../scripts/gen_snapshot.py", "--entries", "40000", "--frames", "unshared",
+		"--depth", "20", "--protocol", "2", src2).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if data, err = os.ReadFile(src2); err != nil {
+		t.Fatal(err)
+	}
+	changeMidDecode(t, dir, "", data)
 }
 
 func changeMidDecode(t *testing.T, dir, ext string, data []byte) {
