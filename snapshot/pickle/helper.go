@@ -12,8 +12,10 @@ import (
 // snapshot is mostly one long list, the trace entries, which pickle.dump
 // writes in batches: MARK, 1000 items, APPENDS. Batch boundaries are found
 // cheaply (protocol 4 frames give opcode boundaries without running
-// anything), and other machines, the helpers, each run from one while the
-// main machine runs up to the first:
+// anything; in protocols 2 and 3, which have no frames, the bytes of a
+// batch of dicts are searched, and the main machine confirms the place
+// when it gets there), and other machines, the helpers, each run from one
+// while the main machine runs up to the first:
 //
 //   - The helper first runs the start of the pickle (the prefix, 1/32 of it)
 //     for the memo entries the rest reads most: dict keys and the strings of
@@ -35,11 +37,16 @@ import (
 //     helper's region, to the next helper's start. A placeholder may name
 //     an entry an earlier helper made: it is read through that join.
 //
+// A helper's region numbers its memo entries from its prefix's end; where
+// the input numbers them (BINPUT, LONG_BINPUT), the helper learns from the
+// first which index the main machine's memo will give its first entry,
+// and the join checks it (see learnBase).
+//
 // Anything the helper cannot do exactly as the main machine would (an error,
-// an explicit memo index, a pop below its region, a placeholder that is not
-// resolvable) makes it give up, and the main machine runs that part itself
-// (and joins the next helper after it): the result is the same either way,
-// only slower.
+// a put of another index than the next, a pop below its region, a
+// placeholder that is not resolvable) makes it give up, and the main
+// machine runs that part itself (and joins the next helper after it): the
+// result is the same either way, only slower.
 
 // errHelperStop ends a helper that meets something it cannot run; errPrefix
 // and errRegion end the two stages of a helper that ran.

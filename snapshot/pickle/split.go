@@ -216,8 +216,8 @@ func planUnframed(data []byte, prefix, target int) (splitPlan, bool) {
 // batchOfDicts is where the first batch of dicts at or past from begins, as
 // pickle.dump writes a list's batches of dicts in any protocol: the MARK
 // of APPENDS MARK EMPTY_DICT, followed by the dict's put (MEMOIZE,
-// BINPUT or LONG_BINPUT). The bytes may also lie inside a string or a
-// number.
+// BINPUT or LONG_BINPUT, with its index, within data). The bytes may also
+// lie inside a string or a number.
 func batchOfDicts(data []byte, from int) (int, bool) {
 	for from < len(data) {
 		i := bytes.Index(data[from:], batchDicts)
@@ -225,7 +225,7 @@ func batchOfDicts(data []byte, from int) (int, bool) {
 			return 0, false
 		}
 		at := from + i + 1
-		if k := at + len(batchDicts) - 1; k < len(data) && isPut(data[k]) {
+		if putSize(data, at+len(batchDicts)-1) > 0 {
 			return at, true
 		}
 		from = at
@@ -249,7 +249,7 @@ const batchSearchMax = 16 << 20
 // opcode it cannot size or the end of data.
 func boundaryAfter(data []byte, from, min int) (int, bool) {
 	pos := from
-	for pos < len(data) && (pos < min || isPut(data[pos])) {
+	for pos < len(data) && (pos < min || putSize(data, pos) > 0) {
 		n, ok := opSize(data, pos)
 		if !ok {
 			return 0, false
@@ -257,10 +257,6 @@ func boundaryAfter(data []byte, from, min int) (int, bool) {
 		pos += n
 	}
 	return pos, pos < len(data)
-}
-
-func isPut(op byte) bool {
-	return op == opMemoize || op == opBinPut || op == opLongBinPut
 }
 
 // batchStart walks opcodes from pos (an opcode boundary) to the first MARK

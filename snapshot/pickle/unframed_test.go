@@ -181,10 +181,11 @@ func TestBatchOfDicts(t *testing.T) {
 		{"xxe(}\x94", 0, 3},
 		{"xxe(}q\x00", 0, 3},
 		{"xxe(}r\x00\x00\x00\x00", 0, 3},
-		{"xxe(}q", 3, -1},        // from past its APPENDS
-		{"xxe(}Ke(}q\x00", 0, 7}, // the first without a put is passed
-		{"xxe(}", 0, -1},         // no opcode after the dict
-		{"xxe(]q\x00", 0, -1},    // a list
+		{"xxe(}q\x00", 3, -1},     // from past its APPENDS
+		{"xxe(}Ke(}q\x00", 0, 7},  // the first without a put is passed
+		{"xxe(}", 0, -1},          // no opcode after the dict
+		{"xxe(}r\x00\x00", 0, -1}, // a put cut short
+		{"xxe(]q\x00", 0, -1},     // a list
 	} {
 		at, ok := batchOfDicts([]byte(c.data), c.from)
 		if !ok {
@@ -222,14 +223,14 @@ func TestBoundaryAfter(t *testing.T) {
 }
 
 // TestPlanUnframedSearchesNear: a region starts at a batch of dicts whose
-// opcodes up to the dict's put lie within batchSearchMax past the target,
-// and none further.
+// opcodes through the dict's put lie within batchSearchMax past the
+// target, and none further.
 func TestPlanUnframedSearchesNear(t *testing.T) {
 	batch := []byte{opAppends, opMark, opEmptyDict, opBinPut, 0}
 	for _, c := range []struct {
 		gap int // bytes between the target and the batch's APPENDS
 		ok  bool
-	}{{0, true}, {batchSearchMax - 4, true}, {batchSearchMax - 3, false}} {
+	}{{0, true}, {batchSearchMax - len(batch), true}, {batchSearchMax - len(batch) + 1, false}} {
 		target := 4096
 		data := make([]byte, target+c.gap+len(batch)+1)
 		copy(data, []byte{opProto, 2})
