@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,5 +138,46 @@ func TestSparsePutsInBudget(t *testing.T) {
 	}
 	if err := d.checkBudget(0, 0); err == nil {
 		t.Errorf("%d sparse entries, %d of %d bytes: not refused", len(d.memoSparse), d.cost(0), limit)
+	}
+}
+
+// TestStackMovesOffHeap: a stack that grows past stackOffHeapMin values
+// (one batch of a list's items, as PyTorch's C++ pickler writes a trace)
+// moves off the heap, where it grows without copying, and is given back
+// when the decode ends; one that stays under it stays on the heap. Either
+// way the list holds its items in order. Near maxStack, where the moved
+// stack's room ends, TestDecoderBudget's cases decode or are refused as
+// before.
+func TestStackMovesOffHeap(t *testing.T) {
+	for _, c := range []struct {
+		items int
+		moved bool
+	}{
+		{stackOffHeapMin - 2*cancelEvery, false},
+		{stackOffHeapMin + 2*cancelEvery, true},
+		{4 * stackOffHeapMin, true},
+	} {
+		// EMPTY_LIST MARK, then BININT2 i for each item, APPENDS.
+		b := []byte{opProto, 2, opEmptyList, opMark}
+		for i := range c.items {
+			b = append(b, opBinInt2, byte(i), byte(i>>8))
+		}
+		b = append(b, opAppends, opStop)
+		d, root, err := decodeOnce(context.Background(), b, nil, nil, nil, nil)
+		if err != nil {
+			t.Fatalf("%d items: %v", c.items, err)
+		}
+		if d.stackMoved != c.moved || d.stackMem != nil || d.stack != nil && c.moved {
+			t.Errorf("%d items: moved %v (want %v), memory kept %v", c.items, d.stackMoved, c.moved, d.stackMem != nil)
+		}
+		items := d.g.seq(root)
+		if len(items) != c.items {
+			t.Fatalf("%d items: the list holds %d", c.items, len(items))
+		}
+		for i, v := range items {
+			if v.k != kInt || v.i != int64(uint16(i)) {
+				t.Fatalf("%d items: item %d is %v", c.items, i, v)
+			}
+		}
 	}
 }

@@ -175,8 +175,6 @@ func (d *decoder) modes() machineModes {
 // runHelper runs a helper: the prefix, then the region, reading lists as
 // its main machine does (m). It returns nil when the helper gave up.
 func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool, m machineModes) (out *decoder) {
-	h := newDecoder(data)
-	h.noFast, h.noBlocks, h.exact, h.g.stacks.weak = m.noFast, m.noBlocks, m.exact, m.weakHashes
 	if p.walk {
 		end, ok := boundaryAfter(data, 2, p.prefix+1)
 		if !ok || end >= p.at {
@@ -184,9 +182,12 @@ func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to
 		}
 		p.prefix = end
 	}
+	h := newDecoder(data)
+	h.noFast, h.noBlocks, h.exact, h.g.stacks.weak = m.noFast, m.noBlocks, m.exact, m.weakHashes
 	h.ctx, h.end = ctx, p.prefix
 	h.g.setPool(pool)
 	defer func() {
+		h.freeStack()   // the join reads what the helper appended, never its stack
 		if out == nil { // gave up, or a panic passes
 			h.g.free()
 		}

@@ -113,6 +113,10 @@ type decoder struct {
 	// residRun, while resid is empty, holds the items appended below the
 	// region as a run of trace records: the first and how many.
 	residRun [2]uint32
+	// stackMoved is set once the value stack moved off the heap (see
+	// moveStack); stackMem is that memory, freed with freeStack.
+	stackMoved bool
+	stackMem   []val
 	// regionBase is the input's index of a helper's first region entry,
 	// learnt from its first LONG_BINPUT (protocols 2 and 3 number every
 	// put; -1 until one is read): the join checks that it is the main
@@ -210,6 +214,7 @@ func decodeOnce(ctx context.Context, data []byte, progress func(float64), split 
 	d.g.setPool(pool)
 	ok := false
 	defer func() {
+		d.freeStack() // root is a value, copied off the stack
 		if !ok {
 			d.g.free()
 		}
@@ -258,6 +263,42 @@ const (
 	smallMemo   = 1 << 14
 	binGetReach = 256
 )
+
+// stackOffHeapMin is the capacity past which the value stack moves off the
+// heap (moveStack): a list written in one batch of a million items
+// (PyTorch's C++ pickler writes a trace so) grew it by doubling, each
+// time copying it and faulting fresh pages in, a fifth of such a decode's
+// CPU. stackSlack is more than cancelEvery opcodes push between two
+// checks of the stack's size against maxStack.
+const (
+	stackOffHeapMin = 1 << 16
+	stackSlack      = cancelEvery * 2 * traceItemsMax
+)
+
+// moveStack moves the value stack, once it has grown past
+// stackOffHeapMin values, to memory outside the heap with room for
+// maxStack, where it never moves again: pages are mapped as they are
+// first written, and given back with freeStack. Where the kernel gives no
+// such memory, the stack stays on the heap.
+func (d *decoder) moveStack(stack []val) []val {
+	d.stackMoved = true
+	mem, ok := offHeap[val](maxStack+stackSlack, false)
+	if !ok {
+		return stack
+	}
+	d.stackMem = mem
+	return append(mem[:0], stack...)
+}
+
+// freeStack gives the off-heap stack back, when the decode no longer
+// needs it (nothing decoded refers to it: values are copied off it).
+func (d *decoder) freeStack() {
+	if d.stackMem != nil {
+		d.stack = nil
+		freeOffHeap(d.stackMem)
+		d.stackMem = nil
+	}
+}
 
 // cancelEvery is how many opcodes run between cancellation checks: a few
 // microseconds of work, so a cancelled load stops at once

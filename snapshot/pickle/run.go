@@ -22,6 +22,9 @@ func (d *decoder) run() (val, error) {
 			if err := d.checkBudget(pos, len(stack)); err != nil {
 				return val{}, err
 			}
+			if cap(stack) > stackOffHeapMin && !d.stackMoved {
+				stack = d.moveStack(stack)
+			}
 		}
 		if pos >= end {
 			d.pos, d.stack = pos, stack
