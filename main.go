@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"syscall"
 
@@ -73,6 +74,15 @@ func main() {
 			}
 		}
 	}
+	// MEMSCOPE_TRACE=FILE writes an execution trace (go tool trace FILE):
+	// which phases keep every core busy, and which wait.
+	if p := os.Getenv("MEMSCOPE_TRACE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			if trace.Start(f) == nil {
+				defer f.Close()
+			}
+		}
+	}
 	// MEMSCOPE_MEMPROFILE=FILE writes where the command allocated (every
 	// 64 KiB sampled), for the same work: go tool pprof -sample_index
 	// alloc_space memscope FILE.
@@ -83,6 +93,7 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	pprof.StopCPUProfile()
+	trace.Stop()
 	if mem != "" {
 		runtime.GC()
 		if f, err := os.Create(mem); err == nil {
