@@ -27,6 +27,12 @@ import (
 //     may not pop. Items that APPENDS adds to kTop are kept aside; after
 //     the last batch (the next opcode is not a MARK), or at the next
 //     helper's start, the helper stops.
+//   - PyTorch's C++ pickler writes a list's items in one batch, so there a
+//     region starts at a dict inside it (inBatch): a second mark, the
+//     batch's, lies above kTop, and only an APPENDS to kTop may pop it.
+//     A region that ends with the batch still open leaves its items for
+//     the main machine's stack, above the items it read before the region;
+//     one that holds the APPENDS has the main machine add those first.
 //   - When the main machine reaches the boundary it joins the helper's
 //     work: strings, frames and stacks are interned into its own tables,
 //     containers and trace records are copied with their references
@@ -200,7 +206,7 @@ func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to
 		// helper read them would stay (a few MiB for each helper).
 		drop(0, p.prefix)
 	}
-	if !h.enterRegion(p.at, p.stop) {
+	if !h.enterRegion(p.at, p.stop, p.inBatch) {
 		return nil
 	}
 	h.drop, h.dropped = drop, p.at
@@ -278,8 +284,9 @@ func frameAfter(data []byte, min int) (int, bool) {
 }
 
 // enterRegion turns a helper that ran its prefix into one that runs its
-// region from at to at most stop.
-func (d *decoder) enterRegion(at, stop int) bool {
+// region from at to at most stop; inBatch: the region starts inside a
+// batch, between its MARK and its APPENDS.
+func (d *decoder) enterRegion(at, stop int, inBatch bool) bool {
 	m0 := d.memo.len()
 	if m0 < binGetReach {
 		// BINGET's one-byte indices would reach the region's entries,
@@ -319,6 +326,13 @@ func (d *decoder) enterRegion(at, stop int) bool {
 	d.region, d.refFrom, d.floor = true, int64(m0), 1
 	d.stack = append(d.stack[:0], val{k: kTop})
 	d.marks = append(d.marks[:0], 1)
+	if inBatch {
+		// The batch's MARK, above the list (kTop) and under the region's
+		// items; the main machine's items before the region lie between
+		// them, unknown here.
+		d.marks = append(d.marks, 1)
+		d.floor, d.inBatch, d.openBatch = 2, true, true
+	}
 	d.pos, d.end = at, stop
 	return true
 }
@@ -373,11 +387,23 @@ func (d *decoder) atEnd() error {
 		d.joinNext()
 		return nil
 	case d.region:
-		if d.pos == d.end && d.end < len(d.data) && len(d.stack) == 1 && len(d.marks) == d.floor {
-			// The next helper's start, after a batch: the main machine
-			// goes on from here as from any end of this helper's
-			// batches.
-			return errRegion
+		if d.pos == d.end && d.end < len(d.data) && len(d.marks) == d.floor {
+			if d.openBatch {
+				// The next helper's start, inside the batch the region
+				// started in: its items go on the main machine's stack,
+				// above its own (see join).
+				if d.pendPos >= 0 {
+					d.materialize(d.stack)
+				}
+				d.openItems = append([]val(nil), d.stack[1:]...)
+				return errRegion
+			}
+			if len(d.stack) == 1 {
+				// The next helper's start, after a batch: the main
+				// machine goes on from here as from any end of this
+				// helper's batches.
+				return errRegion
+			}
 		}
 		return errHelperStop // truncated, or mid-batch: the main machine runs it
 	case d.end < len(d.data):

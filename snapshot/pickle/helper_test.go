@@ -759,7 +759,7 @@ func TestHelperThresholds(t *testing.T) {
 		}
 		// The helper's prefix ends there (runPrefix would read on to the
 		// trace's keys, past both).
-		if ok := runTo(t, data, prefix).enterRegion(p.at, p.stop); ok != c.joined {
+		if ok := runTo(t, data, prefix).enterRegion(p.at, p.stop, p.inBatch); ok != c.joined {
 			t.Errorf("prefix with %d memo entries: region entered %v, want %v", c.memo, ok, c.joined)
 		}
 	}

@@ -38,10 +38,17 @@ type joiner struct {
 // stack in d.stack and its position at h's region start; false leaves the
 // main machine to run the region itself.
 func (d *decoder) join(h *decoder) bool {
-	if d.otherPuts > 0 || len(d.stack) <= d.lastMark() || d.stack[len(d.stack)-1].k != kList {
+	if d.otherPuts > 0 || d.batchList(h) < 0 {
 		// A put of another index than the next may have replaced an
 		// entry the helper read in its prefix; and the batches must go
 		// to a list.
+		return false
+	}
+	if h.openBatch && len(d.stack)+len(h.openItems) > d.stackMax ||
+		h.inBatch && !h.openBatch && len(h.residN) > 0 && len(d.stack)+h.residN[0] > d.stackMax {
+		// One machine would pass the stack's limit in the region, with
+		// the batch's items before it and the region's on its stack: the
+		// main machine runs the region and reports it there.
 		return false
 	}
 	if h.regionBase >= 0 && h.regionBase != int64(d.memo.len()) {
@@ -83,6 +90,29 @@ func (d *decoder) join(h *decoder) bool {
 	d.puts += n
 	j.memoEnd = j.memoAt + n
 	d.joined = append(d.joined, j)
+	if h.openBatch {
+		// The region ended inside the batch it started in: its items
+		// follow the main machine's on the stack, above the batch's MARK.
+		if !d.stackMoved && len(d.stack)+len(h.openItems) > stackOffHeapMin {
+			d.stack = d.moveStack(d.stack)
+		}
+		for _, v := range h.openItems {
+			d.stack = append(d.stack, j.remap(v))
+		}
+		d.pos = h.pos
+		return true
+	}
+	if h.inBatch {
+		// The batch the region started in ended there with an APPENDS to
+		// the list: the items the main machine read before the region
+		// come first.
+		m := d.lastMark()
+		d.marks = d.marks[:len(d.marks)-1]
+		if items := d.stack[m:]; len(items) > 0 {
+			d.appendItems(d.stack[m-1].ref, items)
+		}
+		d.stack = d.stack[:m]
+	}
 	list := d.stack[len(d.stack)-1].ref
 	rest := h.resid
 	next := h.residRun[0] + j.traces
@@ -110,6 +140,23 @@ func (d *decoder) join(h *decoder) bool {
 	}
 	d.pos = h.pos
 	return true
+}
+
+// batchList is the index in d.stack of the list that helper h's region
+// appends its items to, -1 when there is none: on top of the stack after
+// a batch, or below the last MARK for a region that starts inside a batch
+// (that MARK is then the batch's).
+func (d *decoder) batchList(h *decoder) int {
+	if h.inBatch {
+		if m := d.lastMark(); len(d.marks) > 0 && m >= 1 && d.stack[m-1].k == kList {
+			return m - 1
+		}
+		return -1
+	}
+	if n := len(d.stack); n > d.lastMark() && d.stack[n-1].k == kList {
+		return n - 1
+	}
+	return -1
 }
 
 // tables interns the helper's strings, frames and stacks in the main

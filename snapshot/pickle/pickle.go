@@ -113,6 +113,15 @@ type decoder struct {
 	// residRun, while resid is empty, holds the items appended below the
 	// region as a run of trace records: the first and how many.
 	residRun [2]uint32
+	// inBatch marks a helper whose region starts inside a batch (see
+	// regionStart): its second mark is the batch's MARK, which only an
+	// APPENDS to the list below may pop, and floor hides while openBatch
+	// (the batch has not ended). A region that ends with the batch open
+	// leaves its items in openItems, for the main machine's stack.
+	inBatch, openBatch bool
+	openItems          []val
+	// stackMax is maxStack, lower in tests.
+	stackMax int
 	// stackMoved is set once the value stack moved off the heap (see
 	// moveStack); stackMem is that memory, freed with freeStack.
 	stackMoved bool
@@ -244,6 +253,7 @@ func newDecoder(data []byte) *decoder {
 		pendPos:     -1,
 		pendMemo:    -1,
 		memoValsMax: maxMemoVals,
+		stackMax:    maxStack,
 		end:         len(data),
 		joinAt:      -1,
 		refFrom:     math.MaxInt64,
@@ -282,7 +292,7 @@ const (
 // such memory, the stack stays on the heap.
 func (d *decoder) moveStack(stack []val) []val {
 	d.stackMoved = true
-	mem, ok := offHeap[val](maxStack+stackSlack, false)
+	mem, ok := offHeap[val](d.stackMax+stackSlack, false)
 	if !ok {
 		return stack
 	}
@@ -354,8 +364,8 @@ func (d *decoder) cost(stack int) int64 {
 // checkBudget refuses input past the budget; called every cancelEvery
 // opcodes, so it overshoots by at most that many values.
 func (d *decoder) checkBudget(at, stack int) error {
-	if stack > maxStack {
-		return d.errf(at, "more than %d values on the pickle stack (memscope's limit; pickle.dump pushes 1000 at a time)", maxStack)
+	if stack > d.stackMax {
+		return d.errf(at, "more than %d values on the pickle stack (memscope's limit; pickle.dump pushes 1000 at a time)", d.stackMax)
 	}
 	if len(d.marks) > maxMarks {
 		return d.errf(at, "MARKs nest more than %d deep (memscope's limit; a snapshot nests a few)", maxMarks)

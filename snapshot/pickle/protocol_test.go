@@ -148,6 +148,9 @@ func TestPutsOfOtherIndices(t *testing.T) {
 const cppPickler = `
 import pickle, struct, sys
 out, memo, strs, frames = bytearray(b'\x80\x02'), [0], {}, {}
+# argv: entries, the C++ layout's path, pickle.dump's path, [frames,
+# [devices]]: each device has an equal share of the entries.
+nframes = int(sys.argv[4]) if len(sys.argv) > 4 else 20
 def put():
     i = memo[0]
     out.extend(b'q' + bytes([i]) if i < 256 else b'r' + struct.pack('<I', i))
@@ -184,14 +187,17 @@ for k, v in [('address', 4096), ('size', 1 << 20), ('requested_size', 1 << 20)]:
     pstr(k); pint(v)
 pstr('state'); pstr('inactive'); out.extend(b'ueue')
 pstr('device_traces'); out.extend(b'](](')
-for i in range(int(sys.argv[1])):
+n, devices = int(sys.argv[1]), int(sys.argv[5]) if len(sys.argv) > 5 else 1
+for i in range(n):
+    if i and i % (n // devices) == 0 and i // (n // devices) < devices:
+        out.extend(b'e](')  # the next device's trace
     out.extend(b'}(')
     pstr('action'); pstr(['alloc', 'free_requested', 'free_completed'][i % 3])
     pstr('addr'); pint(139637976727552 + 512 * (i // 3))
     pstr('size'); pint(512); pstr('stream'); pint(0); pstr('time_us'); pint(1700000000000000 + i)
     pstr('frames'); out.extend(b'](')
     for j in range(1 + i % 4):
-        frame((i + j) % 20)
+        frame((i + j) % nframes)
     out.extend(b'eu')
 out.extend(b'eeu.')
 open(sys.argv[2], 'wb').write(out)

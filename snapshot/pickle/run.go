@@ -253,7 +253,12 @@ func (d *decoder) run() (val, error) {
 			stack = stack[:m]
 		case opAppends:
 			if len(d.marks) <= d.floor {
-				return val{}, d.errf(at, "APPENDS without a preceding MARK")
+				if !d.openBatch || len(d.marks) != d.floor {
+					return val{}, d.errf(at, "APPENDS without a preceding MARK")
+				}
+				// The end of the batch a helper's region started in: its
+				// MARK is the one popped, and its items go to kTop.
+				d.floor, d.openBatch = 1, false
 			}
 			m := d.marks[len(d.marks)-1]
 			d.marks = d.marks[:len(d.marks)-1]

@@ -172,7 +172,7 @@ func (d *decoder) slowOp(op byte, at int) (stop bool, v val, err error) {
 		if err != nil {
 			return false, val{}, err
 		}
-		if d.region && len(d.stack) == 1 && len(d.marks) == d.floor {
+		if d.region && len(d.stack) == 1 && len(d.marks) == d.floor && !d.openBatch {
 			// An item for the list below a helper's region.
 			return false, val{}, d.appendBelow([]val{v})
 		}

@@ -114,6 +114,9 @@ type splitFunc func(n int) (prefix int, targets []int)
 type splitPlan struct {
 	prefix, at, stop int
 	walk             bool
+	// inBatch says that the region starts inside a batch, among the items
+	// between a MARK and its APPENDS (see regionStart).
+	inBatch bool
 }
 
 // planSplit finds the prefix end (the first frame boundary at or after
@@ -200,40 +203,50 @@ func framed(data []byte) bool {
 
 // planUnframed plans a helper in input without frames, where an opcode
 // boundary is known only by running every opcode before it. The region
-// starts at the first batch of dicts at or past target that the bytes
-// show (batchOfDicts): a match that is no opcode boundary, or not in a
-// list, costs only the helper's work, which the main machine, reaching
-// no boundary there, then drops (see joinNext and join). The prefix's end
+// starts at the first place at or past target that the bytes show
+// (regionStart): a match that is no opcode boundary, or not in a list,
+// costs only the helper's work, which the main machine, reaching no
+// boundary there, then drops (see joinNext and join). The prefix's end
 // is found by the helper, on its own core (walk).
 func planUnframed(data []byte, prefix, target int) (splitPlan, bool) {
-	at, ok := batchOfDicts(data[:min(len(data), target+batchSearchMax)], target)
+	at, inBatch, ok := regionStart(data[:min(len(data), target+batchSearchMax)], target)
 	if !ok || prefix < 2 || prefix >= at {
 		return splitPlan{}, false
 	}
-	return splitPlan{prefix: prefix, at: at, stop: len(data), walk: true}, true
+	return splitPlan{prefix: prefix, at: at, stop: len(data), walk: true, inBatch: inBatch}, true
 }
 
-// batchOfDicts is where the first batch of dicts at or past from begins, as
-// pickle.dump writes a list's batches of dicts in any protocol: the MARK
-// of APPENDS MARK EMPTY_DICT, followed by the dict's put (MEMOIZE,
-// BINPUT or LONG_BINPUT, with its index, within data). The bytes may also
-// lie inside a string or a number.
-func batchOfDicts(data []byte, from int) (int, bool) {
+// regionStart is where the first region at or past from may start in
+// input without frames, whichever the bytes show first:
+//   - a batch of dicts, as pickle.dump writes a list's batches of dicts in
+//     any protocol: the MARK of APPENDS MARK EMPTY_DICT, followed by the
+//     dict's put (MEMOIZE, BINPUT or LONG_BINPUT, with its index, within
+//     data);
+//   - a dict inside a batch (inBatch), as PyTorch's C++ pickler writes a
+//     list, all of its items in one batch, and a dict without a put: the
+//     EMPTY_DICT of SETITEMS EMPTY_DICT MARK, followed by a memo get (the
+//     dict's first key, read again). The region starts inside the batch.
+//
+// The bytes may also lie inside a string or a number. pickle.dump puts
+// every dict, so its lists never show the second form.
+func regionStart(data []byte, from int) (at int, inBatch, ok bool) {
 	for from < len(data) {
-		i := bytes.Index(data[from:], batchDicts)
+		i := bytes.IndexByte(data[from:], opEmptyDict)
 		if i < 0 {
-			return 0, false
+			return 0, false, false
 		}
-		at := from + i + 1
-		if putSize(data, at+len(batchDicts)-1) > 0 {
-			return at, true
+		i += from
+		switch {
+		case i-2 >= from && data[i-2] == opAppends && data[i-1] == opMark && putSize(data, i+1) > 0:
+			return i - 1, false, true
+		case i-1 >= from && data[i-1] == opSetItems && i+2 < len(data) && data[i+1] == opMark &&
+			(data[i+2] == opBinGet || data[i+2] == opLongBinGet):
+			return i, true, true
 		}
-		from = at
+		from = i + 1
 	}
-	return 0, false
+	return 0, false, false
 }
-
-var batchDicts = []byte{opAppends, opMark, opEmptyDict}
 
 // batchSearchMax is how far past its target planUnframed looks for a batch
 // of dicts: a batch of 1000 trace entries, each with 60 frames written out

@@ -170,29 +170,40 @@ func TestRegionPutsFromAnotherBase(t *testing.T) {
 	}
 }
 
-// TestBatchOfDicts finds a batch of dicts only with the dict's put after
-// it, and none that would end past the input.
-func TestBatchOfDicts(t *testing.T) {
+// TestRegionStart finds a batch of dicts only with the dict's put after
+// it, a dict inside a batch only after another's SETITEMS and with a
+// memo get after its MARK, whichever comes first, and none that would end
+// past the input.
+func TestRegionStart(t *testing.T) {
 	for _, c := range []struct {
-		data string
-		from int
-		at   int // -1: none
+		data    string
+		from    int
+		at      int // -1: none
+		inBatch bool
 	}{
-		{"xxe(}\x94", 0, 3},
-		{"xxe(}q\x00", 0, 3},
-		{"xxe(}r\x00\x00\x00\x00", 0, 3},
-		{"xxe(}q\x00", 3, -1},     // from past its APPENDS
-		{"xxe(}Ke(}q\x00", 0, 7},  // the first without a put is passed
-		{"xxe(}", 0, -1},          // no opcode after the dict
-		{"xxe(}r\x00\x00", 0, -1}, // a put cut short
-		{"xxe(]q\x00", 0, -1},     // a list
+		{"xxe(}\x94", 0, 3, false},
+		{"xxe(}q\x00", 0, 3, false},
+		{"xxe(}r\x00\x00\x00\x00", 0, 3, false},
+		{"xxe(}q\x00", 3, -1, false},     // from past its APPENDS
+		{"xxe(}Ke(}q\x00", 0, 7, false},  // the first without a put is passed
+		{"xxe(}", 0, -1, false},          // no opcode after the dict
+		{"xxe(}r\x00\x00", 0, -1, false}, // a put cut short
+		{"xxe(]q\x00", 0, -1, false},     // a list
+		{"xxu}(h\x05", 0, 3, true},
+		{"xxu}(j\x05\x00\x00\x00", 0, 3, true},
+		{"xxu}(h\x05", 3, -1, false},      // from past its SETITEMS
+		{"xxu}(K\x05", 0, -1, false},      // no memo get: no key read again
+		{"xxu}q\x00(h\x05", 0, -1, false}, // a put: pickle.dump's dict, not a batch's start
+		{"xxu}(", 0, -1, false},           // nothing after the MARK
+		{"e(}q\x00u}(h\x05", 0, 1, false}, // the batch first
+		{"u}(h\x05e(}q\x00", 0, 1, true},  // the dict first
 	} {
-		at, ok := batchOfDicts([]byte(c.data), c.from)
+		at, inBatch, ok := regionStart([]byte(c.data), c.from)
 		if !ok {
 			at = -1
 		}
-		if at != c.at {
-			t.Errorf("%q from %d: at %d, want %d", c.data, c.from, at, c.at)
+		if at != c.at || inBatch != c.inBatch {
+			t.Errorf("%q from %d: at %d (in a batch: %v), want %d (%v)", c.data, c.from, at, inBatch, c.at, c.inBatch)
 		}
 	}
 }
@@ -245,8 +256,9 @@ func TestPlanUnframedSearchesNear(t *testing.T) {
 // FuzzHelpers: wherever helpers are placed, in any input, the machines
 // build what one machine builds, or fail with its error. The seeds are
 // snapshots of the generator's shapes in protocols 2 and 4 (a trace of a
-// few batches), so that mutations reach the planning, the helpers' walk,
-// their region puts and the join.
+// few batches) and one in the C++ pickler's layout (one batch), so that
+// mutations reach the planning, the helpers' walk, their region puts and
+// the join.
 func FuzzHelpers(f *testing.F) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		f.Skip("python3 not found: the seeds are written by pickle.dump")
@@ -267,6 +279,10 @@ func FuzzHelpers(f *testing.F) {
 		f.Add(data, uint16(2048), uint16(32768))
 		f.Add(data, uint16(8192), uint16(50000))
 	}
+	// PyTorch's C++ pickler's layout, where helpers start inside a batch.
+	cpp := genCpp(f, "", 2500, 300, 1)
+	f.Add(cpp, uint16(8192), uint16(32768))
+	f.Add(cpp, uint16(8192), uint16(50000))
 	f.Fuzz(func(t *testing.T, data []byte, prefix, target uint16) {
 		if len(data) < 11 || data[0] != opProto {
 			return

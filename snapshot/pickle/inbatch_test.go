@@ -1,0 +1,163 @@
+package pickle
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// genCpp writes, with cppPickler, a snapshot of n trace entries over
+// frames distinct frames and devices devices, as PyTorch's C++ pickler
+// lays it out; script, when not empty, is the generator to run instead.
+func genCpp(t testing.TB, script string, n, frames, devices int) []byte {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found: the pickles are written by a Python script")
+	}
+	if script == "" {
+		script = cppPickler
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cpp.pickle")
+	args := []string{"-c", script, strconv.Itoa(n), out, filepath.Join(dir, "py.pickle"), strconv.Itoa(frames), strconv.Itoa(devices)}
+	if b, err := exec.Command("python3", args...).CombinedOutput(); err != nil {
+		t.Fatalf("generator: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestHelpersInBatch: PyTorch's C++ pickler writes a list's items in one
+// batch (MARK, every item, APPENDS), and no put after a dict, so no batch
+// boundary shows where a helper could start. Helpers start inside the
+// batch instead, at a dict (regionStart). A region that ends inside the
+// batch hands its items to the main machine's stack, above the main
+// machine's own; one that holds the batch's APPENDS has the main machine
+// append its items first. With one, two or three helpers, and with a
+// device's trace ending inside a region, every helper joins and the
+// machines build what one builds.
+func TestHelpersInBatch(t *testing.T) {
+	for _, c := range []struct {
+		devices int
+		targets []float64
+	}{
+		{1, []float64{0.5}},
+		{1, []float64{0.4, 0.7}},
+		{1, []float64{0.3, 0.5, 0.7}},
+		{2, []float64{0.3, 0.7}}, // the first region ends at the first device's APPENDS
+	} {
+		name := fmt.Sprintf("%d devices, helpers at %v", c.devices, c.targets)
+		data := genCpp(t, "", 12000, 300, c.devices)
+		split := splitAt(1.0/32, c.targets...)
+		prefix, targets := split(len(data))
+		for _, target := range targets {
+			if p, ok := planSplit(data, prefix, target); !ok || !p.inBatch {
+				t.Fatalf("%s: planned %+v (%v) at %d, want a region inside the batch", name, p, ok, target)
+			}
+		}
+		d := decodeCompare(t, name, data, split)
+		if len(d.helpers) != len(c.targets) || len(d.joined) != len(c.targets) {
+			t.Errorf("%s: %d helpers, %d joined; want %d", name, len(d.helpers), len(d.joined), len(c.targets))
+		}
+		bindBoth(t, name, data, split)
+	}
+}
+
+// TestInBatchClosedByTuple: a batch that a TUPLE ends, not an APPENDS to
+// the list below its MARK, is no list's items. The helper whose region
+// holds the TUPLE stops at it (only an APPENDS may pop the batch's MARK
+// in a helper), and the main machine runs that region; a region that
+// ends before it still joins. Either way the value is one machine's.
+func TestInBatchClosedByTuple(t *testing.T) {
+	script := strings.Replace(cppPickler, `pstr('device_traces'); out.extend(b'](](')`, `pstr('device_traces'); out.extend(b'](((')`, 1)
+	script = strings.Replace(script, `out.extend(b'eeu.')`, `out.extend(b'tteu.')`, 1)
+	if script == cppPickler {
+		t.Fatal("the generator no longer has the lines this test changes")
+	}
+	data := genCpp(t, script, 12000, 300, 1)
+	d := decodeCompare(t, "a tuple's items", data, splitAt(1.0/32, 0.4, 0.7))
+	if len(d.helpers) != 2 || len(d.joined) != 1 {
+		t.Errorf("%d helpers, %d joined; want 2, the first joined", len(d.helpers), len(d.joined))
+	}
+}
+
+// TestInBatchPlanOnAString: the bytes of a dict inside a batch may lie in
+// a string (here an entry's action, two thirds in). The helper planned
+// there runs, but the main machine passes over that place (no opcode
+// starts there) and decodes the region itself; a little later, at a real
+// dict, the helper joins.
+func TestInBatchPlanOnAString(t *testing.T) {
+	script := strings.Replace(cppPickler, `pstr('action'); pstr(['alloc', 'free_requested', 'free_completed'][i % 3])`,
+		`pstr('action'); pstr(['alloc', 'free_requested', 'free_completed'][i % 3] if i != n * 2 // 3 else 'xu}(h\x05x')`, 1)
+	if script == cppPickler {
+		t.Fatal("the generator no longer has the line this test changes")
+	}
+	data := genCpp(t, script, 12000, 300, 1)
+	fake := bytes.Index(data[len(data)/2:], []byte("xu}(h\x05x"))
+	if fake < 0 {
+		t.Fatal("no string with a dict's bytes past the middle")
+	}
+	fake += len(data) / 2
+	split := splitAt(1.0/32, float64(fake)/float64(len(data)))
+	prefix, targets := split(len(data))
+	if p, ok := planSplit(data, prefix, targets[0]); !ok || p.at != fake+2 || !p.inBatch {
+		t.Fatalf("planned %+v (%v), want the region at the name's EMPTY_DICT, %d", p, ok, fake+2)
+	}
+	d := decodeCompare(t, "a start inside a string", data, split)
+	if len(d.helpers) != 1 || len(d.joined) != 0 {
+		t.Errorf("%d helpers, %d joined; want 1 that does not join", len(d.helpers), len(d.joined))
+	}
+	d = decodeCompare(t, "past the string", data, splitAt(1.0/32, float64(fake+8)/float64(len(data))))
+	if len(d.joined) != 1 {
+		t.Errorf("past the string: %d joined, want 1", len(d.joined))
+	}
+}
+
+// TestInBatchStackLimit: the main machine takes a helper's items onto its
+// stack only while the stack stays within its limit, with the items of a
+// region that ends inside the batch, or with the batch's items for a
+// region that holds its APPENDS (one machine holds them all before the
+// APPENDS). Past it the main machine runs the region and fails at the
+// limit, as one machine does.
+func TestInBatchStackLimit(t *testing.T) {
+	const n = 40000 // entries: 8 times the cancellation checks' spacing
+	data := genCpp(t, "", n, 300, 1)
+	split := splitAt(1.0/32, 0.4, 0.7)
+	for _, c := range []struct {
+		name   string
+		limit  int
+		joined int
+		fails  bool
+	}{
+		{"the whole batch within the limit", n + 2*stackSlack, 2, false},
+		// The first region's items fit (0.7 of the batch); with the
+		// second's, the main machine would hold the whole batch.
+		{"the batch past the limit", n * 85 / 100, 1, true},
+		// With the first region's, the main machine would hold 0.7 of it.
+		{"the first regions' items past the limit", n * 55 / 100, 0, true},
+	} {
+		limit := func(d *decoder) { d.stackMax = c.limit }
+		one, _, err1 := decodeWith(context.Background(), data, nil, nil, nil, nil, limit)
+		two, _, err2 := decodeWith(context.Background(), data, nil, split, nil, nil, limit)
+		for _, err := range []error{err1, err2} {
+			if (err != nil) != c.fails || err != nil && !strings.Contains(err.Error(), "values on the pickle stack") {
+				t.Errorf("%s: %v; want failing %v, at the stack's limit", c.name, err, c.fails)
+			}
+		}
+		if two == nil || one == nil {
+			continue
+		}
+		if len(two.joined) != c.joined {
+			t.Errorf("%s: %d joined, want %d", c.name, len(two.joined), c.joined)
+		}
+	}
+}
