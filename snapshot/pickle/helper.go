@@ -182,7 +182,18 @@ func (d *decoder) modes() machineModes {
 // its main machine does (m). It returns nil when the helper gave up.
 func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to int), pool *offHeapPool, m machineModes) (out *decoder) {
 	if p.walk {
-		end, ok := boundaryAfter(data, 2, p.prefix+1)
+		// The walk reads on past the trace's first key (where splitCores
+		// may end the prefix) through the rest of its entry, whose other
+		// keys are first written there too: a helper without them made
+		// each entry of its region a generic dict, 12 values where a
+		// record is one (the C++ pickler's layout after 40k blocks: twice
+		// the memory of one machine, and slower). Protocol 4's prefix
+		// ends at a frame's end, up to 64 KiB past it.
+		stop := p.prefix + walkPastKey
+		if stop >= p.at {
+			stop = p.prefix + 1
+		}
+		end, ok := boundaryAfter(data, 2, stop)
 		if !ok || end >= p.at {
 			return nil
 		}
@@ -218,6 +229,10 @@ func runHelper(ctx context.Context, data []byte, p splitPlan, drop func(from, to
 	}
 	return h
 }
+
+// walkPastKey is how far a helper's walk of unframed input reads past
+// where its prefix was planned to end (see runHelper).
+const walkPastKey = 64 << 10
 
 // runPrefix runs a helper's prefix. A trace entry's keys ("action" first)
 // are memo reads after the first entry: a helper that has not read them

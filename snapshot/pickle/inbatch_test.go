@@ -13,9 +13,10 @@ import (
 )
 
 // genCpp writes, with cppPickler, a snapshot of n trace entries over
-// frames distinct frames and devices devices, as PyTorch's C++ pickler
-// lays it out; script, when not empty, is the generator to run instead.
-func genCpp(t testing.TB, script string, n, frames, devices int) []byte {
+// frames distinct frames and devices devices, after blocks blocks, as
+// PyTorch's C++ pickler lays it out; script, when not empty, is the
+// generator to run instead.
+func genCpp(t testing.TB, script string, n, frames, devices, blocks int) []byte {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not found: the pickles are written by a Python script")
@@ -25,7 +26,7 @@ func genCpp(t testing.TB, script string, n, frames, devices int) []byte {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "cpp.pickle")
-	args := []string{"-c", script, strconv.Itoa(n), out, filepath.Join(dir, "py.pickle"), strconv.Itoa(frames), strconv.Itoa(devices)}
+	args := []string{"-c", script, strconv.Itoa(n), out, filepath.Join(dir, "py.pickle"), strconv.Itoa(frames), strconv.Itoa(devices), strconv.Itoa(blocks)}
 	if b, err := exec.Command("python3", args...).CombinedOutput(); err != nil {
 		t.Fatalf("generator: %v\n%s", err, b)
 	}
@@ -56,7 +57,7 @@ func TestHelpersInBatch(t *testing.T) {
 		{2, []float64{0.3, 0.7}}, // the first region ends at the first device's APPENDS
 	} {
 		name := fmt.Sprintf("%d devices, helpers at %v", c.devices, c.targets)
-		data := genCpp(t, "", 12000, 300, c.devices)
+		data := genCpp(t, "", 12000, 300, c.devices, 1)
 		split := splitAt(1.0/32, c.targets...)
 		prefix, targets := split(len(data))
 		for _, target := range targets {
@@ -83,7 +84,7 @@ func TestInBatchClosedByTuple(t *testing.T) {
 	if script == cppPickler {
 		t.Fatal("the generator no longer has the lines this test changes")
 	}
-	data := genCpp(t, script, 12000, 300, 1)
+	data := genCpp(t, script, 12000, 300, 1, 1)
 	d := decodeCompare(t, "a tuple's items", data, splitAt(1.0/32, 0.4, 0.7))
 	if len(d.helpers) != 2 || len(d.joined) != 1 {
 		t.Errorf("%d helpers, %d joined; want 2, the first joined", len(d.helpers), len(d.joined))
@@ -101,7 +102,7 @@ func TestInBatchPlanOnAString(t *testing.T) {
 	if script == cppPickler {
 		t.Fatal("the generator no longer has the line this test changes")
 	}
-	data := genCpp(t, script, 12000, 300, 1)
+	data := genCpp(t, script, 12000, 300, 1, 1)
 	fake := bytes.Index(data[len(data)/2:], []byte("xu}(h\x05x"))
 	if fake < 0 {
 		t.Fatal("no string with a dict's bytes past the middle")
@@ -130,7 +131,7 @@ func TestInBatchPlanOnAString(t *testing.T) {
 // limit, as one machine does.
 func TestInBatchStackLimit(t *testing.T) {
 	const n = 40000 // entries: 8 times the cancellation checks' spacing
-	data := genCpp(t, "", n, 300, 1)
+	data := genCpp(t, "", n, 300, 1, 1)
 	split := splitAt(1.0/32, 0.4, 0.7)
 	for _, c := range []struct {
 		name   string
@@ -158,6 +159,46 @@ func TestInBatchStackLimit(t *testing.T) {
 		}
 		if len(two.joined) != c.joined {
 			t.Errorf("%s: %d joined, want %d", c.name, len(two.joined), c.joined)
+		}
+	}
+}
+
+// TestWalkReadsTheFirstEntry: where a snapshot's blocks reach past a 32nd
+// of unframed input, a helper's prefix is planned to end at the trace's
+// first key; its walk reads on through that entry (walkPastKey), whose
+// other keys are first written there, so that its region's entries are
+// records, as one machine's are, not generic dicts. A region that starts
+// within walkPastKey of the key ends the walk at the key: its entries are
+// generic, the value one machine's.
+func TestWalkReadsTheFirstEntry(t *testing.T) {
+	data := genCpp(t, "", 20000, 300, 1, 6000)
+	key := traceKeyAt(data, actionKeyLong, len(data), len(data), nil)
+	if key <= len(data)/32 {
+		t.Fatalf("the trace's first key at %d of %d: the blocks end within the usual prefix", key, len(data))
+	}
+	near, _, ok := regionStart(data, key+walkPastKey/2)
+	if !ok || near >= key+walkPastKey {
+		t.Fatalf("no dict within %d bytes past the key", walkPastKey)
+	}
+	for _, c := range []struct {
+		name   string
+		target int
+		all    bool // the region's entries all records
+	}{
+		{"a region far past the key", len(data) * 6 / 10, true},
+		{"a region within walkPastKey of it", near, false},
+	} {
+		split := func(int) (int, []int) { return key, []int{c.target} }
+		d := decodeCompare(t, c.name, data, split)
+		one, _, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.joined) != 1 {
+			t.Errorf("%s: %d joined, want 1", c.name, len(d.joined))
+		}
+		if all := d.g.traces.len() == one.g.traces.len(); all != c.all {
+			t.Errorf("%s: %d trace records, one machine %d", c.name, d.g.traces.len(), one.g.traces.len())
 		}
 	}
 }

@@ -149,8 +149,10 @@ const cppPickler = `
 import pickle, struct, sys
 out, memo, strs, frames = bytearray(b'\x80\x02'), [0], {}, {}
 # argv: entries, the C++ layout's path, pickle.dump's path, [frames,
-# [devices]]: each device has an equal share of the entries.
+# [devices, [blocks]]]: each device has an equal share of the entries; the
+# blocks after the first are active, with frames.
 nframes = int(sys.argv[4]) if len(sys.argv) > 4 else 20
+nblocks = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 def put():
     i = memo[0]
     out.extend(b'q' + bytes([i]) if i < 256 else b'r' + struct.pack('<I', i))
@@ -180,12 +182,22 @@ def frame(i):
     frames[i] = put()
 out.extend(b'}(')
 pstr('segments'); out.extend(b'](}(')
-for k, v in [('device', 0), ('address', 4096), ('total_size', 1 << 20), ('allocated_size', 0), ('active_size', 0), ('requested_size', 0), ('stream', 0)]:
+used = 512 * (nblocks - 1)
+for k, v in [('device', 0), ('address', 4096), ('total_size', (1 << 20) + used), ('allocated_size', used), ('active_size', used), ('requested_size', used), ('stream', 0)]:
     pstr(k); pint(v)
 pstr('segment_type'); pstr('large'); pstr('blocks'); out.extend(b'](}(')
 for k, v in [('address', 4096), ('size', 1 << 20), ('requested_size', 1 << 20)]:
     pstr(k); pint(v)
-pstr('state'); pstr('inactive'); out.extend(b'ueue')
+pstr('state'); pstr('inactive'); out.extend(b'u')
+for b in range(1, nblocks):
+    out.extend(b'}(')
+    for k, v in [('address', 4096 + (1 << 20) + 512 * (b - 1)), ('size', 512), ('requested_size', 512)]:
+        pstr(k); pint(v)
+    pstr('state'); pstr('active_allocated'); pstr('frames'); out.extend(b'](')
+    for j in range(1 + b % 4):
+        frame((b + j) % nframes)
+    out.extend(b'eu')
+out.extend(b'eue')
 pstr('device_traces'); out.extend(b'](](')
 n, devices = int(sys.argv[1]), int(sys.argv[5]) if len(sys.argv) > 5 else 1
 for i in range(n):

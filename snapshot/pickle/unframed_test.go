@@ -280,7 +280,7 @@ func FuzzHelpers(f *testing.F) {
 		f.Add(data, uint16(8192), uint16(50000))
 	}
 	// PyTorch's C++ pickler's layout, where helpers start inside a batch.
-	cpp := genCpp(f, "", 2500, 300, 1)
+	cpp := genCpp(f, "", 2500, 300, 1, 1)
 	f.Add(cpp, uint16(8192), uint16(32768))
 	f.Add(cpp, uint16(8192), uint16(50000))
 	f.Fuzz(func(t *testing.T, data []byte, prefix, target uint16) {
