@@ -303,12 +303,6 @@ func frameAfter(data []byte, min int) (int, bool) {
 // batch, between its MARK and its APPENDS.
 func (d *decoder) enterRegion(at, stop int, inBatch bool) bool {
 	m0 := d.memo.len()
-	if m0 < binGetReach {
-		// BINGET's one-byte indices would reach the region's entries,
-		// whose indices the helper does not know. (LONG_BINGET reads
-		// those as placeholders before it looks at small.)
-		return false
-	}
 	// The prefix's containers, trace records and interned lists are the
 	// main machine's objects by the time it joins (and the tables that
 	// number them are cleared below): read them as references. Holes
@@ -338,7 +332,17 @@ func (d *decoder) enterRegion(at, stop int, inBatch bool) bool {
 	g.setPool(pool)
 	g.traces.lazy = true
 	g.spilled = 0
-	d.region, d.refFrom, d.floor = true, int64(m0), 1
+	for d.memo.len() < binGetReach {
+		// BINGET's one-byte indices reach past the prefix's entries: to
+		// those the main machine makes before the region, or to the
+		// region's own, whose indices the helper does not know (PyTorch's
+		// C++ pickler puts only strings and shared frames, so a trace of
+		// few frames makes few entries). The region's are numbered from
+		// binGetReach instead, past every BINGET, and the indices between
+		// are holes, read as placeholders as those past it (getMemo).
+		d.memo.push(0)
+	}
+	d.region, d.refFrom, d.floor = true, int64(d.memo.len()), 1
 	d.stack = append(d.stack[:0], val{k: kTop})
 	d.marks = append(d.marks[:0], 1)
 	if inBatch {

@@ -741,11 +741,11 @@ func TestHelperThresholds(t *testing.T) {
 	if _, ok := planSplit(proto2, 0, len(data)/2); ok {
 		t.Error("planSplit split a pickle that says protocol 2")
 	}
-	// The prefix's memo entries, around 256.
+	// The prefix's memo entries, around 256: the region's entries are
+	// numbered from 256 at least, past every BINGET's index.
 	for _, c := range []struct {
-		memo   int
-		joined bool
-	}{{255, false}, {256, true}} {
+		memo, from int
+	}{{255, 256}, {256, 256}, {257, 257}} {
 		prefix := 2
 		for memoSizeAt(t, data, prefix) < c.memo {
 			n, _ := opSize(data, prefix)
@@ -759,8 +759,9 @@ func TestHelperThresholds(t *testing.T) {
 		}
 		// The helper's prefix ends there (runPrefix would read on to the
 		// trace's keys, past both).
-		if ok := runTo(t, data, prefix).enterRegion(p.at, p.stop, p.inBatch); ok != c.joined {
-			t.Errorf("prefix with %d memo entries: region entered %v, want %v", c.memo, ok, c.joined)
+		h := runTo(t, data, prefix)
+		if !h.enterRegion(p.at, p.stop, p.inBatch) || h.refFrom != int64(c.from) || h.memo.len() != c.from {
+			t.Errorf("prefix with %d memo entries: region numbered from %d (memo %d), want %d", c.memo, h.refFrom, h.memo.len(), c.from)
 		}
 	}
 	// The trace's first key, "action", just inside the prefix, and past

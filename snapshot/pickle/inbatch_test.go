@@ -43,21 +43,25 @@ func genCpp(t testing.TB, script string, n, frames, devices, blocks int) []byte 
 // batch instead, at a dict (regionStart). A region that ends inside the
 // batch hands its items to the main machine's stack, above the main
 // machine's own; one that holds the batch's APPENDS has the main machine
-// append its items first. With one, two or three helpers, and with a
-// device's trace ending inside a region, every helper joins and the
-// machines build what one builds.
+// append its items first. With one, two or three helpers, with a
+// device's trace ending inside a region, and with few frames (fewer than
+// 256 memo entries), every helper joins and the machines build what one
+// builds.
 func TestHelpersInBatch(t *testing.T) {
 	for _, c := range []struct {
-		devices int
-		targets []float64
+		frames, devices int
+		targets         []float64
 	}{
-		{1, []float64{0.5}},
-		{1, []float64{0.4, 0.7}},
-		{1, []float64{0.3, 0.5, 0.7}},
-		{2, []float64{0.3, 0.7}}, // the first region ends at the first device's APPENDS
+		{300, 1, []float64{0.5}},
+		{300, 1, []float64{0.4, 0.7}},
+		{300, 1, []float64{0.3, 0.5, 0.7}},
+		{300, 2, []float64{0.3, 0.7}}, // the first region ends at the first device's APPENDS
+		// Few frames: the memo holds fewer than 256 entries at the
+		// prefix's end, and the region reads the rest by BINGET.
+		{20, 1, []float64{0.4, 0.7}},
 	} {
-		name := fmt.Sprintf("%d devices, helpers at %v", c.devices, c.targets)
-		data := genCpp(t, "", 12000, 300, c.devices, 1)
+		name := fmt.Sprintf("%d frames, %d devices, helpers at %v", c.frames, c.devices, c.targets)
+		data := genCpp(t, "", 12000, c.frames, c.devices, 1)
 		split := splitAt(1.0/32, c.targets...)
 		prefix, targets := split(len(data))
 		for _, target := range targets {
@@ -201,4 +205,25 @@ func TestWalkReadsTheFirstEntry(t *testing.T) {
 			t.Errorf("%s: %d trace records, one machine %d", c.name, d.g.traces.len(), one.g.traces.len())
 		}
 	}
+}
+
+// TestInBatchReadBeforeWritten: with fewer than 256 memo entries at a
+// helper's prefix's end, a BINGET in its region may name an entry the main
+// machine makes before the region, read as a placeholder; one that names
+// an entry nobody has made is an error, which the join must not hide. A
+// region past the middle reads entry 250 of a memo of about 50: one
+// machine's error, with or without the helper.
+func TestInBatchReadBeforeWritten(t *testing.T) {
+	data := genCpp(t, "", 12000, 20, 1, 1)
+	at := len(data) * 8 / 10
+	i := bytes.Index(data[at:], []byte("](h"))
+	if i < 0 {
+		t.Fatal("no frame list past 0.8")
+	}
+	data[at+i+3] = 250
+	_, _, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "memo key 250 is read before it is written") {
+		t.Fatalf("one machine: %v", err)
+	}
+	decodeCompare(t, "a read of entry 250", data, splitAt(1.0/32, 0.6))
 }

@@ -135,8 +135,11 @@ func (d *decoder) getMemo(idx uint32, at int) (val, error) {
 		}
 	}
 	if d.region && int64(idx) < d.refFrom {
-		// A container or a hole of the prefix: the machine that joins
-		// the helper resolves it (see helper.go).
+		// A container or a hole of the prefix, or an entry past it that a
+		// BINGET reads (see enterRegion): the machine that joins the
+		// helper resolves it (see helper.go), once it has checked that it
+		// was made before it was read.
+		d.refGap = max(d.refGap, int64(idx)-int64(d.memo.len()))
 		return val{k: kRef, ref: idx}, nil
 	}
 	return val{}, d.errf(at, "memo key %d is read before it is written", idx)

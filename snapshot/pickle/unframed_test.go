@@ -279,10 +279,13 @@ func FuzzHelpers(f *testing.F) {
 		f.Add(data, uint16(2048), uint16(32768))
 		f.Add(data, uint16(8192), uint16(50000))
 	}
-	// PyTorch's C++ pickler's layout, where helpers start inside a batch.
-	cpp := genCpp(f, "", 2500, 300, 1, 1)
-	f.Add(cpp, uint16(8192), uint16(32768))
-	f.Add(cpp, uint16(8192), uint16(50000))
+	// PyTorch's C++ pickler's layout, where helpers start inside a batch;
+	// with 20 frames, the memo holds fewer than 256 entries.
+	for _, frames := range []int{300, 20} {
+		cpp := genCpp(f, "", 2500, frames, 1, 1)
+		f.Add(cpp, uint16(8192), uint16(32768))
+		f.Add(cpp, uint16(8192), uint16(50000))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, prefix, target uint16) {
 		if len(data) < 11 || data[0] != opProto {
 			return
