@@ -17,6 +17,15 @@ func noneTuple(n int) []byte {
 	return append(b, opTuple, opStop)
 }
 
+// paddedNoneTuple is noneTuple(n) after pad bytes of NONE POP: an input
+// of pad+n+5 bytes.
+func paddedNoneTuple(pad, n int) []byte {
+	b := append([]byte{opProto, 4}, bytes.Repeat([]byte{opNone, opPop}, pad/2)...)
+	b = append(b, opMark)
+	b = append(b, bytes.Repeat([]byte{opNone}, n)...)
+	return append(b, opTuple, opStop)
+}
+
 // pickle of: n MARKs then n TUPLEs (empty tuples nested n deep).
 func nestedMarks(n int) []byte {
 	b := []byte{opProto, 4}
@@ -73,6 +82,39 @@ func TestDecoderBudget(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, _, err := decodePickle(c.data)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestStackLimitScales: past maxStack, a large input's stack may hold a
+// value per stackInputBytes of it (a list written in one batch holds all
+// its items on the stack: PyTorch's C++ pickler writes a trace so). n
+// values after pad bytes may be on it up to n = (pad+n+5)/16, about
+// (pad+5)/15: a tuple of that many Nones, less the checks' spacing,
+// decodes; one of more is refused.
+func TestStackLimitScales(t *testing.T) {
+	if testing.Short() {
+		t.Skip("70 MB inputs")
+	}
+	const pad = 66 << 20
+	const limit = (pad + 5) / (stackInputBytes - 1)
+	for _, c := range []struct {
+		name string
+		n    int
+		want string
+	}{
+		{"a stack past maxStack, under a large input's limit", limit - 2*cancelEvery, ""},
+		{"a stack over a large input's limit", limit + 3*cancelEvery, "values on the pickle stack"},
+	} {
+		if c.n <= maxStack {
+			t.Fatalf("%s: %d values, within maxStack", c.name, c.n)
+		}
+		_, _, err := decodePickle(paddedNoneTuple(pad, c.n))
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)

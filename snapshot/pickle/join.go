@@ -44,8 +44,8 @@ func (d *decoder) join(h *decoder) bool {
 		// to a list.
 		return false
 	}
-	if h.openBatch && len(d.stack)+len(h.openItems) > d.stackMax ||
-		h.inBatch && !h.openBatch && len(h.residN) > 0 && len(d.stack)+h.residN[0] > d.stackMax {
+	if limit := d.stackLimit(); h.openBatch && len(d.stack)+len(h.openItems) > limit ||
+		h.inBatch && !h.openBatch && len(h.residN) > 0 && len(d.stack)+h.residN[0] > limit {
 		// One machine would pass the stack's limit in the region, with
 		// the batch's items before it and the region's on its stack: the
 		// main machine runs the region and reports it there.

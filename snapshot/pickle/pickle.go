@@ -120,7 +120,7 @@ type decoder struct {
 	// leaves its items in openItems, for the main machine's stack.
 	inBatch, openBatch bool
 	openItems          []val
-	// stackMax is maxStack, lower in tests.
+	// stackMax, when not 0, is the stack's limit (stackLimit), in tests.
 	stackMax int
 	// stackMoved is set once the value stack moved off the heap (see
 	// moveStack); stackMem is that memory, freed with freeStack.
@@ -253,7 +253,6 @@ func newDecoder(data []byte) *decoder {
 		pendPos:     -1,
 		pendMemo:    -1,
 		memoValsMax: maxMemoVals,
-		stackMax:    maxStack,
 		end:         len(data),
 		joinAt:      -1,
 		refFrom:     math.MaxInt64,
@@ -279,7 +278,7 @@ const (
 // (PyTorch's C++ pickler writes a trace so) grew it by doubling, each
 // time copying it and faulting fresh pages in, a fifth of such a decode's
 // CPU. stackSlack is more than cancelEvery opcodes push between two
-// checks of the stack's size against maxStack.
+// checks of the stack's size against stackLimit.
 const (
 	stackOffHeapMin = 1 << 16
 	stackSlack      = cancelEvery * 2 * traceItemsMax
@@ -287,12 +286,12 @@ const (
 
 // moveStack moves the value stack, once it has grown past
 // stackOffHeapMin values, to memory outside the heap with room for
-// maxStack, where it never moves again: pages are mapped as they are
+// stackLimit, where it never moves again: pages are mapped as they are
 // first written, and given back with freeStack. Where the kernel gives no
 // such memory, the stack stays on the heap.
 func (d *decoder) moveStack(stack []val) []val {
 	d.stackMoved = true
-	mem, ok := offHeap[val](d.stackMax+stackSlack, false)
+	mem, ok := offHeap[val](d.stackLimit()+stackSlack, false)
 	if !ok {
 		return stack
 	}
@@ -342,13 +341,30 @@ func (d *decoder) report(pos int) error {
 // hold at most budget.Limit of the input (bigtrain, a real 181 MiB trace,
 // needs 0.9 bytes per input byte; 100 MB of NONE or MARK opcodes would take
 // 7 GiB and 4 GiB). The value stack holds at most maxStack values
-// (pickle.dump pushes 1000 between a MARK and its APPENDS), so its
-// doubling never costs more than 128 MiB; MARKs nest at most maxMarks deep
+// (pickle.dump pushes 1000 between a MARK and its APPENDS), or more in a
+// larger input (stackLimit); MARKs nest at most maxMarks deep
 // (a snapshot nests about six).
 const (
 	maxStack = 1 << 22
 	maxMarks = 1 << 16
 )
+
+// stackInputBytes is the input a value on the stack needs past maxStack
+// values: a list written in one batch holds all of its items on the stack
+// at once, and PyTorch's C++ pickler writes a trace so, 40-odd bytes an
+// entry (a 300 MB trace of 7M entries was refused at maxStack). Input of
+// one-byte values (NONE) is refused at 16 bytes of stack per byte, within
+// the budget.
+const stackInputBytes = 16
+
+// stackLimit is the most values the stack may hold: maxStack, or one per
+// stackInputBytes of a larger input.
+func (d *decoder) stackLimit() int {
+	if d.stackMax > 0 {
+		return d.stackMax
+	}
+	return max(maxStack, len(d.data)/stackInputBytes)
+}
 
 // cost estimates the memory the machine holds, in bytes.
 func (d *decoder) cost(stack int) int64 {
@@ -364,8 +380,8 @@ func (d *decoder) cost(stack int) int64 {
 // checkBudget refuses input past the budget; called every cancelEvery
 // opcodes, so it overshoots by at most that many values.
 func (d *decoder) checkBudget(at, stack int) error {
-	if stack > d.stackMax {
-		return d.errf(at, "more than %d values on the pickle stack (memscope's limit; pickle.dump pushes 1000 at a time)", d.stackMax)
+	if limit := d.stackLimit(); stack > limit {
+		return d.errf(at, "more than %d values on the pickle stack (memscope's limit for a %d MiB input; pickle.dump pushes 1000 at a time)", limit, len(d.data)>>20)
 	}
 	if len(d.marks) > maxMarks {
 		return d.errf(at, "MARKs nest more than %d deep (memscope's limit; a snapshot nests a few)", maxMarks)
