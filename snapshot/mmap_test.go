@@ -116,8 +116,9 @@ func TestMappedFileTruncatedWhileDecoding(t *testing.T) {
 // pickle.dump) while Open decodes it, at several moments: the decode ends
 // with a snapshot or an error, never a crash (a fault on either machine's
 // goroutine would kill the process). The same for its .gz, read as it
-// inflates, for torch.save's archive of it, read where it lies, and for
-// the same shape in protocol 2 (no frames). Run under -race in CI.
+// inflates, for torch.save's archive of it, read where it lies, for the
+// same shape in protocol 2 (no frames), and for a trace as PyTorch's C++
+// pickler writes it (one batch). Run under -race in CI.
 func TestFileChangedMidDecode(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not found: the file is written by pickle.dump")
@@ -154,6 +155,19 @@ func TestFileChangedMidDecode(t *testing.T) {
 	}
 	if data, err = os.ReadFile(src2); err != nil {
 		t.Fatal(err)
+	}
+	changeMidDecode(t, dir, "", data)
+	// PyTorch's C++ pickler's layout: the trace in one batch, where the
+	// helpers start inside it.
+	src3 := filepath.Join(dir, "src3.pickle")
+	if out, err := exec.Command("python3", "../scripts/gen_cpp_snapshot.py", "300000", src3, "-", "300").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if data, err = os.ReadFile(src3); err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 12<<20 {
+		t.Fatalf("C++ layout: %d bytes, under the size that splits the decode", len(data))
 	}
 	changeMidDecode(t, dir, "", data)
 }

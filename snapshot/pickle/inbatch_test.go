@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// genCpp writes, with cppPickler, a snapshot of n trace entries over
+// genCpp writes, with cppPickler (scripts/gen_cpp_snapshot.py), a snapshot of n trace entries over
 // frames distinct frames and devices devices, after blocks blocks, as
 // PyTorch's C++ pickler lays it out; script, when not empty, is the
 // generator to run instead.
@@ -22,7 +22,7 @@ func genCpp(t testing.TB, script string, n, frames, devices, blocks int) []byte 
 		t.Skip("python3 not found: the pickles are written by a Python script")
 	}
 	if script == "" {
-		script = cppPickler
+		script = cppPickler(t)
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "cpp.pickle")
@@ -83,9 +83,10 @@ func TestHelpersInBatch(t *testing.T) {
 // in a helper), and the main machine runs that region; a region that
 // ends before it still joins. Either way the value is one machine's.
 func TestInBatchClosedByTuple(t *testing.T) {
-	script := strings.Replace(cppPickler, `pstr('device_traces'); out.extend(b'](](')`, `pstr('device_traces'); out.extend(b'](((')`, 1)
+	gen := cppPickler(t)
+	script := strings.Replace(gen, `pstr('device_traces'); out.extend(b'](](')`, `pstr('device_traces'); out.extend(b'](((')`, 1)
 	script = strings.Replace(script, `out.extend(b'eeu.')`, `out.extend(b'tteu.')`, 1)
-	if script == cppPickler {
+	if script == gen {
 		t.Fatal("the generator no longer has the lines this test changes")
 	}
 	data := genCpp(t, script, 12000, 300, 1, 1)
@@ -101,9 +102,10 @@ func TestInBatchClosedByTuple(t *testing.T) {
 // starts there) and decodes the region itself; a little later, at a real
 // dict, the helper joins.
 func TestInBatchPlanOnAString(t *testing.T) {
-	script := strings.Replace(cppPickler, `pstr('action'); pstr(['alloc', 'free_requested', 'free_completed'][i % 3])`,
+	gen := cppPickler(t)
+	script := strings.Replace(gen, `pstr('action'); pstr(['alloc', 'free_requested', 'free_completed'][i % 3])`,
 		`pstr('action'); pstr(['alloc', 'free_requested', 'free_completed'][i % 3] if i != n * 2 // 3 else 'xu}(h\x05x')`, 1)
-	if script == cppPickler {
+	if script == gen {
 		t.Fatal("the generator no longer has the line this test changes")
 	}
 	data := genCpp(t, script, 12000, 300, 1, 1)
