@@ -109,24 +109,7 @@ func TestInBatchPlanOnAString(t *testing.T) {
 		t.Fatal("the generator no longer has the line this test changes")
 	}
 	data := genCpp(t, script, 12000, 300, 1, 1)
-	fake := bytes.Index(data[len(data)/2:], []byte("xu}(h\x05x"))
-	if fake < 0 {
-		t.Fatal("no string with a dict's bytes past the middle")
-	}
-	fake += len(data) / 2
-	split := splitAt(1.0/32, float64(fake)/float64(len(data)))
-	prefix, targets := split(len(data))
-	if p, ok := planSplit(data, prefix, targets[0]); !ok || p.at != fake+2 || !p.inBatch {
-		t.Fatalf("planned %+v (%v), want the region at the name's EMPTY_DICT, %d", p, ok, fake+2)
-	}
-	d := decodeCompare(t, "a start inside a string", data, split)
-	if len(d.helpers) != 1 || len(d.joined) != 0 {
-		t.Errorf("%d helpers, %d joined; want 1 that does not join", len(d.helpers), len(d.joined))
-	}
-	d = decodeCompare(t, "past the string", data, splitAt(1.0/32, float64(fake+8)/float64(len(data))))
-	if len(d.joined) != 1 {
-		t.Errorf("past the string: %d joined, want 1", len(d.joined))
-	}
+	startInAString(t, data, "xu}(h\x05x", true)
 }
 
 // TestInBatchStackLimit: the main machine takes a helper's items onto its

@@ -68,23 +68,32 @@ func TestUnframedPlanOnAString(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake := bytes.Index(data[len(data)/2:], []byte("xe(}rx"))
-	if fake < 0 {
-		t.Fatal("no string with a batch's bytes past the middle")
+	startInAString(t, data, "xe(}rx", false)
+}
+
+// startInAString: data holds fake, the bytes of a region's start two bytes
+// into a string, past its middle. A helper planned there (inside a batch
+// or not, as inBatch says) runs, but the main machine passes over that
+// place (no opcode starts there) and decodes the region itself; a little
+// later, at a real start, the helper joins. Either way the value is one
+// machine's.
+func startInAString(t *testing.T, data []byte, fake string, inBatch bool) {
+	t.Helper()
+	at := bytes.Index(data[len(data)/2:], []byte(fake))
+	if at < 0 {
+		t.Fatalf("no string holding %q past the middle", fake)
 	}
-	fake += len(data) / 2
-	target := float64(fake) / float64(len(data))
-	split := splitAt(1.0/32, target)
+	at += len(data) / 2
+	split := splitAt(1.0/32, float64(at)/float64(len(data)))
 	prefix, targets := split(len(data))
-	if p, ok := planSplit(data, prefix, targets[0]); !ok || p.at != fake+2 {
-		t.Fatalf("planned %+v (%v), want the region at the string's MARK, %d", p, ok, fake+2)
+	if p, ok := planSplit(data, prefix, targets[0]); !ok || p.at != at+2 || p.inBatch != inBatch {
+		t.Fatalf("planned %+v (%v), want the region inside the string, at %d (in a batch: %v)", p, ok, at+2, inBatch)
 	}
 	d := decodeCompare(t, "a start inside a string", data, split)
 	if len(d.helpers) != 1 || len(d.joined) != 0 {
 		t.Errorf("%d helpers, %d joined; want 1 that does not join", len(d.helpers), len(d.joined))
 	}
-	// A little later, a batch's real start: the helper joins.
-	d = decodeCompare(t, "past the string", data, splitAt(1.0/32, float64(fake+8)/float64(len(data))))
+	d = decodeCompare(t, "past the string", data, splitAt(1.0/32, float64(at+8)/float64(len(data))))
 	if len(d.joined) != 1 {
 		t.Errorf("past the string: %d joined, want 1", len(d.joined))
 	}
