@@ -352,7 +352,7 @@ const (
 // stackInputBytes is the input a value on the stack needs past maxStack
 // values: a list written in one batch holds all of its items on the stack
 // at once, and PyTorch's C++ pickler writes a trace so, 40-odd bytes an
-// entry (a 300 MB trace of 7M entries was refused at maxStack). Input of
+// entry (a 270 MB trace of 5M entries was refused at maxStack). Input of
 // one-byte values (NONE) is refused at 16 bytes of stack per byte, within
 // the budget.
 const stackInputBytes = 16
