@@ -99,7 +99,7 @@ func TestDecoderBudget(t *testing.T) {
 // decodes; one of more is refused.
 func TestStackLimitScales(t *testing.T) {
 	if testing.Short() {
-		t.Skip("70 MB inputs")
+		t.Skip("-short: this test decodes two 70 MB inputs")
 	}
 	const pad = 66 << 20
 	const limit = (pad + 5) / (stackInputBytes - 1)

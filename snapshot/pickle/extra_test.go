@@ -178,7 +178,14 @@ func pythonPickle(t *testing.T, script string) []byte {
 	t.Helper()
 	needPython(t)
 	out := filepath.Join(t.TempDir(), "script.pickle")
-	if b, err := exec.Command("python3", "-c", script, out).CombinedOutput(); err != nil {
+	return runPython(t, out, "-c", script, out)
+}
+
+// runPython runs python3 with args, which writes a file at out, and
+// returns the file's bytes; a failure of either fails t.
+func runPython(t testing.TB, out string, args ...string) []byte {
+	t.Helper()
+	if b, err := exec.Command("python3", args...).CombinedOutput(); err != nil {
 		t.Fatalf("python: %v\n%s", err, b)
 	}
 	data, err := os.ReadFile(out)

@@ -115,15 +115,7 @@ func genPickle(t *testing.T, shape string, n int) []byte {
 func genPickleProto(t *testing.T, shape string, n, proto int) []byte {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), shape+".pickle")
-	cmd := exec.Command("python3", "-c", genTraces, shape, strconv.Itoa(n), out, strconv.Itoa(proto))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("generator: %v\n%s", err, b)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return runPython(t, out, "-c", genTraces, shape, strconv.Itoa(n), out, strconv.Itoa(proto))
 }
 
 // splitAt places helpers at fractions of the input, whatever its size: the

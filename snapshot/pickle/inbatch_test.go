@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,10 +11,10 @@ import (
 	"testing"
 )
 
-// genCpp writes, with cppPickler (scripts/gen_cpp_snapshot.py), a snapshot of n trace entries over
-// frames distinct frames and devices devices, after blocks blocks, as
-// PyTorch's C++ pickler lays it out; script, when not empty, is the
-// generator to run instead.
+// genCpp writes, with cppPickler (scripts/gen_cpp_snapshot.py), a
+// snapshot of n trace entries over frames distinct frames and devices
+// devices, after blocks blocks, as PyTorch's C++ pickler lays it out;
+// script, when not empty, is the generator to run instead.
 func genCpp(t testing.TB, script string, n, frames, devices, blocks int) []byte {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -26,15 +25,8 @@ func genCpp(t testing.TB, script string, n, frames, devices, blocks int) []byte 
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "cpp.pickle")
-	args := []string{"-c", script, strconv.Itoa(n), out, filepath.Join(dir, "py.pickle"), strconv.Itoa(frames), strconv.Itoa(devices), strconv.Itoa(blocks)}
-	if b, err := exec.Command("python3", args...).CombinedOutput(); err != nil {
-		t.Fatalf("generator: %v\n%s", err, b)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return runPython(t, out, "-c", script, strconv.Itoa(n), out, filepath.Join(dir, "py.pickle"),
+		strconv.Itoa(frames), strconv.Itoa(devices), strconv.Itoa(blocks))
 }
 
 // TestHelpersInBatch: PyTorch's C++ pickler writes a list's items in one
