@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime/debug"
+	"slices"
 )
 
 // Running a large pickle on several cores. The pickle machine is inherently
@@ -33,6 +34,11 @@ import (
 //     A region that ends with the batch still open leaves its items for
 //     the main machine's stack, above the items it read before the region;
 //     one that holds the APPENDS has the main machine add those first.
+//   - A helper whose list ends well before the next helper's start (a
+//     device's trace, the next device's after it) starts another one at
+//     the next batch boundary, which the main machine joins next: a
+//     snapshot of three devices' traces was otherwise decoded on one core
+//     from the second's end on (see followPlan).
 //   - When the main machine reaches the boundary it joins the helper's
 //     work: strings, frames and stacks are interned into its own tables,
 //     containers and trace records are copied with their references
@@ -102,31 +108,80 @@ func (d *decoder) startHelpers(split splitFunc) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	data := d.data // decodeWith clears d.data while helpers may run
-	modes := d.modes()
+	// decodeWith clears d.data while helpers may run.
+	run := helperRun{data: d.data, drop: d.drop, pool: d.g.traces.pool, modes: d.modes(), followMin: d.followMin}
 	for _, p := range plans {
-		hctx, cancel := context.WithCancel(ctx)
-		h := &helper{at: p.at, done: make(chan *decoder, 1), cancel: cancel}
-		d.helpers = append(d.helpers, h)
-		go func() {
-			// The input may be a mapped file that another program
-			// truncates or rewrites meanwhile: a read past its new end
-			// faults (SIGBUS), which must not kill the process from this
-			// goroutine. A helper that faults, or fails in any way, just
-			// does not join: the main machine decodes the region itself
-			// and reports the error.
-			var out *decoder
-			defer func() {
-				if r := recover(); r != nil {
-					out = nil
-				}
-				h.done <- out
-			}()
-			debug.SetPanicOnFault(true)
-			out = runHelper(hctx, data, p, d.drop, d.g.traces.pool, modes)
-		}()
+		d.helpers = append(d.helpers, run.start(ctx, p))
 	}
 	d.joinAt, d.end = plans[0].at, plans[0].at
+}
+
+// helperRun is what every helper of one decode shares.
+type helperRun struct {
+	data      []byte
+	drop      func(from, to int)
+	pool      *offHeapPool
+	modes     machineModes
+	followMin int
+}
+
+// start runs a helper on plan p on another goroutine.
+func (r helperRun) start(ctx context.Context, p splitPlan) *helper {
+	hctx, cancel := context.WithCancel(ctx)
+	h := &helper{at: p.at, done: make(chan *decoder, 1), cancel: cancel}
+	go func() {
+		// The input may be a mapped file that another program
+		// truncates or rewrites meanwhile: a read past its new end
+		// faults (SIGBUS), which must not kill the process from this
+		// goroutine. A helper that faults, or fails in any way, just
+		// does not join: the main machine decodes the region itself
+		// and reports the error.
+		var out *decoder
+		defer func() {
+			if r := recover(); r != nil {
+				out = nil
+			}
+			h.done <- out
+		}()
+		debug.SetPanicOnFault(true)
+		out = runHelper(hctx, r.data, p, r.drop, r.pool, r.modes)
+		if out == nil {
+			return
+		}
+		if next, ok := followPlan(r.data, p, out.pos, r.followMin); ok {
+			// Its list ended well short of its stop (a snapshot's next
+			// device trace, which the main machine would otherwise run
+			// alone): a helper of its own takes the rest, with the
+			// core this one leaves. Cancelling this helper cancels it.
+			out.follow = r.start(hctx, next)
+		}
+	}()
+	return h
+}
+
+// followMin is the least input a helper whose list ended leaves to a
+// helper that follows it (see followPlan): less is not worth another
+// prefix.
+const followMin = regionMin
+
+// followPlan plans the helper that follows one (plan p) whose batches
+// ended at end, short of p.stop: the same prefix, a region from the next
+// batch boundary past end (found as the planner finds one) to p.stop.
+// false when less than least bytes would be left to it, or no boundary is
+// near enough.
+func followPlan(data []byte, p splitPlan, end, least int) (splitPlan, bool) {
+	if p.stop-end < least {
+		return splitPlan{}, false
+	}
+	search := data[:min(p.stop, end+batchSearchMax)]
+	next := splitPlan{prefix: p.prefix, stop: p.stop, walk: p.walk}
+	var ok bool
+	if framed(data) {
+		next.at, ok = batchStart(search, end)
+	} else {
+		next.at, next.inBatch, ok = regionStart(search, end)
+	}
+	return next, ok && p.stop-next.at >= least
 }
 
 // stopHelpers cancels the helpers still running and waits for them, so that
@@ -137,12 +192,22 @@ func (d *decoder) stopHelpers() {
 		h.cancel()
 	}
 	for _, h := range d.helpers {
-		if !h.joined {
-			if out := <-h.done; out != nil {
-				out.g.free() // its work is dropped
-			}
-			h.joined = true
+		h.drain()
+	}
+}
+
+// drain waits for a cancelled helper that has not joined, and for the
+// helper that follows it, and drops their work.
+func (h *helper) drain() {
+	if h.joined {
+		return
+	}
+	h.joined = true
+	if out := <-h.done; out != nil {
+		if out.follow != nil {
+			out.follow.drain() // cancelled with h
 		}
+		out.g.free()
 	}
 }
 
@@ -156,6 +221,11 @@ func (d *decoder) joinNext() {
 	if d.pos == h.at {
 		out := <-h.done
 		h.joined = true
+		if out != nil && out.follow != nil {
+			// Its region follows this one's, before the next helper's.
+			d.helpers = slices.Insert(d.helpers, d.nextHelper, out.follow)
+			out.follow = nil
+		}
 		if out != nil && !d.join(out) {
 			out.g.free() // the main machine runs the region itself
 		}

@@ -97,6 +97,11 @@ type decoder struct {
 	helpers    []*helper
 	nextHelper int
 	joinAt     int
+	// followMin is followMin, lower in tests; follow is the helper that
+	// a helper started after its region (see followPlan), until the main
+	// machine joins this one.
+	followMin int
+	follow    *helper
 	// A helper: region is set once it runs its region; refFrom is the memo
 	// index from which LONG_BINGET pushes a kRef (math.MaxInt64 in a
 	// machine that is not a helper); floor is the number of marks below
@@ -255,6 +260,7 @@ func newDecoder(data []byte) *decoder {
 		memoValsMax: maxMemoVals,
 		end:         len(data),
 		joinAt:      -1,
+		followMin:   followMin,
 		refFrom:     math.MaxInt64,
 		regionBase:  -1,
 		refGap:      math.MinInt64,
