@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"memscope/internal/pages"
 	"os"
 	"os/signal"
 	"runtime"
@@ -90,6 +91,7 @@ func main() {
 	if mem != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
+	pages.ReleaseImage()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	pprof.StopCPUProfile()

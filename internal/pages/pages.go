@@ -1,5 +1,7 @@
 // Package pages makes the first touch of fresh memory cheap: Prefault
 // makes it a write, Populate maps a range a writer is about to fill at once.
+// ReleaseImage gives back the program's own pages that only its start
+// used.
 //
 // A page the process has never touched is mapped on first use. When that
 // use is a read (a hash table's probe, a `+=` into a counter array), the

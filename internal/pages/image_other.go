@@ -1,0 +1,6 @@
+//go:build !linux
+
+package pages
+
+// ReleaseImage does nothing outside Linux.
+func ReleaseImage() {}
