@@ -196,16 +196,17 @@ func (d *decoder) stopHelpers() {
 	}
 }
 
-// drain waits for a cancelled helper that has not joined, and for the
+// drain cancels a helper that has not joined, waits for it and for the
 // helper that follows it, and drops their work.
 func (h *helper) drain() {
 	if h.joined {
 		return
 	}
 	h.joined = true
+	h.cancel()
 	if out := <-h.done; out != nil {
 		if out.follow != nil {
-			out.follow.drain() // cancelled with h
+			out.follow.drain()
 		}
 		out.g.free()
 	}
