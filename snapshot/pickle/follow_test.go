@@ -12,15 +12,18 @@ import (
 // starts a helper of its own there, which joins too, in every layout:
 // pickle.dump's batches with frames (protocol 4) and without (protocol 2),
 // and the C++ pickler's one batch a list. With less than followMin left,
+// or where the first helper's frames were mostly new ones (framesRepeat),
 // none follows. Either way the machines build what one builds.
 func TestFollowingHelpers(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		data []byte
+		name     string
+		data     []byte
+		distinct bool // frames
 	}{
-		{"protocol 4", genPickle(t, "multi", 9000)},
-		{"protocol 2", genPickleProto(t, "multi", 9000, 2)},
-		{"C++ layout", genCpp(t, "", 12000, 300, 3, 1)},
+		{"protocol 4", genPickle(t, "multishared", 9000), false},
+		{"protocol 2", genPickleProto(t, "multishared", 9000, 2), false},
+		{"C++ layout", genCpp(t, "", 12000, 300, 3, 1), false},
+		{"distinct frames", genPickle(t, "multi", 9000), true},
 	} {
 		// The helper starts in the second device's trace, which ends at
 		// about two thirds of the input.
@@ -41,7 +44,7 @@ func TestFollowingHelpers(t *testing.T) {
 				t.Fatalf("%s: values differ (%d and %d bytes of canonical form)", name, len(got), len(want))
 			}
 			joins := 2
-			if least == len(c.data) {
+			if least == len(c.data) || c.distinct {
 				joins = 1
 			}
 			if len(d.helpers) != joins || len(d.joined) != joins {
@@ -57,7 +60,7 @@ func TestFollowingHelpers(t *testing.T) {
 // region) or failed before its region (a bad opcode); the error is one
 // machine's.
 func TestFollowingHelperStopped(t *testing.T) {
-	data := genPickleProto(t, "multi", 9000, 2)
+	data := genPickleProto(t, "multishared", 9000, 2)
 	// An APPENDS a tenth of the way in, made an opcode that does not exist.
 	bad := bytes.Clone(data)
 	i := bytes.Index(bad[len(bad)/10:], []byte{opAppends, opMark, opEmptyDict})
@@ -89,12 +92,42 @@ func TestFollowingHelperStopped(t *testing.T) {
 	}
 }
 
+// TestDrainFollower: draining a helper that the main machine never joined
+// cancels it and the helper it started, waits for both, and frees what
+// each holds off the heap.
+func TestDrainFollower(t *testing.T) {
+	pool := &offHeapPool{}
+	made := func(follow *helper) *decoder {
+		d := newDecoder(nil)
+		d.g.setPool(pool)
+		d.g.traces.push(rawTrace{})
+		d.follow = follow
+		return d
+	}
+	cancelled := 0
+	mk := func(out *decoder) *helper {
+		h := &helper{done: make(chan *decoder, 1), cancel: func() { cancelled++ }}
+		h.done <- out
+		return h
+	}
+	follower := mk(made(nil))
+	first := mk(made(follower))
+	if n := pool.live.Load(); n != 2 {
+		t.Fatalf("%d chunks off the heap, want 2", n)
+	}
+	first.drain()
+	if n := pool.live.Load(); n != 0 || !first.joined || !follower.joined || cancelled != 2 {
+		t.Errorf("after drain: %d chunks off the heap, joined %v and %v, %d cancelled; want 0, both, 2",
+			n, first.joined, follower.joined, cancelled)
+	}
+}
+
 // TestFollowPlan: the helper that follows one starts at the next batch
 // boundary past where the first one's batches ended, and only where at
 // least least bytes are left to it before the first one's stop, and the
 // boundary is within batchSearchMax of that end.
 func TestFollowPlan(t *testing.T) {
-	data := genPickle(t, "multi", 9000)
+	data := genPickle(t, "multishared", 9000)
 	p, ok := planSplit(data, len(data)/32, len(data)/3)
 	if !ok {
 		t.Fatal("no plan")
@@ -137,6 +170,20 @@ func TestFollowPlan(t *testing.T) {
 		next, ok := followPlan(in, q, 2, 1)
 		if ok != c.ok || ok && (next.at != 2+c.gap+1 || next.inBatch) {
 			t.Errorf("a batch %d bytes past the end: %+v, %v; want %v", c.gap, next, ok, c.ok)
+		}
+	}
+}
+
+// TestFramesRepeat: a helper starts a follower when it met at most one
+// distinct frame per followFrameBytes of its region.
+func TestFramesRepeat(t *testing.T) {
+	const n = 100 * followFrameBytes
+	for _, c := range []struct {
+		frames int
+		want   bool
+	}{{0, true}, {100, true}, {101, false}} {
+		if got := framesRepeat(c.frames, n); got != c.want {
+			t.Errorf("%d frames in %d bytes: %v, want %v", c.frames, n, got, c.want)
 		}
 	}
 }

@@ -35,6 +35,7 @@ import (
 //	             (memo reads of trace records and frame lists that the
 //	             helper made in its prefix, then cleared)
 //	multi        three devices' lists, a segment list after them
+//	multishared  the same over shared's pool of frames
 //	selfref      entries hold a list that contains itself
 //	segs         n/10 blocks in the segments, before the trace (its keys
 //	             past the prefix); the trace's frames made all along it
@@ -58,7 +59,7 @@ def frames(i, seg=False):
         h = npool // 2
         hi = h if seg else h + 1 + (h - 1) * i // n
         return [pool[rnd.randrange(0 if seg else h, hi)] for _ in range(depth)]
-    if shape in ('shared', 'sharedentries'):
+    if shape in ('shared', 'sharedentries', 'multishared'):
         return [pool[rnd.randrange(npool)] for _ in range(depth)]
     if shape == 'late':
         g = i // 7
@@ -97,7 +98,7 @@ elif shape == 'sharedentries':
     for i in range(n):
         es.append(es[i % (n // 40)] if i >= n // 2 and i % 3 == 0 else entry(i))
     s = {'segments': segs, 'device_traces': [es]}
-elif shape == 'multi':
+elif shape in ('multi', 'multishared'):
     traces = [[entry(i) for i in range(d, n, 3)] for d in range(3)]
     s = {'device_traces': traces, 'segments': segs}
 else:
