@@ -872,8 +872,8 @@ func samplePickles(t testing.TB) map[string][]byte {
 // pickle.dump wrote: stacks that repeat, and distinct ones.
 func TestMachinesFor(t *testing.T) {
 	// A list of three memo gets, the third k, after the list's put
-	// (protocols 4 and 5 write MEMOIZE, 2 and 3 BINPUT or LONG_BINPUT),
-	// in 20 bytes.
+	// (protocols 4 and 5 write MEMOIZE, 2 and 3 BINPUT or LONG_BINPUT,
+	// PyTorch's C++ pickler none), in 20 bytes.
 	list := func(k int, put []byte) []byte {
 		l := append([]byte{opEmptyList}, put...)
 		l = append(l, opMark, opBinGet, 1, opLongBinGet, 7, 0, 0, 0, opBinGet, byte(k), opAppends, opBinPut, 9)
@@ -887,7 +887,7 @@ func TestMachinesFor(t *testing.T) {
 		return data
 	}
 	mid := 3*sampleLen/2 - 1000
-	for _, put := range [][]byte{{opMemoize}, {opBinPut, 3}, {opLongBinPut, 3, 1, 0, 0}} {
+	for _, put := range [][]byte{{opMemoize}, {opBinPut, 3}, {opLongBinPut, 3, 1, 0, 0}, {}} {
 		for _, c := range []struct {
 			name                string
 			lists, distinct, at int
@@ -906,14 +906,15 @@ func TestMachinesFor(t *testing.T) {
 			}
 		}
 	}
-	// Lists cut short at the sample's end, and an EMPTY_LIST without a put
-	// and MARK after it, are not lists.
-	for _, tail := range [][]byte{{opEmptyList}, {opEmptyList, opLongBinPut, 1}, {opEmptyList, opBinPut, 1}, {opEmptyList, opMemoize}} {
-		data := build(10*sampleMinLists, 1, mid, []byte{opEmptyList}) // EMPTY_LIST EMPTY_LIST MARK ...
+	// A list cut short at the sample's end is no list: one list too few,
+	// then such a tail, is still too few.
+	for _, tail := range [][]byte{{opEmptyList}, {opEmptyList, opLongBinPut, 1}, {opEmptyList, opBinPut, 1}, {opEmptyList, opMemoize},
+		{opEmptyList, opMark}, {opEmptyList, opMark, opBinGet, 1}} {
+		data := build(sampleMinLists-1, 1, mid, []byte{opMemoize})
 		lo := len(data)/2 - sampleLen/2
 		copy(data[lo+sampleLen-len(tail):], tail)
 		if got := machinesFor(data); got != maxMachines {
-			t.Errorf("lists without a put, then %x at the sample's end: %d machines", tail, got)
+			t.Errorf("%d lists, then %x at the sample's end: %d machines", sampleMinLists-1, tail, got)
 		}
 	}
 	needPython(t)

@@ -47,6 +47,8 @@ func TestHelpersInBatch(t *testing.T) {
 		{300, 1, []float64{0.5}},
 		{300, 1, []float64{0.4, 0.7}},
 		{300, 1, []float64{0.3, 0.5, 0.7}},
+		// repeatedMachines: the stacks repeat (machinesFor).
+		{300, 1, []float64{0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}},
 		{300, 2, []float64{0.3, 0.7}}, // the first region ends at the first device's APPENDS
 		// Few frames: the memo holds fewer than 256 entries at the
 		// prefix's end, and the region reads the rest by BINGET.

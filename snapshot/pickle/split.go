@@ -47,9 +47,9 @@ const (
 
 // machinesFor is the most machines that decode data: repeatedMachines when
 // the frame lists (EMPTY_LIST, its put, MARK, memo gets, APPENDS: the lists
-// frameList reads at once) in a sample from its middle mostly repeat, byte
-// for byte, else maxMachines. A false match of those bytes inside other
-// data only blurs the estimate.
+// frameList reads at once; PyTorch's C++ pickler writes no put) in a
+// sample from its middle mostly repeat, byte for byte, else maxMachines. A
+// false match of those bytes inside other data only blurs the estimate.
 func machinesFor(data []byte) int {
 	lo := max(0, len(data)/2-sampleLen/2)
 	window := data[lo:min(len(data), lo+sampleLen)]
@@ -62,7 +62,7 @@ func machinesFor(data []byte) int {
 		}
 		i += k + 1
 		n := putSize(window, i)
-		if n == 0 || i+n >= len(window) || window[i+n] != opMark {
+		if i+n >= len(window) || window[i+n] != opMark {
 			continue
 		}
 		i += n + 1
