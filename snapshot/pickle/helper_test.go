@@ -113,7 +113,7 @@ func genPickle(t *testing.T, shape string, n int) []byte {
 }
 
 // genPickleProto is genPickle in protocol proto.
-func genPickleProto(t *testing.T, shape string, n, proto int) []byte {
+func genPickleProto(t testing.TB, shape string, n, proto int) []byte {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), shape+".pickle")
 	return runPython(t, out, "-c", genTraces, shape, strconv.Itoa(n), out, strconv.Itoa(proto))

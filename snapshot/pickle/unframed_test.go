@@ -2,6 +2,7 @@ package pickle
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,9 +266,10 @@ func TestPlanUnframedSearchesNear(t *testing.T) {
 // FuzzHelpers: wherever helpers are placed, in any input, the machines
 // build what one machine builds, or fail with its error. The seeds are
 // snapshots of the generator's shapes in protocols 2 and 4 (a trace of a
-// few batches) and one in the C++ pickler's layout (one batch), so that
-// mutations reach the planning, the helpers' walk, their region puts and
-// the join.
+// few batches), three devices' traces (where a helper's list ends and a
+// follower starts: followMin is 1 here) and the C++ pickler's layout (one
+// batch), so that mutations reach the planning, the helpers' walk, their
+// region puts, the followers and the join.
 func FuzzHelpers(f *testing.F) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		f.Skip("python3 not found: the seeds are written by pickle.dump")
@@ -288,6 +290,10 @@ func FuzzHelpers(f *testing.F) {
 		f.Add(data, uint16(2048), uint16(32768))
 		f.Add(data, uint16(8192), uint16(50000))
 	}
+	// Three devices' traces of two batches each, a helper in the first.
+	for _, proto := range []int{4, 2} {
+		f.Add(genPickleProto(f, "multishared", 6000, proto), uint16(2048), uint16(13107))
+	}
 	// PyTorch's C++ pickler's layout, where helpers start inside a batch;
 	// with 20 frames, the memo holds fewer than 256 entries.
 	for _, frames := range []int{300, 20} {
@@ -295,17 +301,22 @@ func FuzzHelpers(f *testing.F) {
 		f.Add(cpp, uint16(8192), uint16(32768))
 		f.Add(cpp, uint16(8192), uint16(50000))
 	}
+	f.Add(genCpp(f, "", 2500, 300, 3, 1), uint16(2048), uint16(16384))
 	f.Fuzz(func(t *testing.T, data []byte, prefix, target uint16) {
 		if len(data) < 11 || data[0] != opProto {
 			return
 		}
 		at := func(frac uint16) int { return int(uint64(len(data)) * uint64(frac) >> 16) }
 		split := func(int) (int, []int) { return at(prefix), []int{at(target)} }
-		_, two, _, _, err1, err2 := decodeTwice(data, split)
-		if sameErrors(t, "input", "one machine", err1, "with a helper", err2) && len(two.joined) > 0 {
-			// The canonical forms only where a helper joined: the rest
-			// is one machine's decode twice.
-			decodeCompare(t, "input", data, split)
+		one, root1, err1 := decodeWith(context.Background(), data, nil, nil, nil, nil)
+		two, root2, err2 := decodeWith(context.Background(), data, nil, split, nil, nil,
+			func(d *decoder) { d.followMin = 1 })
+		// The canonical forms only where a helper joined: the rest is one
+		// machine's decode twice.
+		if sameErrors(t, "input", "one machine", err1, "with helpers", err2) && len(two.joined) > 0 {
+			if c1, c2 := canonical(one.g, root1), canonical(two.g, root2); c1 != c2 {
+				t.Fatalf("values differ (%d and %d bytes of canonical form)", len(c1), len(c2))
+			}
 		}
 	})
 }
