@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"memscope/internal/pages"
 	"os"
 	"os/signal"
 	"runtime"
@@ -18,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"memscope/internal/pages"
 	"memscope/internal/textsafe"
 )
 

@@ -138,7 +138,7 @@ func (r helperRun) start(ctx context.Context, p splitPlan) *helper {
 		// and reports the error.
 		var out *decoder
 		defer func() {
-			if r := recover(); r != nil {
+			if e := recover(); e != nil {
 				out = nil
 			}
 			h.done <- out
