@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"memscope/internal/par"
 )
 
 // TestSortBySize compares SortBySize with a stable sort of the values by
@@ -76,42 +78,81 @@ func BenchmarkSortBySize(b *testing.B) {
 	}
 }
 
-// TestSortAllocKeysInRuns sorts keys on 1 to 16 goroutines, on both sides
-// of sortKeysMin per run and of maxSortRuns, merged two by two (sortAllocKeys, odd runs out
-// included) and as the analysis merges them (runMerger); both must equal
-// one sort of the whole.
-func TestSortAllocKeysInRuns(t *testing.T) {
+// TestSortAllocKeys: the radix sort orders keys as one comparison sort
+// does (compareAllocKeys), on sizes and addresses of every spread (a
+// byte all keys share is skipped, so both sides of that: one value, two,
+// every byte differing), negative and extreme sizes, extreme addresses,
+// and keys that do not come in the order of at (sorted by comparison).
+func TestSortAllocKeys(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, sortKeysMin - 1, sortKeysMin, 2*sortKeysMin - 1, 2 * sortKeysMin, 5*sortKeysMin + 3, 10 * sortKeysMin} {
-		for _, procs := range []int{1, 2, 3, 4, 5, maxSortRuns, maxSortRuns + 1, 16} {
-			in := make([]allocKey, n)
-			for i := range in {
-				in[i] = allocKey{size: int64(rnd.IntN(50)), addr: uint64(rnd.IntN(50)), at: uint64(i)}
-			}
-			want := slices.Clone(in)
-			slices.SortFunc(want, compareAllocKeys)
-
-			merged := slices.Clone(in)
-			sortAllocKeys(merged, procs)
-			if !slices.Equal(merged, want) {
-				t.Errorf("n %d, procs %d: sortAllocKeys differs from one sort", n, procs)
-			}
-
-			keys := slices.Clone(in)
-			bounds := sortAllocRuns(keys, procs)
-			if runs, most := len(bounds)-1, max(1, min(procs, maxSortRuns, n/sortKeysMin)); runs != most {
-				t.Errorf("n %d, procs %d: %d runs, want %d", n, procs, runs, most)
-			}
-			m := newRunMerger(keys, bounds)
-			var got []allocKey
-			for k, ok := m.pop(); ok; k, ok = m.pop() {
-				got = append(got, k)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("n %d, procs %d: runMerger yields %d keys, not one sort's %d in order", n, procs, len(got), len(want))
+	type gen func(i int) int64
+	spreads := map[string]gen{
+		"one value":  func(int) int64 { return 512 },
+		"two values": func(int) int64 { return 512 << rnd.IntN(2) },
+		"few":        func(int) int64 { return int64(rnd.IntN(50)) },
+		"wide":       func(int) int64 { return rnd.Int64() },
+		"signed":     func(int) int64 { return rnd.Int64N(1<<20) - 1<<19 },
+		"extremes": func(int) int64 {
+			return []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, 1, math.MaxInt64 - 1, math.MaxInt64}[rnd.IntN(7)]
+		},
+	}
+	for _, n := range []int{0, 1, 2, 3, 257, 20000} {
+		for sizeName, size := range spreads {
+			for addrName, addr := range spreads {
+				for _, order := range []string{"in order", "shuffled"} {
+					in := make([]allocKey, n)
+					for i := range in {
+						in[i] = allocKey{size: size(i), addr: uint64(addr(i)), at: uint64(3 * i)}
+					}
+					if order == "shuffled" {
+						rnd.Shuffle(n, func(i, j int) { in[i], in[j] = in[j], in[i] })
+					}
+					want := slices.Clone(in)
+					slices.SortFunc(want, compareAllocKeys)
+					got := slices.Clone(in)
+					sortAllocKeys(got)
+					if !slices.Equal(got, want) {
+						t.Fatalf("n %d, sizes %s, addresses %s, %s: differs from a comparison sort", n, sizeName, addrName, order)
+					}
+				}
 			}
 		}
 	}
+}
+
+// BenchmarkSortAllocKeys sorts 200k keys of random sizes (multiples of
+// 512) at addresses spread over 32 GiB, as a snapshot of 200k active
+// blocks gives them, against a comparison sort on every core, merged
+// (what the analysis did before).
+func BenchmarkSortAllocKeys(b *testing.B) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	in := make([]allocKey, 200000)
+	for i := range in {
+		in[i] = allocKey{size: 512 * int64(1+rnd.IntN(4096)), addr: 139637976727552 + uint64(rnd.IntN(1<<26))<<9, at: uint64(i)}
+	}
+	work := make([]allocKey, len(in))
+	b.Run("radix", func(b *testing.B) {
+		for b.Loop() {
+			copy(work, in)
+			sortAllocKeys(work)
+		}
+	})
+	b.Run("comparison", func(b *testing.B) {
+		for b.Loop() {
+			copy(work, in)
+			half := len(work) / 2
+			par.Each(2, func(p int) { slices.SortFunc(work[p*half:(p+1)*half], compareAllocKeys) })
+			merged := make([]allocKey, len(work))
+			i, j := 0, half
+			for k := range merged {
+				if j == len(work) || i < half && compareAllocKeys(work[i], work[j]) <= 0 {
+					merged[k], i = work[i], i+1
+				} else {
+					merged[k], j = work[j], j+1
+				}
+			}
+		}
+	})
 }
 
 // TestHistBuckets: sizes on both sides of every power of two, the largest

@@ -248,24 +248,18 @@ func sortCategoryTotals(out []CategoryTotal, cat *Categorizer) {
 // Block.Stack names it (0: none), for groupStacks.
 func allocationsOf(s *Snapshot, trace []TraceEntry, keys []allocKey, frameless map[uint64]lastAlloc) (out []Allocation, refs []uint32) {
 	procs := runtime.GOMAXPROCS(0)
-	// The runs merged into the order alone (8 bytes a block; the keys
-	// are 24): the allocations are then made on every core, each reading
-	// its block where it lies, in the order of sizes: on one core those
-	// scattered reads were 29 ms of a snapshot of 300k blocks.
-	order := make([]uint64, len(keys))
-	runs := newRunMerger(keys, sortAllocRuns(keys, procs))
-	for i := range order {
-		k, _ := runs.pop()
-		order[i] = k.at
-	}
+	// The allocations are made on every core, each reading its block
+	// where it lies, in the order of sizes: on one core those scattered
+	// reads were 29 ms of a snapshot of 300k blocks.
+	sortAllocKeys(keys)
 	lastAllocFrames(trace, frameless)
-	out = make([]Allocation, len(order))
-	refs = make([]uint32, len(order))
+	out = make([]Allocation, len(keys))
+	refs = make([]uint32, len(keys))
 	pages.Populate(out)
 	workers := min(procs, max(1, len(out)/allocsPerWorker))
 	par.Each(workers, func(w int) {
 		for i := w * len(out) / workers; i < (w+1)*len(out)/workers; i++ {
-			at := order[i]
+			at := keys[i].at
 			seg := &s.Segments[at>>32]
 			b := &seg.Blocks[uint32(at)]
 			ref, fromTrace := b.Stack, false
