@@ -30,6 +30,9 @@ func (w *Workspace) Open(paths ...string) {
 			w.openFile(p, true, false)
 			continue
 		}
+		w.mu.Lock()
+		w.folders = append(w.folders, filepath.Clean(p))
+		w.mu.Unlock()
 		if n := w.openFolder(p); n == 0 {
 			w.AddFailed(p, errors.New("no traces or snapshots found (looked for Megatron memory_trace*.json, torchtitan exports, training logs, *.pickle[.gz] snapshots, memory_viz HTML and peak-snapshot JSON)"))
 		}

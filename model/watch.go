@@ -34,7 +34,9 @@ type Watcher struct {
 	fw   *fsnotify.Watcher
 	done chan struct{}
 	// The fields below belong to loop.
-	dirs  map[string]bool
+	// dirs holds the watched directories, each with how many levels of
+	// folders made inside it after are watched too (see followSource).
+	dirs  map[string]int
 	known map[string]bool
 	// stamps records each file's size and modification time as last listed,
 	// so a rescan notices only what changed; stampsIn holds their paths by
@@ -81,7 +83,7 @@ func Watch(ctx context.Context, ws *Workspace) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{ws: ws, fw: fw, dirs: map[string]bool{}, known: map[string]bool{}, retries: map[int]int{},
+	w := &Watcher{ws: ws, fw: fw, dirs: map[string]int{}, known: map[string]bool{}, retries: map[int]int{},
 		stamps: map[string]stamp{}, stampsIn: map[string]map[string]bool{},
 		due: map[string]time.Time{}, done: make(chan struct{})}
 	w.timer = time.NewTimer(time.Hour)
@@ -94,25 +96,75 @@ func Watch(ctx context.Context, ws *Workspace) (*Watcher, error) {
 // Wait blocks until the watcher has stopped.
 func (w *Watcher) Wait() { <-w.done }
 
-// dirsOf lists the directories whose changes concern a source.
-func dirsOf(s *Source) []string {
-	var out []string
+// The levels of folders made after inside a watched directory that are
+// watched too: under a folder opened by name, or a run's, two (a dump
+// folder's memory_snapshot/iteration_N/; a run's sibling sim/ and what it
+// holds), one fewer a level down; under the current folder of a run
+// without PATH, which may be a home or source folder, one; under the
+// folder of a file opened alone, none (new files beside it are still
+// seen). Without a bound, a tree unpacked or checked out beside an opened
+// snapshot (a git worktree in /tmp) was watched to its leaves and each of
+// its files sniffed, and its sources stayed as errors once it was deleted.
+const (
+	followSource = 2
+	followQuiet  = 1
+	followFile   = 0
+)
+
+// followIn is how many levels of new folders are followed in dir, the
+// folder of a file a source holds: followSource less dir's depth below the
+// nearest folder opened by name that holds it, else followFile.
+func followIn(dir string, folders []string) int {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return filepath.Clean(p)
+	}
+	dir = abs(dir)
+	follow := followFile
+	for _, f := range folders {
+		rel, err := filepath.Rel(abs(f), dir)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		depth := 0
+		if rel != "." {
+			depth = strings.Count(rel, string(filepath.Separator)) + 1
+		}
+		follow = max(follow, followSource-depth)
+	}
+	return follow
+}
+
+// watchedDir is a directory whose changes concern a source, and the
+// levels of new folders inside it that do (see followSource).
+type watchedDir struct {
+	path   string
+	follow int
+}
+
+// dirsOf lists the directories whose changes concern a source; folders
+// are those opened by name.
+func dirsOf(s *Source, folders []string) []watchedDir {
+	var out []watchedDir
 	for _, p := range s.Paths {
 		st, err := os.Stat(p)
 		switch {
 		case err != nil:
 		case st.IsDir():
-			out = append(out, p)
+			out = append(out, watchedDir{p, followSource})
 			// Traces one level down (FindFiles looks there too).
 			if es, err := os.ReadDir(p); err == nil {
 				for _, e := range es {
 					if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-						out = append(out, filepath.Join(p, e.Name()))
+						out = append(out, watchedDir{filepath.Join(p, e.Name()), followSource - 1})
 					}
 				}
 			}
 		default:
-			out = append(out, filepath.Dir(p))
+			d := filepath.Dir(p)
+			out = append(out, watchedDir{d, followIn(filepath.Clean(d), folders)})
 		}
 	}
 	return out
@@ -122,8 +174,9 @@ func dirsOf(s *Source) []string {
 // watched source folders).
 func (w *Watcher) sync() {
 	for _, d := range w.ws.Quiet() {
-		w.watchDir(d) // the current folder, empty when opened: see OpenQuiet
+		w.watchDir(d, followQuiet) // the current folder, empty when opened: see OpenQuiet
 	}
+	folders := w.ws.Folders()
 	for _, s := range w.ws.Sources() {
 		for _, p := range s.Paths {
 			w.known[filepath.Clean(p)] = true
@@ -137,19 +190,19 @@ func (w *Watcher) sync() {
 			// snapshot) is watched, so that what arrives becomes sources.
 			if s.State == Failed && len(s.Paths) == 1 {
 				if st, err := os.Stat(s.Paths[0]); err == nil && st.IsDir() {
-					w.watchDir(filepath.Clean(s.Paths[0]))
+					w.watchDir(filepath.Clean(s.Paths[0]), followSource)
 				}
 			}
 			continue
 		}
-		for _, d := range dirsOf(s) {
-			w.watchDir(filepath.Clean(d))
+		for _, d := range dirsOf(s, folders) {
+			w.watchDir(filepath.Clean(d.path), d.follow)
 		}
 		if s.Kind == KindTraceRun && len(s.Paths) > 0 {
 			// Its parent: a sibling run (sim/ beside real/) makes a
 			// comparison.
 			if st, err := os.Stat(s.Paths[0]); err == nil && st.IsDir() {
-				w.watchDir(filepath.Dir(filepath.Clean(s.Paths[0])))
+				w.watchDir(filepath.Dir(filepath.Clean(s.Paths[0])), followSource)
 			}
 		}
 	}
@@ -160,20 +213,25 @@ type stamp struct {
 	mod  time.Time
 }
 
-func (w *Watcher) watchDir(d string) bool { return w.watchDirNews(d, func(string) {}) }
+// watchDir watches d, and follow levels of folders made inside it after.
+func (w *Watcher) watchDir(d string, follow int) bool {
+	return w.watchDirNews(d, follow, func(string) {})
+}
 
-// watchDirNews watches d and calls news for each entry already there: a
+// watchDirNews is watchDir, calling news for each entry already there: a
 // folder that appears in a watched one (torchtitan's iteration_N) has its
 // files written before its watch starts, and they are new data. Where d
 // was there when its source was opened (watchDir), what it holds is not.
-func (w *Watcher) watchDirNews(d string, news func(path string)) bool {
-	if w.dirs[d] {
+// A directory watched already keeps the deeper of its two follows.
+func (w *Watcher) watchDirNews(d string, follow int, news func(path string)) bool {
+	if old, ok := w.dirs[d]; ok {
+		w.dirs[d] = max(old, follow)
 		return false
 	}
 	if err := w.fw.Add(d); err != nil {
 		return false
 	}
-	w.dirs[d] = true
+	w.dirs[d] = follow
 	w.list(d, news)
 	return true
 }
@@ -347,10 +405,10 @@ func (w *Watcher) settle(now time.Time) {
 			w.setStamp(path, stamp{info.Size(), info.ModTime()}) // seen: not news to the next rescan
 		}
 		if s := w.sourceOf(path); s != nil {
-			if os.IsNotExist(statErr) && !s.Pinned && (s.Kind == KindSnapshot || s.Kind == KindEstimate) {
+			if os.IsNotExist(statErr) && !s.Pinned && len(s.Paths) == 1 && s.Kind != KindLive {
 				// A snapshot rotated away (training keeps only the
-				// latest): drop it and its data. If the name comes back
-				// it is a new source.
+				// latest), a trace or folder deleted: drop it and its
+				// data. If the name comes back it is a new source.
 				delete(w.known, path)
 				w.dropStamp(path)
 				delete(w.retries, s.ID)
@@ -370,8 +428,8 @@ func (w *Watcher) settle(now time.Time) {
 		}
 		if st.IsDir() {
 			// A new folder beside a run (sim/ next to real/), or inside one.
-			if w.dirs[filepath.Dir(path)] {
-				w.watchDirNews(path, func(p string) { w.changed(p, now) })
+			if follow, ok := w.dirs[filepath.Dir(path)]; ok && follow > 0 {
+				w.watchDirNews(path, follow-1, func(p string) { w.changed(p, now) })
 			}
 			if w.regroup(filepath.Dir(path)) {
 				continue
@@ -443,9 +501,9 @@ func (w *Watcher) regroup(dir string) bool {
 		return false
 	}
 	if w.ws.Regroup(dir, real, sim) {
-		w.watchDir(dir)
-		w.watchDir(real)
-		w.watchDir(sim)
+		w.watchDir(dir, followSource)
+		w.watchDir(real, followSource)
+		w.watchDir(sim, followSource)
 		return true
 	}
 	return false

@@ -281,3 +281,127 @@ func TestWatchRunBesideUnrelatedRun(t *testing.T) {
 	}
 	waitFor(t, "the comparison", func() bool { return kind() == KindTraceCompare })
 }
+
+// TestWatchNewFoldersBounded: folders made after the watch starts are
+// followed two levels into a folder opened by name and none beside a file
+// opened alone (a tree checked out beside it is not walked); new files
+// beside that file still become sources.
+func TestWatchNewFoldersBounded(t *testing.T) {
+	const sample = "../testdata/snapshots/jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle"
+	root, beside := t.TempDir(), t.TempDir()
+	copyFile(t, sample, filepath.Join(root, "snap_step1.pickle"))
+	alone := filepath.Join(beside, "alone.pickle")
+	copyFile(t, sample, alone)
+	ctx, cancel := context.WithCancel(context.Background())
+	ws := New(ctx, nil)
+	ws.Open(root, alone)
+	ws.Wait()
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+	has := func(p string) bool {
+		for _, s := range ws.Sources() {
+			if s.Path == p {
+				return true
+			}
+		}
+		return false
+	}
+	followed := []string{
+		filepath.Join(root, "a", "x.pickle"),
+		filepath.Join(root, "a", "b", "y.pickle"),
+		filepath.Join(beside, "next.pickle"),
+	}
+	ignored := []string{
+		filepath.Join(root, "a", "b", "c", "z.pickle"),
+		filepath.Join(beside, "tree", "w.pickle"),
+	}
+	for _, p := range append(followed, ignored...) {
+		copyFile(t, sample, p)
+	}
+	for _, p := range followed {
+		waitFor(t, p, func() bool { return has(p) })
+	}
+	time.Sleep(3 * Debounce)
+	for _, p := range ignored {
+		if has(p) {
+			t.Errorf("%s became a source: its folder is past the levels followed", p)
+		}
+	}
+}
+
+// TestWatchDropsDeletedTrace: a trace file that appeared in a watched
+// folder and was deleted is dropped, as a rotated snapshot is, not kept as
+// a failed source.
+func TestWatchDropsDeletedTrace(t *testing.T) {
+	const sample = "../testdata/snapshots/jogregoire_How-Diffusion-Models-Work__my_snapshot.pickle"
+	root := t.TempDir()
+	copyFile(t, sample, filepath.Join(root, "snap_step1.pickle"))
+	ctx, cancel := context.WithCancel(context.Background())
+	ws := New(ctx, nil)
+	ws.Open(root)
+	ws.Wait()
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+	log := filepath.Join(root, "train.log")
+	copyFile(t, "../testdata/traces/logs/megatron_logger.log", log)
+	source := func() *Source {
+		for _, s := range ws.Sources() {
+			if s.Path == log {
+				return s
+			}
+		}
+		return nil
+	}
+	waitFor(t, "the log as a source", func() bool { return source() != nil })
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deleted log dropped", func() bool { return source() == nil })
+	for _, s := range ws.Sources() {
+		if s.Err != nil {
+			t.Errorf("failed source left: %v", s)
+		}
+	}
+}
+
+// TestFollowIn: the levels followed in a file's folder: two in a folder
+// opened by name, one fewer a level down, none past that or outside any
+// (a sibling whose name begins with the folder's is outside), the nearest
+// folder deciding; relative and absolute paths alike.
+func TestFollowIn(t *testing.T) {
+	root := t.TempDir()
+	j := func(p ...string) string { return filepath.Join(append([]string{root}, p...)...) }
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, j("runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir     string
+		folders []string
+		want    int
+	}{
+		{j("runs"), []string{j("runs")}, followSource},
+		{j("runs", "a"), []string{j("runs")}, followSource - 1},
+		{j("runs", "a", "b"), []string{j("runs")}, 0},
+		{j("runs", "a", "b", "c"), []string{j("runs")}, followFile},
+		{j("runs2"), []string{j("runs")}, followFile},
+		{root, []string{j("runs")}, followFile},
+		{j("runs", "a", "b"), []string{j("runs"), j("runs", "a", "b")}, followSource},
+		{j("runs", "a"), []string{rel}, followSource - 1},
+		{j("x"), nil, followFile},
+	} {
+		if got := followIn(c.dir, c.folders); got != c.want {
+			t.Errorf("followIn(%s, %v) = %d, want %d", c.dir, c.folders, got, c.want)
+		}
+	}
+}

@@ -51,6 +51,9 @@ type Workspace struct {
 	// folder of a run without PATH) that held nothing usable: no source
 	// says so, and the watcher still watches them (see reopenWaiting).
 	quiet []string
+	// folders holds the folders opened by name (Open), whose new
+	// subfolders the watcher follows (see Folders).
+	folders []string
 	// replaced says a reload replaced, or Remove dropped, data that a
 	// view may still hold, garbage once the view lets go of it
 	// (Released).
@@ -321,6 +324,13 @@ func (w *Workspace) Quiet() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.quiet)
+}
+
+// Folders is the folders opened by name (Open), cleaned.
+func (w *Workspace) Folders() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.folders)
 }
 
 // MarkDemo labels every source as bundled demo data.
