@@ -405,10 +405,12 @@ func (w *Watcher) settle(now time.Time) {
 			w.setStamp(path, stamp{info.Size(), info.ModTime()}) // seen: not news to the next rescan
 		}
 		if s := w.sourceOf(path); s != nil {
-			if os.IsNotExist(statErr) && !s.Pinned && len(s.Paths) == 1 && s.Kind != KindLive {
+			if _, folder := w.dirs[path]; os.IsNotExist(statErr) && !s.Pinned && len(s.Paths) == 1 && s.Kind != KindLive && !folder {
 				// A snapshot rotated away (training keeps only the
-				// latest), a trace or folder deleted: drop it and its
-				// data. If the name comes back it is a new source.
+				// latest), a trace file deleted: drop it and its data.
+				// If the name comes back it is a new source. A folder
+				// keeps its source (an error until it comes back: a run
+				// that clears its dump folder and makes it again).
 				delete(w.known, path)
 				w.dropStamp(path)
 				delete(w.retries, s.ID)

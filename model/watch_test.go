@@ -405,3 +405,39 @@ func TestFollowIn(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchDeletedFolderKept: a run folder opened by name that is deleted
+// keeps its source (an error meanwhile), and loads again when the folder
+// is made again (a training run that clears its dump folder first).
+func TestWatchDeletedFolderKept(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	copyRun := func() {
+		es, err := os.ReadDir("../testdata/traces/megatron_trace_memory/real")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			copyFile(t, filepath.Join("../testdata/traces/megatron_trace_memory/real", e.Name()), filepath.Join(run, e.Name()))
+		}
+	}
+	copyRun()
+	ctx, cancel := context.WithCancel(context.Background())
+	ws := New(ctx, nil)
+	ws.Open(run)
+	ws.Wait()
+	if n := len(ws.Sources()); n != 1 || ws.Sources()[0].Kind != KindTraceRun || ws.Sources()[0].Err != nil {
+		t.Fatalf("the run: %v", ws.Sources())
+	}
+	id := ws.Sources()[0].ID
+	w, err := Watch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); w.Wait() }()
+	if err := os.RemoveAll(run); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deleted run's error", func() bool { s := ws.Source(id); return s != nil && s.Err != nil })
+	copyRun()
+	waitFor(t, "the run made again, loaded", func() bool { s := ws.Source(id); return s != nil && s.Err == nil })
+}
