@@ -30,8 +30,12 @@ func (w *Workspace) Open(paths ...string) {
 			w.openFile(p, true, false)
 			continue
 		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			abs = filepath.Clean(p)
+		}
 		w.mu.Lock()
-		w.folders = append(w.folders, filepath.Clean(p))
+		w.folders = append(w.folders, abs)
 		w.mu.Unlock()
 		if n := w.openFolder(p); n == 0 {
 			w.AddFailed(p, errors.New("no traces or snapshots found (looked for Megatron memory_trace*.json, torchtitan exports, training logs, *.pickle[.gz] snapshots, memory_viz HTML and peak-snapshot JSON)"))

@@ -113,18 +113,18 @@ const (
 
 // followIn is how many levels of new folders are followed in dir, the
 // folder of a file a source holds: followSource less dir's depth below the
-// nearest folder opened by name that holds it, else followFile.
+// nearest folder opened by name that holds it (folders, absolute), else
+// followFile. It runs for every file source at each rescan.
 func followIn(dir string, folders []string) int {
-	abs := func(p string) string {
-		if a, err := filepath.Abs(p); err == nil {
-			return a
-		}
-		return filepath.Clean(p)
+	if len(folders) == 0 {
+		return followFile
 	}
-	dir = abs(dir)
+	if a, err := filepath.Abs(dir); err == nil {
+		dir = a
+	}
 	follow := followFile
 	for _, f := range folders {
-		rel, err := filepath.Rel(abs(f), dir)
+		rel, err := filepath.Rel(f, dir)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			continue
 		}

@@ -373,7 +373,7 @@ func TestWatchDropsDeletedTrace(t *testing.T) {
 // TestFollowIn: the levels followed in a file's folder: two in a folder
 // opened by name, one fewer a level down, none past that or outside any
 // (a sibling whose name begins with the folder's is outside), the nearest
-// folder deciding; relative and absolute paths alike.
+// folder deciding; a relative folder of a file as its absolute path.
 func TestFollowIn(t *testing.T) {
 	root := t.TempDir()
 	j := func(p ...string) string { return filepath.Join(append([]string{root}, p...)...) }
@@ -381,7 +381,7 @@ func TestFollowIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := filepath.Rel(wd, j("runs"))
+	rel, err := filepath.Rel(wd, j("runs", "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestFollowIn(t *testing.T) {
 		{j("runs2"), []string{j("runs")}, followFile},
 		{root, []string{j("runs")}, followFile},
 		{j("runs", "a", "b"), []string{j("runs"), j("runs", "a", "b")}, followSource},
-		{j("runs", "a"), []string{rel}, followSource - 1},
+		{rel, []string{j("runs")}, followSource - 1},
 		{j("x"), nil, followFile},
 	} {
 		if got := followIn(c.dir, c.folders); got != c.want {

@@ -51,8 +51,8 @@ type Workspace struct {
 	// folder of a run without PATH) that held nothing usable: no source
 	// says so, and the watcher still watches them (see reopenWaiting).
 	quiet []string
-	// folders holds the folders opened by name (Open), whose new
-	// subfolders the watcher follows (see Folders).
+	// folders holds the folders opened by name (Open), absolute, whose
+	// new subfolders the watcher follows (see Folders).
 	folders []string
 	// replaced says a reload replaced, or Remove dropped, data that a
 	// view may still hold, garbage once the view lets go of it
@@ -326,7 +326,7 @@ func (w *Workspace) Quiet() []string {
 	return slices.Clone(w.quiet)
 }
 
-// Folders is the folders opened by name (Open), cleaned.
+// Folders is the folders opened by name (Open), absolute.
 func (w *Workspace) Folders() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
