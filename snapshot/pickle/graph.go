@@ -181,6 +181,14 @@ func (r *rawTrace) setExtra(id uint32) { r.ex = r.ex&^(1<<exBits-1) | id }
 
 const noRef = ^uint32(0)
 
+// actionRef marks, in a helper, a record's action that is a memo entry it
+// cannot read: action is actionRef | the entry's index (below actionRef-1,
+// so never noRef), and joining resolves it (joiner.actions). An action
+// first written after a helper's prefix and before its region ("free_completed"
+// after a snapshot's segments) otherwise made every entry of the region
+// with it a generic dict, and the region's trace a list of vals.
+const actionRef = 1 << 31
+
 // has bits of rawTrace.
 const (
 	hasAddr = 1 << iota

@@ -48,12 +48,13 @@ shape, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rnd = random.Random(7)
 files = ['/src/pkg/mod%d.py' % i for i in range(40)]
 names = ['fn_%d' % i for i in range(60)]
-npool = 5000 if shape in ('segs', 'hugesegs', 'segsonly') else 300
+segshapes = ('segs', 'hugesegs', 'segsonly', 'lateactions', 'oddactions')
+npool = 5000 if shape in segshapes else 300
 pool = [{'filename': files[i % 40], 'line': i, 'name': names[i % 60]} for i in range(npool)]
 late = {}
 def frames(i, seg=False):
     depth = 3 + rnd.randrange(12)
-    if shape in ('segs', 'hugesegs', 'segsonly'):
+    if shape in segshapes:
         # The segments' frames are half the pool; the trace's the other
         # half, new ones all along (first read in any machine's region).
         h = npool // 2
@@ -69,8 +70,19 @@ def frames(i, seg=False):
         return [{'filename': f, 'line': j, 'name': nm} for j in range(depth)]
     return [{'filename': files[rnd.randrange(40)], 'line': rnd.randrange(5000), 'name': names[rnd.randrange(60)]} for _ in range(depth)]
 lists = {}
+odd = ('odd',)
 def entry(i):
-    e = {'action': ['alloc', 'free_requested', 'free_completed'][i % 3], 'addr': 139637976727552 + 512 * i,
+    a = ['alloc', 'free_requested', 'free_completed'][i % 3]
+    if shape in ('lateactions', 'oddactions') and i >= n // 5 and i % 7 == 0:
+        # Actions first written past the segments, in the main machine's
+        # share of the trace, and read again in the helpers' regions (one
+        # first written in the last region too); or one that is no
+        # string, shared through the memo.
+        if shape == 'oddactions':
+            a = odd
+        else:
+            a = ['segment_alloc', 'segment_free'][i % 2] if i < 3 * n // 4 else 'segment_unmap'
+    e = {'action': a, 'addr': 139637976727552 + 512 * i,
          'size': 512 * (1 + i % 97), 'stream': 0, 'time_us': 1700000000000000 + i}
     if i % 11 == 0:
         e['compile_context'] = 'cc%d' % (i // 500)
@@ -90,7 +102,7 @@ def entry(i):
     return e
 segs = [{'device': 0, 'address': 139637976727552, 'total_size': 1 << 30, 'stream': 0,
          'segment_type': 'large', 'blocks': [{'address': 139637976727552 + i, 'size': 512, 'requested_size': 512,
-         'state': 'active_allocated', 'frames': frames(i, True)} for i in range({'segs': n // 10, 'hugesegs': n // 3, 'segsonly': n}.get(shape, 40))]}]
+         'state': 'active_allocated', 'frames': frames(i, True)} for i in range({'segs': n // 10, 'hugesegs': n // 3, 'lateactions': n // 3, 'oddactions': n // 3, 'segsonly': n}.get(shape, 40))]}]
 if shape == 'segsonly':
     s = {'segments': segs, 'device_traces': [[]]}
 elif shape == 'sharedentries':
@@ -686,19 +698,26 @@ func TestHelperThresholds(t *testing.T) {
 		t.Errorf("two machines: prefix %d, targets %v; want %d, [%d]", prefix, targets, parallelMin/32, parallelMin/2+parallelMin/32)
 	}
 	// The trace's keys past the usual prefix: every machine runs the
-	// input up to them, and the rest is shared evenly, each share at least
-	// regionMin.
+	// input up to them, and the rest is shared so that each runs as long,
+	// each share at least regionMin: evenly where the helpers decode the
+	// whole prefix; by walkedTargets' costs where they walk it (keys at
+	// walkPrefixMin 32nds or more), or evenly where a walked share would
+	// be under regionMin.
 	for _, c := range []struct {
 		n, cores, keys, machines int
+		walked                   bool
 	}{
-		{1 << 30, 4, 1<<30/32 - 1, 4},           // the usual prefix
-		{1 << 30, 4, 1<<30/32 + 1, 4},           // just past it
-		{1 << 30, 4, 1 << 28, 4},                // a quarter in
-		{parallelMin, 2, parallelMin / 8, 1},    // the rest is under two regions
-		{2*regionMin + 1<<20, 2, 1 << 20, 2},    // the rest is exactly two
-		{2*regionMin + 1<<20, 2, 1<<20 + 1, 1},  // and a byte short of them
-		{5*regionMin + 1<<22, 8, 1 << 22, 5},    // a machine per region
-		{5*regionMin + 1<<22, 8, 1<<22 + 64, 4}, // one fewer a byte short
+		{1 << 30, 4, 1<<30/32 - 1, 4, false},                  // the usual prefix
+		{1 << 30, 4, 1<<30/32 + 1, 4, false},                  // just past it
+		{1 << 30, 4, walkPrefixMin*(1<<30/32) - 1, 4, false},  // a byte short of walking
+		{1 << 30, 4, walkPrefixMin * (1 << 30 / 32), 4, true}, // walked
+		{1 << 30, 2, 1 << 28, 2, true},                        // a quarter in
+		{1 << 30, 4, 1 << 28, 4, true},
+		{parallelMin, 2, parallelMin / 8, 1, false},    // the rest is under two regions
+		{2*regionMin + 1<<20, 2, 1 << 20, 2, false},    // the rest is exactly two: walked, the main machine's share would be short
+		{2*regionMin + 1<<20, 2, 1<<20 + 1, 1, false},  // and a byte short of them
+		{5*regionMin + 1<<22, 8, 1 << 22, 5, false},    // a machine per region
+		{5*regionMin + 1<<22, 8, 1<<22 + 64, 4, false}, // one fewer a byte short
 	} {
 		prefix, targets := splitCores(c.n, c.cores, c.keys)
 		if got := len(targets) + 1; got != c.machines {
@@ -711,17 +730,43 @@ func TestHelperThresholds(t *testing.T) {
 		if prefix != c.keys {
 			t.Errorf("%d bytes, keys at %d: prefix %d", c.n, c.keys, prefix)
 		}
-		// Past the keys: the main machine's share, then each helper's.
-		work := []int{targets[0] - c.keys}
+		if got := walkedTargets(c.n, len(targets)+1, c.keys) != nil; got != c.walked {
+			t.Errorf("%d bytes, keys at %d: walked %v, want %v", c.n, c.keys, got, c.walked)
+		}
+		// Past the keys: the main machine's share, then each helper's,
+		// and what each machine runs, in eighths of a trace byte.
+		shares := []int{targets[0] - c.keys}
+		cost := []int{8 * c.n} // the same for all without a walk
+		if c.walked {
+			head := c.n / 32
+			cost[0] = segmentCost8*c.keys + 8*(targets[0]-c.keys)
+			for i, at := range targets {
+				end := c.n
+				if i+1 < len(targets) {
+					end = targets[i+1]
+				}
+				cost = append(cost, headCost8*head+walkCost8*(c.keys-head)+8*(end-at))
+			}
+		}
 		for i, at := range targets {
 			end := c.n
 			if i+1 < len(targets) {
 				end = targets[i+1]
 			}
-			work = append(work, end-at)
+			shares = append(shares, end-at)
+			if !c.walked {
+				cost = append(cost, 8*c.n)
+			}
 		}
-		if lo, hi := slices.Min(work), slices.Max(work); hi-lo > len(work) || lo < regionMin {
-			t.Errorf("%d bytes, keys at %d: shares %v", c.n, c.keys, work)
+		if slices.Min(shares) < regionMin {
+			t.Errorf("%d bytes, keys at %d: shares %v, one under regionMin", c.n, c.keys, shares)
+		}
+		if !c.walked {
+			if lo, hi := slices.Min(shares), slices.Max(shares); hi-lo > len(shares) {
+				t.Errorf("%d bytes, keys at %d: shares %v", c.n, c.keys, shares)
+			}
+		} else if lo, hi := slices.Min(cost), slices.Max(cost); hi-lo > 16*len(cost) {
+			t.Errorf("%d bytes, keys at %d: walked shares %v cost %v", c.n, c.keys, shares, cost)
 		}
 	}
 	needPython(t)

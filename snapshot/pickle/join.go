@@ -23,6 +23,9 @@ type joiner struct {
 	// the helper's first region entry (its entry hbase) has; memoEnd is
 	// past the helper's last one.
 	memoAt, memoEnd, hbase int
+	// actions maps each memo index a helper's record names as its action
+	// (actionRef) to the string id it has here.
+	actions map[uint32]uint32
 }
 
 // join takes in helper h's work at the boundary, with the main machine's
@@ -183,6 +186,17 @@ func (j *joiner) tables() bool {
 			return false
 		}
 		j.extras[i] = id
+	}
+	if len(j.h.actionRefs) > 0 {
+		j.actions = make(map[uint32]uint32, len(j.h.actionRefs))
+		for _, idx := range j.h.actionRefs {
+			v := j.resolve(val{k: kRef, ref: idx})
+			if v.k != kStr {
+				// One machine would have left the entries generic dicts.
+				return false
+			}
+			j.actions[idx] = v.ref
+		}
 	}
 	j.stacks = make([]uint32, hg.stacks.len())
 	if !j.internStacks(runtime.GOMAXPROCS(0)) {

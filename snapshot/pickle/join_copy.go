@@ -288,7 +288,11 @@ func (j *joiner) copyRecords(lo, hi uint32) map[uint32]val {
 		// local goes through the stack, one more copy a record.
 		r := d.g.traces.at(j.traces + i)
 		*r = *hg.traces.at(i)
-		r.action = j.strs[r.action]
+		if r.action&actionRef != 0 {
+			r.action = j.actions[r.action&^actionRef]
+		} else {
+			r.action = j.strs[r.action]
+		}
 		if x := r.extra(); x != 0 {
 			r.setExtra(j.extras[x-1])
 		}

@@ -112,9 +112,12 @@ type decoder struct {
 	region  bool
 	refFrom int64
 	refGap  int64
-	floor   int
-	resid   []val
-	residN  []int
+	// actionRefs holds, in a helper, each memo index that a record's
+	// action names (see actionRef), once.
+	actionRefs []uint32
+	floor      int
+	resid      []val
+	residN     []int
 	// residRun, while resid is empty, holds the items appended below the
 	// region as a run of trace records: the first and how many.
 	residRun [2]uint32

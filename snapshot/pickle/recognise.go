@@ -1,6 +1,10 @@
 package pickle
 
-import "memscope/snapshot/schema"
+import (
+	"slices"
+
+	"memscope/snapshot/schema"
+)
 
 // Recognising the bulk of a snapshot while decoding: frame dicts, frame
 // lists and trace entries become compact records (see graph.go), and go
@@ -98,6 +102,9 @@ func (d *decoder) traceToDict(cid uint32, r *rawTrace, frames val) {
 	x := g.extraOf(r)
 	key := func(s string) val { return val{k: kStr, ref: d.str([]byte(s))} }
 	kv := []val{key("action"), {k: kStr, ref: r.action}}
+	if r.action&actionRef != 0 {
+		kv[1] = val{k: kRef, ref: r.action &^ actionRef}
+	}
 	ints := []struct {
 		name string
 		bit  uint8
@@ -228,6 +235,15 @@ func (d *decoder) pendingTrace(stack, kv []val) bool {
 	return true
 }
 
+// noteActionRef records that a record's action names memo entry idx (see
+// actionRef). A helper meets few such entries, each in many records.
+func (d *decoder) noteActionRef(idx uint32) {
+	if n := len(d.actionRefs); n > 0 && d.actionRefs[n-1] == idx || slices.Contains(d.actionRefs, idx) {
+		return
+	}
+	d.actionRefs = append(d.actionRefs, idx)
+}
+
 // traceDict gives trace record idx's dict a container, once, for a pickle
 // that changes the entry after filling it (SETITEM on a memo read of it):
 // the record is then bound from the container, which every list and memo
@@ -265,7 +281,15 @@ func (d *decoder) traceRecord(r *rawTrace, kv []val) bool {
 		ok := true
 		switch roles[k.ref] {
 		case keyAction:
-			r.action, ok = v.ref, v.k == kStr
+			switch {
+			case v.k == kStr:
+				r.action = v.ref
+			case v.k == kRef && v.ref < actionRef-1:
+				r.action = actionRef | v.ref
+				d.noteActionRef(v.ref)
+			default:
+				ok = false
+			}
 		case keyAddr:
 			// A negative address is no address: the generic form keeps it
 			// (and the binder says what is wrong) rather than wrap it.

@@ -266,7 +266,8 @@ func TestPlanUnframedSearchesNear(t *testing.T) {
 // FuzzHelpers: wherever helpers are placed, in any input, the machines
 // build what one machine builds, or fail with its error. The seeds are
 // snapshots of the generator's shapes in protocols 2 and 4 (a trace of a
-// few batches), three devices' traces (where a helper's list ends and a
+// few batches; at a prefix of an eighth the helper walks most of it, and
+// reads the actions first written after it as placeholders), three devices' traces (where a helper's list ends and a
 // follower starts: followMin is 1 here) and the C++ pickler's layout (one
 // batch), so that mutations reach the planning, the helpers' walk, their
 // region puts, the followers and the join.
@@ -278,7 +279,7 @@ func FuzzHelpers(f *testing.F) {
 	for _, c := range []struct {
 		shape string
 		proto int
-	}{{"late", 2}, {"shared", 2}, {"sharedentries", 4}, {"segs", 2}} {
+	}{{"late", 2}, {"shared", 2}, {"sharedentries", 4}, {"segs", 2}, {"lateactions", 4}, {"oddactions", 2}} {
 		out := filepath.Join(dir, c.shape+".pickle")
 		if b, err := exec.Command("python3", "-c", genTraces, c.shape, "2500", out, strconv.Itoa(c.proto)).CombinedOutput(); err != nil {
 			f.Fatalf("generator: %v\n%s", err, b)
