@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	pt "memscope/internal/pickletest"
+	"memscope/snapshot/schema"
 )
 
 // blockSnapshot is a snapshot whose one segment holds blocks, and whose
@@ -317,6 +319,39 @@ func TestBlockStatesPastTheCache(t *testing.T) {
 		}
 		if n := len(d.states); n > stateCacheMax {
 			t.Errorf("%d unknown states: %d states remembered", unknown, n)
+		}
+	}
+}
+
+// TestAnnotations binds external_annotations as written (strings and ints,
+// None as empty) and refuses an annotation whose field has another kind,
+// or that is no dict, naming it by its index and field.
+func TestAnnotations(t *testing.T) {
+	ann := func(name, stage, device, time any) pt.Dict {
+		return pt.Dict{{"name", name}, {"stage", stage}, {"device", device}, {"time_us", time}}
+	}
+	good := []any{ann("fwd", "START", 0, 17), ann("bwd", nil, 1, 19), ann("opt", "END", nil, 23)}
+	_, _, s, err := bindWith(blockSnapshot(nil, pt.KV{"external_annotations", good}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schema.Annotation{{Name: "fwd", Stage: "START", Device: 0, TimeUS: 17}, {Name: "bwd", Device: 1, TimeUS: 19}, {Name: "opt", Stage: "END", TimeUS: 23}}
+	if got := s.(*schema.Snapshot).Annotations; !reflect.DeepEqual(got, want) {
+		t.Errorf("annotations %+v, want %+v", got, want)
+	}
+	for _, c := range []struct {
+		bad  any
+		want string
+	}{
+		{ann(5, "START", 0, 1), "external_annotations[1].name"},
+		{ann("x", 5, 0, 1), "external_annotations[1].stage"},
+		{ann("x", "START", "0", 1), "external_annotations[1].device"},
+		{ann("x", "START", 0, "1"), "external_annotations[1].time_us"},
+		{[]any{"x"}, "external_annotations[1]"},
+	} {
+		_, _, _, err := bindWith(blockSnapshot(nil, pt.KV{"external_annotations", []any{good[0], c.bad, good[1]}}))
+		if err == nil || !strings.Contains(err.Error(), c.want+":") {
+			t.Errorf("%v: error %v, want one at %s", c.bad, err, c.want)
 		}
 	}
 }
