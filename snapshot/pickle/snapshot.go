@@ -32,8 +32,11 @@ var ErrNotSnapshot = errors.New("not an allocator snapshot")
 // that the typed snapshot and then the analysis reuse that memory instead
 // of adding to it. Each collection costs a few milliseconds (the graph's
 // arrays hold no pointers); together they took bigtrain's report from 329
-// to 264 MiB peak RSS, at the same speed.
-const GCThreshold = 64 << 20
+// to 264 MiB peak RSS, at the same speed. From 32 MiB rather than 64: w8
+// (40 MB) peaked at 98 MiB, not 106, livepool (55 MB) at 75, not 82, and
+// --ranges 60 (34 MB) at 75, not 80, in the same time or less; from 8 MiB
+// the files of 11 and 15 MB gained nothing.
+const GCThreshold = 32 << 20
 
 // IsPickle reports whether data starts as a snapshot pickle does (PROTO).
 func IsPickle(data []byte) bool { return len(data) > 0 && data[0] == opProto }
