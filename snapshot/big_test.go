@@ -103,10 +103,10 @@ func bigPickle(target int) ([]byte, int) {
 }
 
 // TestSnapshotsAroundGCThreshold opens snapshots just under and just over
-// pickle.GCThreshold (64 MiB), where decoding starts collecting between phases.
+// pickle.GCThreshold (32 MiB), where decoding starts collecting between phases.
 func TestSnapshotsAroundGCThreshold(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: this test writes two 64 MiB files")
+		t.Skip("-short: this test writes two files of pickle.GCThreshold")
 	}
 	dir := t.TempDir()
 	for _, size := range []int{pickle.GCThreshold - 4096, pickle.GCThreshold + 4096} {
