@@ -114,6 +114,10 @@ func TestHelpersReadLateActions(t *testing.T) {
 	needPython(t)
 	for _, proto := range []int{4, 2} {
 		for _, shape := range []string{"lateactions", "oddactions"} {
+			// -race: one setting of each shape, a quarter of the time.
+			if testing.Short() && (proto == 2) != (shape == "oddactions") {
+				continue
+			}
 			const n = 30000
 			data := genPickleProto(t, shape, n, proto)
 			keys := traceKeyAt(data, actionKeyIn(data), len(data)/2, keySearchStep, nil)
@@ -121,6 +125,9 @@ func TestHelpersReadLateActions(t *testing.T) {
 				t.Fatalf("the keys are at %d of %d bytes: not the shape this test needs", keys, len(data))
 			}
 			for _, cores := range []int{2, 3} {
+				if testing.Short() && cores != 2+proto/4 {
+					continue
+				}
 				split := func(m int) (int, []int) {
 					prefix, targets := splitCores(m*64, cores, keys*64)
 					for i := range targets {
