@@ -374,15 +374,7 @@ func TestHelpersAfterSegmentsPastAnEighth(t *testing.T) {
 			t.Fatalf("the keys are at %d of %d bytes: not the shape this test needs", keys, len(data))
 		}
 		for _, cores := range []int{2, 3} {
-			split := func(n int) (int, []int) {
-				// The input is smaller than parallelMin: the same plan at
-				// the scale of a large one.
-				prefix, targets := splitCores(n*64, cores, keys*64)
-				for i := range targets {
-					targets[i] /= 64
-				}
-				return prefix / 64, targets
-			}
+			split := scaledSplit(cores, keys)
 			_, targets := split(len(data))
 			if len(targets) != cores-1 {
 				t.Fatalf("%d cores: targets %v", cores, targets)
@@ -393,6 +385,19 @@ func TestHelpersAfterSegmentsPastAnEighth(t *testing.T) {
 				t.Errorf("%s: %d of %d helpers joined", name, len(d.joined), len(targets))
 			}
 		}
+	}
+}
+
+// scaledSplit is splitCores' plan on cores cores for input whose trace's
+// keys are at keys, made at 64 times the input's size and scaled back:
+// the tests' inputs are smaller than parallelMin.
+func scaledSplit(cores, keys int) splitFunc {
+	return func(n int) (int, []int) {
+		prefix, targets := splitCores(n*64, cores, keys*64)
+		for i := range targets {
+			targets[i] /= 64
+		}
+		return prefix / 64, targets
 	}
 }
 

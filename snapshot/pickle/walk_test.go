@@ -128,13 +128,7 @@ func TestHelpersReadLateActions(t *testing.T) {
 				if testing.Short() && cores != 2+proto/4 {
 					continue
 				}
-				split := func(m int) (int, []int) {
-					prefix, targets := splitCores(m*64, cores, keys*64)
-					for i := range targets {
-						targets[i] /= 64
-					}
-					return prefix / 64, targets
-				}
+				split := scaledSplit(cores, keys)
 				_, targets := split(len(data))
 				if len(targets) != cores-1 {
 					t.Fatalf("%d cores: targets %v", cores, targets)
