@@ -236,13 +236,24 @@ func (d *decoder) pendingTrace(stack, kv []val) bool {
 }
 
 // noteActionRef records that a record's action names memo entry idx (see
-// actionRef). A helper meets few such entries, each in many records.
-func (d *decoder) noteActionRef(idx uint32) {
+// actionRef); false, with nothing recorded, for a distinct entry past
+// actionRefsMax. A helper meets few such entries, each in many records.
+func (d *decoder) noteActionRef(idx uint32) bool {
 	if n := len(d.actionRefs); n > 0 && d.actionRefs[n-1] == idx || slices.Contains(d.actionRefs, idx) {
-		return
+		return true
+	}
+	if len(d.actionRefs) >= actionRefsMax {
+		return false
 	}
 	d.actionRefs = append(d.actionRefs, idx)
+	return true
 }
+
+// actionRefsMax bounds the distinct actions a helper reads as
+// placeholders: PyTorch writes nine actions, and a hostile file of a
+// distinct one an entry would make each record's search linear. The
+// entries past it stay generic dicts, as before placeholders.
+const actionRefsMax = 64
 
 // traceDict gives trace record idx's dict a container, once, for a pickle
 // that changes the entry after filling it (SETITEM on a memo read of it):
@@ -284,9 +295,8 @@ func (d *decoder) traceRecord(r *rawTrace, kv []val) bool {
 			switch {
 			case v.k == kStr:
 				r.action = v.ref
-			case v.k == kRef && v.ref < actionRef-1:
+			case v.k == kRef && v.ref < actionRef-1 && d.noteActionRef(v.ref):
 				r.action = actionRef | v.ref
-				d.noteActionRef(v.ref)
 			default:
 				ok = false
 			}

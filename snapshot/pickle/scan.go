@@ -82,7 +82,7 @@ func opSize(data []byte, pos int) (int, bool) {
 // running only their memo puts: a string or bytes value put right after it
 // is written gets its entry, any other value a hole, which a helper's
 // region reads as a placeholder (see getMemo). A helper walks a
-// snapshot's segments this way, in a tenth of the time a decode of them
+// snapshot's segments this way, in a fifth of the time a decode of them
 // takes, for the strings its region reads: the trace's keys are first
 // written at the trace's start, past the segments (see runPrefix). false,
 // with d.pos past the last put run, when an opcode cannot be sized, a put

@@ -158,3 +158,23 @@ func TestHelpersReadLateActions(t *testing.T) {
 		}
 	}
 }
+
+// TestNoteActionRef: a helper reads up to actionRefsMax distinct actions
+// as placeholders, each once however often it recurs, and no more.
+func TestNoteActionRef(t *testing.T) {
+	d := newDecoder(nil)
+	for i := range uint32(actionRefsMax) {
+		if !d.noteActionRef(1000+i) || !d.noteActionRef(1000+i) || !d.noteActionRef(1000) {
+			t.Fatalf("action %d of %d refused", i+1, actionRefsMax)
+		}
+	}
+	if len(d.actionRefs) != actionRefsMax {
+		t.Errorf("%d actions recorded, want %d", len(d.actionRefs), actionRefsMax)
+	}
+	if d.noteActionRef(5) {
+		t.Errorf("a distinct action past %d taken", actionRefsMax)
+	}
+	if !d.noteActionRef(1000 + actionRefsMax - 1) {
+		t.Error("a recorded action refused once the table is full")
+	}
+}
