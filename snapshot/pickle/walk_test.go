@@ -164,8 +164,10 @@ func TestHelpersReadLateActions(t *testing.T) {
 func TestNoteActionRef(t *testing.T) {
 	d := newDecoder(nil)
 	for i := range uint32(actionRefsMax) {
-		if !d.noteActionRef(1000+i) || !d.noteActionRef(1000+i) || !d.noteActionRef(1000) {
-			t.Fatalf("action %d of %d refused", i+1, actionRefsMax)
+		for _, idx := range []uint32{1000 + i, 1000 + i, 1000} { // new, then again, then the first
+			if !d.noteActionRef(idx) {
+				t.Fatalf("action %d of %d: entry %d refused", i+1, actionRefsMax, idx)
+			}
 		}
 	}
 	if len(d.actionRefs) != actionRefsMax {
