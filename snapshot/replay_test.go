@@ -869,3 +869,84 @@ func TestStateSegmentStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestIntervalRoom: replay makes room once for the intervals, and maps
+// ahead no more than it writes, in a consistent snapshot whose trace frees
+// its own allocations, blocks allocated before it or nothing it saw; where
+// the blocks leave out what the trace left open, the room still holds
+// them; a snapshot that breaks both rules grows past the room and still
+// replays every interval.
+func TestIntervalRoom(t *testing.T) {
+	const base, n = 0x7f0000000000, 3000
+	addr := func(i int) uint64 { return base + uint64(i)*512 }
+	ev := func(a Action, i int) TraceEntry { return TraceEntry{Addr: addr(i), Size: 512}.With(a) }
+	free := func(i int) []TraceEntry { return []TraceEntry{ev(ActionFreeRequested, i), ev(ActionFreeCompleted, i)} }
+	type shape struct {
+		name      string
+		trace     []TraceEntry
+		live      []int // active blocks at the end
+		intervals int
+		mapped    bool // the pages mapped ahead are those written
+		grows     bool
+	}
+	var own, before, outside, window, broken shape
+	own = shape{name: "frees own allocations", intervals: 2 * n, mapped: true}
+	for i := range n {
+		own.live = append(own.live, 10*n+i) // alive before the trace
+		own.trace = append(own.trace, ev(ActionAlloc, i))
+		if i%2 == 0 {
+			own.live = append(own.live, i)
+		} else {
+			own.trace = append(own.trace, free(i)...)
+		}
+	}
+	before = shape{name: "frees blocks from before", intervals: 3 * n, mapped: true}
+	outside = shape{name: "blocks leave out the trace's", intervals: 3 * n}
+	for i := range n {
+		before.live = append(before.live, i, 2*n+i)
+		outside.live = append(outside.live, i)
+		before.trace = append(before.trace, ev(ActionAlloc, 2*n+i))
+		before.trace = append(before.trace, free(4*n+i)...)
+	}
+	outside.trace = before.trace
+	window = shape{name: "window of frees", intervals: n, mapped: true}
+	for i := range n {
+		window.trace = append(window.trace, free(i)...)
+	}
+	broken = shape{name: "address allocated twice", intervals: 3 * n, grows: true}
+	for i := range n {
+		broken.trace = append(broken.trace, ev(ActionAlloc, i), ev(ActionAlloc, i))
+		broken.trace = append(broken.trace, free(n+i)...)
+	}
+	for _, c := range []shape{own, before, outside, window, broken} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Snapshot{Traces: [][]TraceEntry{c.trace}}
+			if c.live != nil {
+				bs := make([]Block, len(c.live))
+				for k, i := range c.live {
+					bs[k] = Block{Address: addr(i), Size: 512, RequestedSize: 512, State: StateActiveAllocated}
+				}
+				s.Segments = []Segment{{Address: base, TotalSize: 1 << 30, Blocks: bs}}
+			}
+			allocs, frees := countActions(c.trace, 1)
+			room, likely := intervalRoom(allocs, frees, activeBlocks(s, 0))
+			tl := Replay(s, 0, nil)
+			got := len(tl.Intervals)
+			if got != c.intervals {
+				t.Fatalf("%d intervals, want %d", got, c.intervals)
+			}
+			if likely > room {
+				t.Errorf("maps %d ahead in a room of %d", likely, room)
+			}
+			if grew := cap(tl.Intervals) != room; grew != c.grows {
+				t.Errorf("room %d, capacity %d for %d intervals: grown %v, want %v", room, cap(tl.Intervals), got, grew, c.grows)
+			}
+			if c.mapped && (likely < got || likely > got+64) {
+				t.Errorf("maps %d ahead for %d intervals", likely, got)
+			}
+			if !c.mapped && likely >= got {
+				t.Errorf("maps %d ahead for %d intervals: the case writes no more", likely, got)
+			}
+		})
+	}
+}
