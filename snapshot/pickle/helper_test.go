@@ -401,6 +401,40 @@ func scaledSplit(cores, keys int) splitFunc {
 	}
 }
 
+// TestSplitEvenWithoutTrace: input without a trace's key runs on one
+// machine (its blocks' records and stacks, copied and interned again at
+// each join, took two machines as long as one), searched to its end with
+// the pages given back; a key anywhere, before or past the middle, keeps
+// the helpers.
+func TestSplitEvenWithoutTrace(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	n := parallelMin + 1<<20
+	for _, c := range []struct {
+		name    string
+		keyAt   int // -1: none
+		helpers bool
+	}{
+		{"no trace", -1, false},
+		{"key within the prefix", n / 40, true},
+		{"key past the middle", 3 * n / 4, true},
+		{"key at the end", n - len(actionKey), true},
+	} {
+		data := make([]byte, n)
+		copy(data, []byte{opProto, 4})
+		if c.keyAt >= 0 {
+			copy(data[c.keyAt:], actionKey)
+		}
+		var dropped int
+		_, targets := splitEven(data, func(from, to int) { dropped += to - from })(n)
+		if got := len(targets) > 0; got != c.helpers {
+			t.Errorf("%s: helpers at %v", c.name, targets)
+		}
+		if !c.helpers && dropped != n {
+			t.Errorf("%s: gave back %d of %d bytes searched", c.name, dropped, n)
+		}
+	}
+}
+
 // TestTraceKeyAt finds the trace's first key in steps of every size, the
 // key across two steps included, only before the limit, and gives back
 // the pages of each step it searched in vain, never those of the step
