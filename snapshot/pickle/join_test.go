@@ -1,8 +1,10 @@
 package pickle
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -471,5 +473,87 @@ func TestCollectAfter(t *testing.T) {
 	// A decode counts from its own start.
 	if d := newDecoder(nil); heapAllocs()-d.g.allocs0 > 1<<20 {
 		t.Errorf("a new decoder counts %d bytes allocated", heapAllocs()-d.g.allocs0)
+	}
+}
+
+// TestLastJoinAddsUnplaced: the last join adds a helper's new stacks
+// without placing them in the table's slots; the table stays whole: the
+// main machine's lookups after the join (a third device's trace, whose
+// stacks repeat the second's) find them, two of them that are one stack
+// once their placeholders are resolved (a PyTorch sample whose frames
+// the helper read by memo index) are added once, so it holds no stack
+// twice and as many as one machine's, and placed later each is found at
+// its own id. Joins before the last place theirs.
+func TestLastJoinAddsUnplaced(t *testing.T) {
+	needPython(t)
+	sample, err := os.ReadFile("../../testdata/snapshots/silmont2000_assignment2-systems__memory_forward_bf16_128.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const either = -1
+	for _, c := range []struct {
+		shape   string // genTraces', or "" for the sample
+		targets []float64
+		pending int // stacks left unplaced at the end: 1, 0 or either
+	}{
+		{"shared", []float64{0.5}, 1},
+		{"distinct", []float64{0.5}, 1},
+		{"shared", []float64{0.3, 0.6}, 1},
+		{"multishared", []float64{0.5}, 0}, // its region ends with the second device's trace
+		{"", []float64{0.4}, either},
+	} {
+		name, data := "sample", sample
+		if c.shape != "" {
+			name, data = c.shape, genPickle(t, c.shape, 30000)
+		}
+		name += fmt.Sprint(c.targets)
+		one, _, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		two := decodeCompare(t, name, data, splitAt(1.0/32, c.targets...))
+		if len(two.joined) != len(c.targets) {
+			t.Fatalf("%s: %d of %d helpers joined", name, len(two.joined), len(c.targets))
+		}
+		st := &two.g.stacks
+		if got := st.pending > 0; c.pending != either && got != (c.pending == 1) {
+			t.Errorf("%s: %d stacks unplaced at the end", name, st.pending)
+		}
+		if st.len() != one.g.stacks.len() {
+			t.Errorf("%s: %d stacks, one machine %d", name, st.len(), one.g.stacks.len())
+		}
+		seen := map[string]uint32{}
+		for id := range uint32(st.len()) {
+			ids := st.get(id)
+			if prev, ok := seen[string(idBytes(ids))]; ok {
+				t.Fatalf("%s: stacks %d and %d are the same", name, prev, id)
+			}
+			seen[string(idBytes(ids))] = id
+		}
+		for id := range uint32(st.len()) {
+			if got := st.intern(slices.Clone(st.get(id))); got != id {
+				t.Fatalf("%s: stack %d found as %d", name, id, got)
+			}
+		}
+		if st.pending != 0 || st.len() != one.g.stacks.len() {
+			t.Errorf("%s: %d unplaced and %d stacks after the lookups", name, st.pending, st.len())
+		}
+	}
+}
+
+// TestDistinctIDs: both sides, ids past a word of the bitmap included.
+func TestDistinctIDs(t *testing.T) {
+	for _, c := range []struct {
+		ids  []uint32
+		want bool
+	}{
+		{nil, true},
+		{[]uint32{0, 1, 63, 64, 1000}, true},
+		{[]uint32{5, 1000, 5}, false},
+		{[]uint32{1000, 7, 1000}, false},
+	} {
+		if got := distinctIDs(c.ids); got != c.want {
+			t.Errorf("%v: %v, want %v", c.ids, got, c.want)
+		}
 	}
 }

@@ -41,6 +41,7 @@ func (j *joiner) internStacks(procs int) bool {
 	const unread = 1 << 31 // in miss.i: a placeholder stopped the first pass
 	missed := make([][]miss, parts)
 	valued := make([]bool, parts) // a part met a value whose placeholder names no frame
+	named := make([]bool, parts)  // a part resolved a stack's placeholders
 	look := func(p int) {
 		var out []miss
 		// A batch of stacks for findMany: their numbers, hashes, ids.
@@ -63,12 +64,13 @@ func (j *joiner) internStacks(procs int) bool {
 			}
 			nb = 0
 		}
-		var named []uint32 // a stack's ids resolved, before they replace its own
+		var resolved []uint32 // a stack's ids resolved, before they replace its own
 		for i := p * n / parts; i < (p+1)*n/parts; i++ {
 			ids := hg.stacks.get(uint32(i))
 			if hasPlaceholders(ids) {
 				var ok bool
-				if named, ok = j.framesNamed(named[:0], ids); !ok {
+				named[p] = true
+				if resolved, ok = j.framesNamed(resolved[:0], ids); !ok {
 					if hg.stacks.isValue(uint32(i)) {
 						valued[p] = true
 						return
@@ -77,7 +79,7 @@ func (j *joiner) internStacks(procs int) bool {
 					out = append(out, miss{i: uint32(i) | unread})
 					continue
 				}
-				copy(ids, named)
+				copy(ids, resolved)
 			} else {
 				// The helper's stack becomes the main machine's: its ids
 				// are renumbered where they lie (see adopt).
@@ -112,9 +114,25 @@ func (j *joiner) internStacks(procs int) bool {
 			compact = compact && m.i&unread == 0
 		}
 	}
-	// Most of what the table lacks is new to it: its slots grow once for
+	// The last join's new stacks are added unplaced (see
+	// appendUnplaced), when none is left to the second pass. Two of them
+	// may be one stack where a placeholder was resolved (two that named
+	// different memo entries may name one frame, and one frame written
+	// twice is one frame here) or where two of the helper's frames are
+	// one of the main machine's: then they are told apart by a table of
+	// their own (adds), a fraction of the main table's size. Otherwise
+	// most of what the table lacks is new to it: its slots grow once for
 	// all, not doubling (and placing every stack again) as they come.
-	t.reserve(adds)
+	unplaced := compact && j.d.nextHelper == len(j.d.helpers)
+	var dedup *addSet
+	if unplaced && (slices.Contains(named, true) || !distinctIDs(j.frames)) {
+		dedup = newAddSet(adds)
+	}
+	if !unplaced {
+		t.reserve(adds)
+	} else {
+		t.refs = slices.Grow(t.refs, adds)
+	}
 	refs := hg.stacks.refs
 	if compact {
 		refs = make([]stackRef, len(hg.stacks.refs))
@@ -134,7 +152,21 @@ func (j *joiner) internStacks(procs int) bool {
 			i := m.i &^ unread
 			if m.i&unread == 0 {
 				r := refs[i]
-				j.stacks[i] = t.adopt(m.h, hg.stacks.slabs[r.slab][r.off:r.off+r.n], r, slab)
+				if unplaced {
+					if dedup != nil {
+						if id, ok := dedup.find(t, m.h, hg.stacks.slabs[r.slab][r.off:r.off+r.n]); ok {
+							j.stacks[i] = id
+							continue
+						}
+					}
+					r.slab += slab
+					j.stacks[i] = t.appendUnplaced(r)
+					if dedup != nil {
+						dedup.add(m.h, j.stacks[i])
+					}
+				} else {
+					j.stacks[i] = t.adopt(m.h, hg.stacks.slabs[r.slab][r.off:r.off+r.n], r, slab)
+				}
 				continue
 			}
 			ids = ids[:0]
@@ -202,3 +234,51 @@ func (j *joiner) frameNamed(idx uint32) (uint32, bool) {
 		idx = v.ref
 	}
 }
+
+// distinctIDs says whether no id is in ids twice.
+func distinctIDs(ids []uint32) bool {
+	seen := make([]uint64, 0, 64)
+	for _, id := range ids {
+		w := int(id >> 6)
+		if w >= len(seen) {
+			seen = append(seen, make([]uint64, w+1-len(seen))...)
+		}
+		if seen[w]&(1<<(id&63)) != 0 {
+			return false
+		}
+		seen[w] |= 1 << (id & 63)
+	}
+	return true
+}
+
+// addSet finds, among the stacks a join adds unplaced, one equal to a
+// stack: an open-addressing table of their ids, by hash.
+type addSet struct {
+	slots []stackSlot
+	last  int // the slot the last find stopped at: where add puts
+}
+
+func newAddSet(n int) *addSet {
+	size := stackSlotsMin
+	for 4*n > 3*size {
+		size *= 2
+	}
+	return &addSet{slots: make([]stackSlot, size)}
+}
+
+// find looks up the stack of ids, whose hash is h, among those added.
+func (a *addSet) find(t *stackTable, h uint64, ids []uint32) (uint32, bool) {
+	mask := len(a.slots) - 1
+	i := int(h) & mask
+	for ; a.slots[i].id != 0; i = (i + 1) & mask {
+		if s := a.slots[i]; s.is(h) && equalIDs(t.get(s.id-1), ids) {
+			return s.id - 1, true
+		}
+	}
+	a.last = i
+	return 0, false
+}
+
+// add puts stack id, whose hash is h, where the last find (which missed
+// it) stopped.
+func (a *addSet) add(h uint64, id uint32) { a.slots[a.last] = slotOf(h, id+1) }
