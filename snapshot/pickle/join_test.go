@@ -522,13 +522,8 @@ func TestLastJoinAddsUnplaced(t *testing.T) {
 		if st.len() != one.g.stacks.len() {
 			t.Errorf("%s: %d stacks, one machine %d", name, st.len(), one.g.stacks.len())
 		}
-		seen := map[string]uint32{}
-		for id := range uint32(st.len()) {
-			ids := st.get(id)
-			if prev, ok := seen[string(idBytes(ids))]; ok {
-				t.Fatalf("%s: stacks %d and %d are the same", name, prev, id)
-			}
-			seen[string(idBytes(ids))] = id
+		if a, b, ok := stackTwice(st); ok {
+			t.Fatalf("%s: stacks %d and %d are the same", name, a, b)
 		}
 		for id := range uint32(st.len()) {
 			if got := st.intern(slices.Clone(st.get(id))); got != id {
@@ -539,6 +534,20 @@ func TestLastJoinAddsUnplaced(t *testing.T) {
 			t.Errorf("%s: %d unplaced and %d stacks after the lookups", name, st.pending, st.len())
 		}
 	}
+}
+
+// stackTwice finds two ids of one stack in a table, which must hold each
+// once.
+func stackTwice(st *stackTable) (a, b uint32, ok bool) {
+	seen := map[string]uint32{}
+	for id := range uint32(st.len()) {
+		k := string(idBytes(st.get(id)))
+		if prev, ok := seen[k]; ok {
+			return prev, id, true
+		}
+		seen[k] = id
+	}
+	return 0, 0, false
 }
 
 // TestDistinctIDs: both sides, ids past a word of the bitmap included.

@@ -318,6 +318,9 @@ func FuzzHelpers(f *testing.F) {
 			if c1, c2 := canonical(one.g, root1), canonical(two.g, root2); c1 != c2 {
 				t.Fatalf("values differ (%d and %d bytes of canonical form)", len(c1), len(c2))
 			}
+			if a, b, ok := stackTwice(&two.g.stacks); ok {
+				t.Fatalf("stacks %d and %d are the same", a, b)
+			}
 		}
 	})
 }
