@@ -491,20 +491,25 @@ func TestLastJoinAddsUnplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	const either = -1
-	for _, c := range []struct {
+	type shape struct {
 		shape   string // genTraces', or "" for the sample
 		targets []float64
 		pending int // stacks left unplaced at the end: 1, 0 or either
-	}{
+	}
+	cases, n := []shape{
 		{"shared", []float64{0.5}, 1},
 		{"distinct", []float64{0.5}, 1},
-		{"shared", []float64{0.3, 0.6}, 1},
+		{"shared", []float64{0.3, 0.6}, 1}, // the first join places its stacks
 		{"multishared", []float64{0.5}, 0}, // its region ends with the second device's trace
 		{"", []float64{0.4}, either},
-	} {
+	}, 30000
+	if testing.Short() { // -race: 44 s of the CI's step otherwise
+		cases, n = cases[2:], 10000
+	}
+	for _, c := range cases {
 		name, data := "sample", sample
 		if c.shape != "" {
-			name, data = c.shape, genPickle(t, c.shape, 30000)
+			name, data = c.shape, genPickle(t, c.shape, n)
 		}
 		name += fmt.Sprint(c.targets)
 		one, _, err := decodeWith(context.Background(), data, nil, nil, nil, nil)
